@@ -1,0 +1,53 @@
+# The two commands of the README: `make run` and `make test`. Everything else is optional.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: run test install dev lint bench bench-parse bench-peers bench-peers-short fuzz docs clean
+
+# A stamp file per install level: re-run pip only when the packaging files change.
+$(VENV)/.installed: pyproject.toml setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+dev: $(VENV)/.dev-installed
+
+## make run: serve the example site on http://127.0.0.1:8000
+run: install
+	$(PY) -m pyweb serve pages --host $(HOST) --port $(PORT)
+
+## make test: every test (unit, property-based, integration over real sockets)
+test: dev
+	$(PY) -m pytest
+
+lint: dev
+	$(PY) -m ruff check pyweb tests benchmarks
+
+## micro-benchmarks of the request parser (pyweb vs h11 vs httptools, same run)
+bench-parse: dev
+	$(PY) -m pytest benchmarks/bench_parse.py --benchmark-only --benchmark-columns=min,median,ops -p no:timeout
+
+## whole-server comparison with uvicorn, hypercorn, gunicorn+Flask and a raw trio server
+bench-peers: dev
+	$(PY) benchmarks/peers.py
+
+bench-peers-short: dev
+	$(PY) benchmarks/peers.py --short
+
+bench: bench-parse bench-peers
+
+## a longer hypothesis campaign on the parser than make test runs
+fuzz: dev
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/protocol -p no:timeout -q
+
+clean:
+	rm -rf $(VENV) build *.egg-info .hypothesis .benchmarks site
