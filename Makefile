@@ -45,6 +45,11 @@ bench-peers-short: dev
 
 bench: bench-parse bench-peers
 
+## the documentation site, built strictly (broken links fail)
+docs: dev
+	$(PY) -m pip install --quiet -e '.[docs]'
+	$(PY) -m mkdocs build --strict --site-dir site
+
 ## a longer hypothesis campaign on the parser than make test runs
 fuzz: dev
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/protocol -p no:timeout -q

@@ -1,5 +1,9 @@
 """The incremental HTTP/1.1 request parser (sans-IO): bytes in, events out.
 
+RFC 9112 (HTTP/1.1 message syntax) and RFC 9110 (semantics); Marlow §3.2 (parsing either
+yields a request or the response that explains the rejection); Hop §2.2 (the "request"
+stage of the pipeline).
+
 INTERFACE (fixed; the server is written against it):
 
     parser = RequestParser(Limits(...))
@@ -15,14 +19,44 @@ the request was keep-alive; when it was not, ``next_event`` returns NEED_DATA fo
 (the server closes). After a ProtocolError the parser is broken and every further call
 raises the same error.
 
-TO BE IMPLEMENTED by the protocol work (see tests/protocol).
+How it works, and why it is fast in pure Python: the parser keeps one ``bytearray``. While
+it waits for a request head it only searches the newly arrived bytes for the CRLF CRLF that
+ends the head. Once the head is complete it is decoded once (Latin-1) and checked with a
+few compiled regular expressions (``grammar.py``): one for the request line, one
+``fullmatch`` over the whole field block, one ``findall`` to pull out the fields. A single
+Python loop over the fields then derives everything the server needs (Host, framing,
+keep-alive, Expect). Body bytes are handed out as soon as they arrive, never accumulated.
+
+Decisions (see docs/protocol.md for the full list and the differences from h11):
+
+* Line endings must be CRLF. RFC 9112 §2.2 allows (MAY) a recipient to accept a bare LF;
+  pyweb does not, because front ends that disagree about line endings are a classic
+  request-smuggling vector, and every real client sends CRLF.
+* Up to ``MAX_EMPTY_LINES`` empty lines before a request line are skipped (RFC 9112 §2.2
+  SHOULD ignore at least one).
+* obs-fold is rejected (RFC 9112 §5.2 allows 400); a message with both Content-Length and
+  Transfer-Encoding is rejected (RFC 9112 §6.1 MAY reject; §6.3 "ought to be handled as an
+  error"), so one connection can never be read as two different request sequences.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import methodcaller
 
-__all__ = ["Limits", "RequestParser"]
+from . import grammar as g
+from .errors import (
+    BadRequest,
+    BodyTooLarge,
+    HeadersTooLarge,
+    NotImplementedByServer,
+    ProtocolError,
+    TargetTooLong,
+    VersionNotSupported,
+)
+from .events import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
+
+__all__ = ["Limits", "RequestParser", "MAX_EMPTY_LINES"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +76,605 @@ class Limits:
     """Longest chunk-size line with its extensions → 400."""
 
 
+MAX_EMPTY_LINES = 8
+"""How many empty lines (CRLF) before a request line are ignored (RFC 9112 §2.2)."""
+
+# Parser states. Small ints compare fastest; the names are for readers and reprs.
+_HEAD = 0  # waiting for a request head
+_EOM = 1  # the head had no body: the next event is EndOfMessage
+_CL_BODY = 2  # reading a Content-Length body
+_CHUNK_SIZE = 3  # waiting for a chunk-size line
+_CHUNK_DATA = 4  # inside a chunk's data
+_CHUNK_CRLF = 5  # waiting for the CRLF after a chunk's data
+_TRAILERS = 6  # waiting for the trailer section after the last chunk
+_DONE = 7  # a non-keep-alive request has ended: nothing more will be read
+_CLOSED = 8  # EOF at a request boundary: ConnectionClosed
+_STATE_NAMES = ("HEAD", "EOM", "CL_BODY", "CHUNK_SIZE", "CHUNK_DATA", "CHUNK_CRLF",
+                "TRAILERS", "DONE", "CLOSED")
+
+# Fields the parser itself interprets; every other field is just passed along.
+_SPECIAL = frozenset(("host", "content-length", "transfer-encoding", "connection", "expect"))
+
+# The first byte of a request line is a tchar (a method); CR may start an empty line.
+# Anything else (a TLS ClientHello starts with 0x16) can be rejected before a whole line
+# has arrived, instead of waiting for a CRLF that will never come.
+_TCHAR_BYTES = frozenset(b"!#$%&'*+-.^_`|~0123456789"
+                         b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_CR = 13
+
+
 class RequestParser:
-    """Placeholder so the package imports while the parser is written; see the module doc."""
+    """Turns the bytes of one connection into request events (see the module doc)."""
+
+    __slots__ = (
+        "limits", "_buf", "_state", "_eof", "_error", "_scan", "_line_seen", "_empty_lines",
+        "_keep_alive", "_remaining", "_body_total", "_head_bytes", "_head_fields",
+    )
 
     def __init__(self, limits: Limits = Limits()) -> None:
-        raise NotImplementedError("RequestParser is being written")
+        self.limits = limits
+        self._buf = bytearray()
+        self._state = _HEAD
+        self._eof = False
+        self._error: ProtocolError | None = None
+        self._scan = 0  # how far the buffer has been searched for the end of the head
+        self._line_seen = False  # whether the request line's CRLF has been seen
+        self._empty_lines = 0
+        self._keep_alive = True
+        self._remaining = 0  # body bytes left (CL) or chunk bytes left (chunked)
+        self._body_total = 0  # sum of chunk sizes so far
+        self._head_bytes = 0  # size of the head, so trailers count towards the same limit
+        self._head_fields = 0
+
+    # -- public API -------------------------------------------------------------------
+
+    @property
+    def buffered(self) -> int:
+        """Bytes fed but not consumed yet."""
+        return len(self._buf)
+
+    @property
+    def pending_body(self) -> bool:
+        """True between a Request that has a body and its EndOfMessage."""
+        return _CL_BODY <= self._state <= _TRAILERS
+
+    def __repr__(self) -> str:
+        return f"<RequestParser state={_STATE_NAMES[self._state]} buffered={len(self._buf)}>"
+
+    def feed(self, data: bytes) -> None:
+        """Add bytes received from the client; ``b""`` means the client closed (EOF)."""
+        if not data:
+            self._eof = True
+        elif self._state < _DONE and not self._eof and self._error is None:
+            # After the last request (or an error) input is dropped, so a client cannot
+            # make a closing connection buffer without bound.
+            self._buf += data
+
+    def next_event(self) -> Request | Data | EndOfMessage | ConnectionClosed | object:
+        """The next event, or NEED_DATA. Raises ProtocolError on bad input, and keeps
+        raising it: after an error the byte stream can no longer be trusted."""
+        if self._error is not None:
+            raise self._error
+        try:
+            state = self._state
+            if state == _HEAD:
+                return self._next_head()
+            if state == _CL_BODY:
+                return self._next_cl_data()
+            if state == _EOM:
+                return self._end_of_message([])
+            if state == _DONE:
+                return NEED_DATA
+            if state == _CLOSED:
+                return ConnectionClosed()
+            return self._next_chunked()
+        except ProtocolError as exc:
+            self._error = exc
+            self._buf = bytearray()
+            raise
+
+    # -- the request head -------------------------------------------------------------
+
+    def _next_head(self) -> Request | ConnectionClosed | object:
+        buf = self._buf
+        # RFC 9112 §2.2: ignore (a bounded number of) empty lines before the request line.
+        while buf.startswith(b"\r\n"):
+            del buf[:2]
+            self._scan = 0
+            self._line_seen = False
+            self._empty_lines += 1
+            if self._empty_lines > MAX_EMPTY_LINES:
+                raise BadRequest(
+                    f"more than {MAX_EMPTY_LINES} empty lines before the request line",
+                    offending=b"\r\n",
+                )
+        if not buf:
+            if self._eof:
+                self._state = _CLOSED
+                return ConnectionClosed()
+            return NEED_DATA
+        if buf[0] not in _TCHAR_BYTES and buf[0] != _CR:
+            raise BadRequest(
+                f"a request line must start with a method, got byte {buf[0]:#04x}",
+                offending=bytes(buf[:40]),
+            )
+
+        end = buf.find(b"\r\n\r\n", self._scan - 3 if self._scan > 3 else 0)
+        if end < 0:
+            self._head_incomplete()
+            return NEED_DATA
+
+        limits = self.limits
+        head_len = end + 4
+        head = buf[:end].decode("latin-1")
+        del buf[:head_len]
+        self._scan = 0
+        self._line_seen = False
+        self._empty_lines = 0
+
+        lines = head.split("\r\n")
+        line = lines[0]
+        if len(line) > limits.max_request_line:
+            raise TargetTooLong(
+                f"request line longer than {limits.max_request_line} bytes",
+                offending=line[:100],
+            )
+        if head_len > limits.max_header_bytes:
+            raise HeadersTooLarge(
+                f"request head larger than {limits.max_header_bytes} bytes",
+                offending=head[:100],
+            )
+
+        # -- request line (RFC 9112 §3) --
+        m = g.REQUEST_LINE.fullmatch(line)
+        if m is None:
+            _explain_request_line(line)
+        method, target, major, minor = m.groups()
+        if major != "1":
+            raise VersionNotSupported(
+                f"HTTP version {major}.{minor} is not supported (only HTTP/1.x)",
+                offending=line,
+            )
+        # RFC 9110 §6.2: a higher 1.x minor version is treated as the highest we support.
+        version = "1.0" if minor == "0" else "1.1"
+
+        # -- fields (RFC 9112 §5) --
+        del lines[0]
+        if len(lines) > limits.max_headers:
+            raise HeadersTooLarge(
+                f"more than {limits.max_headers} header fields", offending=head[:100]
+            )
+        headers = _parse_fields(head, lines, len(lines), "header") if lines else []
+
+        host: str | None = None
+        content_length: int | None = None
+        te: list[str] | None = None
+        close = keep_alive_option = expect_continue = False
+        for name, value in headers:
+            if name not in _SPECIAL:
+                continue
+            if name == "host":
+                if host is not None:
+                    raise BadRequest("more than one Host header field", offending=value)
+                if g.HOST.fullmatch(value) is None:
+                    raise BadRequest(f"invalid Host header field {value!r}", offending=value)
+                host = value
+            elif name == "content-length":
+                n = _content_length(value)
+                if content_length is not None and n != content_length:
+                    raise BadRequest(
+                        "Content-Length fields with different values", offending=value
+                    )
+                content_length = n
+            elif name == "transfer-encoding":
+                if te is None:
+                    te = []
+                te.extend(value.split(","))
+            elif name == "connection":
+                # RFC 9110 §7.6.1: Connection = #connection-option, case-insensitive.
+                for option in value.lower().split(","):
+                    option = option.strip(" \t")
+                    if option == "close":
+                        close = True
+                    elif option == "keep-alive":
+                        keep_alive_option = True
+            elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
+                expect_continue = expect_continue or any(
+                    e.strip(" \t") == "100-continue" for e in value.lower().split(",")
+                )
+        # RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
+        if version == "1.1":
+            keep_alive = not close
+        else:
+            keep_alive = keep_alive_option and not close
+            expect_continue = False  # RFC 9110 §10.1.1: ignored in HTTP/1.0 requests
+
+        # -- request-target (RFC 9112 §3.2) --
+        first = target[0]
+        if first == "/":
+            path, _, query = target.partition("?")
+        elif target == "*":
+            if method != "OPTIONS":
+                raise BadRequest(
+                    f"asterisk-form target '*' is only allowed with OPTIONS, not {method}",
+                    offending=line,
+                )
+            path, query = "*", ""
+        elif method == "CONNECT":
+            raise NotImplementedByServer("CONNECT is not implemented", offending=line)
+        else:
+            am = g.ABSOLUTE_FORM.fullmatch(target)
+            if am is None:
+                if g.AUTHORITY_FORM.fullmatch(target):
+                    raise BadRequest(
+                        f"authority-form target {target!r} is only allowed with CONNECT",
+                        offending=line,
+                    )
+                raise BadRequest(f"invalid request target {target!r}", offending=line)
+            authority = am.group(2)
+            if "@" in authority or g.HOST.fullmatch(authority) is None:
+                # RFC 9110 §4.2.4: userinfo in an http(s) URI is to be treated as an error.
+                raise BadRequest(f"invalid authority in target {target!r}", offending=line)
+            rest = am.group(3) or "/"
+            path, _, query = rest.partition("?")
+            if not path:
+                path = "/"
+            # RFC 9112 §3.2.2: the target's authority overrides the Host field.
+            if host is None and version == "1.1":
+                raise BadRequest("missing Host header field (HTTP/1.1, RFC 9112 §3.2)")
+            host = authority
+        if method == "CONNECT":
+            raise NotImplementedByServer("CONNECT is not implemented", offending=line)
+
+        if host is None:
+            if version == "1.1":
+                raise BadRequest("missing Host header field (HTTP/1.1, RFC 9112 §3.2)")
+            host = ""
+
+        # -- framing (RFC 9112 §6) --
+        chunked = False
+        if te is not None:
+            if version == "1.0":
+                # RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 means the framing is faulty.
+                raise BadRequest("Transfer-Encoding in an HTTP/1.0 request", offending=line)
+            if content_length is not None:
+                raise BadRequest(
+                    "both Content-Length and Transfer-Encoding (request smuggling?)",
+                    offending=", ".join(te),
+                )
+            _check_transfer_coding(te)
+            chunked = True
+
+        if content_length is not None and content_length > limits.max_body:
+            raise BodyTooLarge(
+                f"Content-Length {content_length} exceeds the limit of {limits.max_body} bytes",
+                offending=str(content_length),
+            )
+
+        self._keep_alive = keep_alive
+        self._head_bytes = head_len
+        self._head_fields = len(headers)
+        if chunked:
+            self._state = _CHUNK_SIZE
+            self._body_total = 0
+        elif content_length:
+            self._state = _CL_BODY
+            self._remaining = content_length
+        else:
+            self._state = _EOM
+        return Request(
+            method, target, version, headers, path, query, host, keep_alive,
+            content_length, chunked, expect_continue,
+        )
+
+    def _head_incomplete(self) -> None:
+        """No CRLF CRLF yet: enforce the limits on what has arrived, or explain EOF."""
+        buf = self._buf
+        limits = self.limits
+        old_scan = self._scan
+        size = len(buf)
+        self._scan = size
+        if not self._line_seen:
+            crlf = buf.find(b"\r\n", old_scan - 1 if old_scan > 0 else 0)
+            if crlf >= 0:
+                self._line_seen = True
+                if crlf > limits.max_request_line:
+                    raise TargetTooLong(
+                        f"request line longer than {limits.max_request_line} bytes",
+                        offending=bytes(buf[:100]),
+                    )
+            elif size > limits.max_request_line + 1 or (
+                size == limits.max_request_line + 1 and buf[-1] != _CR
+            ):
+                raise TargetTooLong(
+                    f"request line longer than {limits.max_request_line} bytes",
+                    offending=bytes(buf[:100]),
+                )
+        if size > limits.max_header_bytes + 3:
+            raise HeadersTooLarge(
+                f"request head larger than {limits.max_header_bytes} bytes",
+                offending=bytes(buf[:100]),
+            )
+        bare = g.BARE_LF.search(buf, old_scan - 1 if old_scan > 0 else 0)
+        if bare is not None:
+            start = bare.start()
+            raise BadRequest(
+                "line ends with a bare LF; HTTP/1.1 lines end with CRLF (RFC 9112 §2.2)",
+                offending=bytes(buf[max(0, start - 40) : start + 1]),
+            )
+        if self._eof:
+            raise BadRequest("incomplete request: connection closed inside the request head",
+                             offending=bytes(buf[:100]))
+
+    # -- bodies -----------------------------------------------------------------------
+
+    def _next_cl_data(self) -> Data | object:
+        buf = self._buf
+        if not buf:
+            if self._eof:
+                raise BadRequest(
+                    f"incomplete request: connection closed with {self._remaining} body "
+                    "bytes still expected"
+                )
+            return NEED_DATA
+        remaining = self._remaining
+        if len(buf) <= remaining:
+            data = bytes(buf)
+            buf.clear()
+        else:
+            data = bytes(buf[:remaining])
+            del buf[:remaining]
+        remaining -= len(data)
+        self._remaining = remaining
+        if remaining == 0:
+            self._state = _EOM
+        return Data(data)
+
+    def _next_chunked(self) -> Data | EndOfMessage | object:
+        buf = self._buf
+        limits = self.limits
+        while True:
+            state = self._state
+            if state == _CHUNK_DATA:
+                if not buf:
+                    break
+                remaining = self._remaining
+                if len(buf) <= remaining:
+                    data = bytes(buf)
+                    buf.clear()
+                else:
+                    data = bytes(buf[:remaining])
+                    del buf[:remaining]
+                self._remaining = remaining - len(data)
+                if self._remaining == 0:
+                    self._state = _CHUNK_CRLF
+                return Data(data)
+            if state == _CHUNK_SIZE:
+                # RFC 9112 §7.1: chunk-size [ chunk-ext ] CRLF
+                end = buf.find(b"\r\n", 0, limits.max_chunk_line + 2)
+                if end < 0:
+                    if len(buf) > limits.max_chunk_line + 1:
+                        raise BadRequest(
+                            f"chunk-size line longer than {limits.max_chunk_line} bytes",
+                            offending=bytes(buf[:100]),
+                        )
+                    break
+                line = bytes(buf[:end])
+                m = g.CHUNK_LINE.fullmatch(line)
+                if m is None:
+                    raise BadRequest(f"invalid chunk-size line {line[:60]!r}", offending=line)
+                size = int(m.group(1), 16)
+                del buf[: end + 2]
+                if size == 0:
+                    self._state = _TRAILERS
+                    continue
+                self._body_total += size
+                if self._body_total > limits.max_body:
+                    raise BodyTooLarge(
+                        f"chunked body larger than the limit of {limits.max_body} bytes",
+                        offending=line,
+                    )
+                self._remaining = size
+                self._state = _CHUNK_DATA
+                continue
+            if state == _CHUNK_CRLF:
+                if len(buf) < 2:
+                    if buf and buf[0] != _CR:
+                        raise BadRequest("chunk data not followed by CRLF",
+                                         offending=bytes(buf[:20]))
+                    break
+                if buf[:2] != b"\r\n":
+                    raise BadRequest("chunk data not followed by CRLF (wrong chunk size?)",
+                                     offending=bytes(buf[:20]))
+                del buf[:2]
+                self._state = _CHUNK_SIZE
+                continue
+            # _TRAILERS: trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 §7.1.2)
+            if buf.startswith(b"\r\n"):
+                del buf[:2]
+                return self._end_of_message([])
+            old_scan = self._scan
+            end = buf.find(b"\r\n\r\n", old_scan - 3 if old_scan > 3 else 0)
+            budget = limits.max_header_bytes - self._head_bytes
+            if end < 0:
+                self._scan = len(buf)
+                if len(buf) > budget + 3:
+                    raise HeadersTooLarge(
+                        f"request head and trailers larger than {limits.max_header_bytes} bytes",
+                        offending=bytes(buf[:100]),
+                    )
+                if g.BARE_LF.search(buf, old_scan - 1 if old_scan > 0 else 0) is not None:
+                    raise BadRequest("trailer line ends with a bare LF", offending=bytes(buf[:100]))
+                break
+            if end + 4 > budget:
+                raise HeadersTooLarge(
+                    f"request head and trailers larger than {limits.max_header_bytes} bytes",
+                    offending=bytes(buf[:100]),
+                )
+            block = buf[:end].decode("latin-1")
+            del buf[: end + 4]
+            self._scan = 0
+            lines = block.split("\r\n")
+            if len(lines) + self._head_fields > limits.max_headers:
+                raise HeadersTooLarge(
+                    f"more than {limits.max_headers} header and trailer fields",
+                    offending=block[:100],
+                )
+            trailers = _parse_fields(block, lines, len(lines) - 1, "trailer")
+            return self._end_of_message(trailers)
+        if self._eof:
+            raise BadRequest("incomplete request: connection closed inside a chunked body")
+        return NEED_DATA
+
+    def _end_of_message(self, trailers: list[tuple[str, str]]) -> EndOfMessage:
+        self._state = _HEAD if self._keep_alive else _DONE
+        if not self._keep_alive:
+            self._buf = bytearray()
+        return EndOfMessage(trailers)
+
+
+# -- helpers (cold paths: only run for unusual or bad input) ---------------------------
+
+
+def _content_length(value: str) -> int:
+    """RFC 9110 §8.6: Content-Length = 1*DIGIT. A list of identical values ("5, 5") is
+    accepted as that value (the MAY in §8.6; h11 does the same); anything else is 400."""
+    if g.DIGITS.fullmatch(value) is None:
+        parts = [p.strip(" \t") for p in value.split(",")]
+        if len(parts) < 2 or any(g.DIGITS.fullmatch(p) is None for p in parts):
+            raise BadRequest(f"invalid Content-Length {value!r}", offending=value)
+        if len(set(p.lstrip("0") for p in parts)) != 1:
+            raise BadRequest(f"Content-Length list with different values {value!r}",
+                             offending=value)
+        value = parts[0]
+    digits = value.lstrip("0")
+    if len(digits) > 19:
+        # Far beyond any limit; don't even convert it (int() refuses > 4300 digits).
+        raise BodyTooLarge(f"Content-Length {value[:30]}... is too large", offending=value[:40])
+    return int(digits) if digits else 0
+
+
+def _check_transfer_coding(codings: list[str]) -> None:
+    """RFC 9112 §6.1, §6.3: only a final "chunked" frames a request body. Chunked not last
+    (or applied twice) → 400; other codings (gzip, identity, ...) are not implemented → 501."""
+    names = [c.strip(" \t").lower() for c in codings]
+    if any(not n or g.TOKEN.fullmatch(n) is None for n in names):
+        raise BadRequest(f"invalid Transfer-Encoding {', '.join(codings)!r}",
+                         offending=", ".join(codings))
+    if names[-1] != "chunked" or names.count("chunked") > 1:
+        if "chunked" in names:
+            raise BadRequest(
+                f"Transfer-Encoding {', '.join(names)!r}: chunked must be the final coding "
+                "and appear once (RFC 9112 §6.3)",
+                offending=", ".join(codings),
+            )
+        raise NotImplementedByServer(
+            f"Transfer-Encoding {', '.join(names)!r} is not implemented (only chunked)",
+            offending=", ".join(codings),
+        )
+    if len(names) > 1:
+        raise NotImplementedByServer(
+            f"Transfer-Encoding {', '.join(names)!r}: only chunked alone is implemented",
+            offending=", ".join(codings),
+        )
+
+
+def _explain_request_line(line: str) -> None:
+    """The request line failed the fast regex: raise the most helpful error."""
+    for ch, name in (("\n", "a bare LF"), ("\r", "a bare CR"), ("\x00", "NUL")):
+        if ch in line:
+            raise BadRequest(f"request line contains {name}", offending=line[:200])
+    parts = line.split(" ")
+    if len(parts) == 3 and all(parts):
+        method, target, version = parts
+        vm = g.HTTP_VERSION_LOOSE.fullmatch(version)
+        if vm is not None and vm.group(1).lstrip("0") != "1":
+            raise VersionNotSupported(
+                f"HTTP version {version[5:]!r} is not supported (only HTTP/1.x)",
+                offending=line,
+            )
+        if g.TOKEN.fullmatch(method) is None:
+            raise BadRequest(f"invalid method {method!r}", offending=line)
+        if any(not 0x21 <= ord(c) <= 0x7E for c in target):
+            raise BadRequest(f"invalid character in request target {target!r}",
+                             offending=line)
+        raise BadRequest(f"malformed HTTP version {version!r}", offending=line)
+    raise BadRequest(
+        "malformed request line (expected: METHOD SP target SP HTTP/1.1, single spaces)",
+        offending=line[:200],
+    )
+
+
+_NAME_CACHE: dict[str, str] = {}
+"""Field names already checked to be tokens, mapped to their lower-case form. Most
+requests repeat the same dozen names, so checking a name becomes one dict lookup."""
+_NAME_CACHE_SIZE = 1024
+_SPLIT_COLON = methodcaller("split", ":", 1)
+
+
+def _parse_fields(text: str, lines: list[str], crlfs: int, what: str) -> list[tuple[str, str]]:
+    """Validate field lines (RFC 9112 §5, RFC 9110 §5.5) and return (lower name, value).
+
+    ``text`` is the block the lines were split from on CRLF (``crlfs`` of them). The checks are arranged so
+    that the common case runs in C: the forbidden characters are looked for in the whole
+    block at once (a CR or LF that is not part of a CRLF shows up as a count mismatch),
+    names come from a cache of known tokens, and OWS is stripped with ``str.strip``.
+    Everything else (new names, errors) goes through the regex in ``_fields_slow``.
+    """
+    if (
+        text.count("\r") != crlfs
+        or text.count("\n") != crlfs
+        or "\x00" in text
+        or "\x0b" in text
+        or "\x0c" in text
+    ):
+        return _fields_slow(lines, what)
+    cache = _NAME_CACHE
+    try:
+        # A line without a colon makes split() return one item: ValueError on unpacking.
+        return [(cache[name], value.strip(" \t")) for name, value in map(_SPLIT_COLON, lines)]
+    except (KeyError, ValueError):
+        return _fields_slow(lines, what)
+
+
+def _fields_slow(lines: list[str], what: str) -> list[tuple[str, str]]:
+    """Validate each line with the full regex; remember good names; explain bad lines."""
+    out = []
+    cache = _NAME_CACHE
+    for line in lines:
+        m = g.FIELD_LINE.fullmatch(line)
+        if m is None:
+            _explain_field_line(line, what)
+        name, value = m.groups()
+        lname = name.lower()
+        if len(cache) < _NAME_CACHE_SIZE:
+            cache[name] = lname
+        out.append((lname, value))
+    return out
+
+
+def _explain_field_line(line: str, what: str) -> None:
+    """A field line failed the grammar: say what is wrong with it."""
+    if line[:1] in (" ", "\t"):
+        raise BadRequest(
+            f"obsolete line folding (a {what} line starting with whitespace) is not "
+            "allowed (RFC 9112 §5.2)",
+            offending=line,
+        )
+    name, colon, value = line.partition(":")
+    if not colon:
+        raise BadRequest(f"{what} line without a colon: {line[:60]!r}", offending=line)
+    if name != name.rstrip(" \t"):
+        raise BadRequest(
+            f"whitespace between {what} field name {name.strip()!r} and colon "
+            "(RFC 9112 §5.1)",
+            offending=line,
+        )
+    if g.TOKEN.fullmatch(name) is None:
+        raise BadRequest(f"invalid {what} field name {name[:60]!r}", offending=line)
+    for ch, desc in (("\x00", "NUL"), ("\r", "a bare CR"), ("\n", "a bare LF")):
+        if ch in value:
+            raise BadRequest(f"{what} field {name!r} contains {desc} (RFC 9110 §5.5)",
+                             offending=line)
+    raise BadRequest(f"invalid character in {what} field {name!r}: {value[:60]!r}",
+                     offending=line)

@@ -1,0 +1,37 @@
+"""The Flask app that gunicorn serves in the peer benchmark (one sync worker).
+
+The same four URLs as every other app. Flask is used the way its documentation shows:
+a route per URL, ``Response`` objects, and ``send_from_directory`` for the static file
+(which gunicorn hands to ``wsgi.file_wrapper``, i.e. sendfile). The site directory comes
+from the BENCH_SITE_DIR environment variable.
+"""
+
+from __future__ import annotations
+
+import os
+
+import page
+from flask import Flask, Response, send_from_directory
+
+page.check()
+SITE_DIR = os.environ.get("BENCH_SITE_DIR", ".")
+
+app = Flask(__name__, static_folder=None)
+_counter = 0
+
+
+@app.get("/hello")
+def hello() -> Response:
+    return Response(page.HELLO, mimetype="text/plain")
+
+
+@app.get("/dynamic")
+def dynamic() -> Response:
+    global _counter
+    _counter += 1
+    return Response(page.render(_counter), content_type="text/html; charset=utf-8")
+
+
+@app.get("/" + page.STATIC_NAME)
+def static_file() -> Response:
+    return send_from_directory(SITE_DIR, page.STATIC_NAME)

@@ -1,0 +1,65 @@
+"""pyweb's entry in the peer benchmark: pyweb.server.Server with a handler for the four URLs.
+
+/hello and /dynamic are handler code (the dynamic page is computed per request by the same
+``page.render`` every app uses); /static.html goes through pyweb's own static-file machinery,
+``StaticFiles`` (sendfile, ETag, Last-Modified), from the site directory the benchmark made,
+so the static/dynamic pair is Hop's §4.3 comparison. Access logging is off, as for every
+server in the benchmark (Hop §4.3 did the same).
+
+Usage: python pyweb_app.py --port 8000 [--scheduler one-to-one|pool|nothread]
+(site directory from BENCH_SITE_DIR, like the other apps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import page
+import trio
+
+from pyweb.protocol.response import Response
+from pyweb.server import RequestContext, Server, ServerConfig
+from pyweb.server.static import StaticFiles
+
+page.check()
+SITE_DIR = os.environ.get("BENCH_SITE_DIR", ".")
+
+_TEXT = [("content-type", "text/plain")]
+_HTML = [("content-type", "text/html; charset=utf-8")]
+_NOT_FOUND = Response(404, _TEXT, b"Not Found")
+_static = StaticFiles(SITE_DIR)
+_counter = 0
+
+
+async def handler(ctx: RequestContext) -> Response:
+    global _counter
+    path = ctx.request.path
+    if path == "/hello":
+        return Response(200, _TEXT, page.HELLO)
+    if path == "/dynamic":
+        _counter += 1
+        return Response(200, _HTML, page.render(_counter))
+    response = _static.respond(ctx.request)
+    return _NOT_FOUND if response is None else response
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--scheduler", default="one-to-one")
+    parser.add_argument("--pool-size", type=int, default=16)
+    args = parser.parse_args()
+    config = ServerConfig(
+        host=args.host,
+        port=args.port,
+        scheduler=args.scheduler,
+        pool_size=args.pool_size,
+        access_log=None,
+        error_log="-",
+    )
+    try:
+        trio.run(Server(config, handler).serve)
+    except* KeyboardInterrupt:
+        pass  # Ctrl-C or the benchmark's SIGINT: stop quietly

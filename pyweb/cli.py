@@ -1,0 +1,241 @@
+"""The command line: ``pyweb serve [DIR]`` (also ``python -m pyweb serve [DIR]``).
+
+It turns arguments into a :class:`~pyweb.server.ServerConfig` (Marlow §6 reads the same
+knobs from a configuration file; Hop §2.4.1 from command-line switches), starts the server,
+prints where it listens, and turns SIGINT/SIGTERM into a graceful shutdown: stop
+accepting, finish the requests in flight, close idle connections, exit 0. A second signal
+during the shutdown stops at once (exit 1). Reference: docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+import trio
+
+from pyweb.protocol.parser import Limits
+from pyweb.server import Server, ServerConfig
+from pyweb.server.config import SCHEDULERS
+
+__all__ = ["main", "build_parser"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is between 0 and 65535, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _log_target(text: str) -> str | None:
+    return None if text == "none" else text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pyweb", description="pyweb: web programming for learning, teaching and prototyping."
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="serve a site directory over HTTP/1.1",
+        description="Serve the files (and, later, pages) of DIR over HTTP/1.1.",
+    )
+    d = ServerConfig()
+    serve.add_argument(
+        "dir", nargs="?", default=".", metavar="DIR", help="site directory (default: .)"
+    )
+    serve.add_argument("--host", default=d.host, help=f"address to listen on (default: {d.host})")
+    serve.add_argument(
+        "--port", type=_port, default=d.port, help=f"port, 0 for any free one (default: {d.port})"
+    )
+    serve.add_argument(
+        "--scheduler",
+        choices=SCHEDULERS,
+        default=d.scheduler,
+        help="how connections are scheduled, Hop §2.4 (default: one-to-one)",
+    )
+    serve.add_argument(
+        "--pool-size",
+        type=_positive_int,
+        default=d.pool_size,
+        help=f"tasks of the pool scheduler (default: {d.pool_size})",
+    )
+    serve.add_argument(
+        "--dev",
+        action="store_true",
+        help="development mode: tracebacks and offending input on error pages",
+    )
+    serve.add_argument(
+        "--access-log",
+        type=_log_target,
+        default="-",
+        metavar="PATH|-|none",
+        help="access log file, - for stderr, none for nowhere (default: -)",
+    )
+    serve.add_argument(
+        "--error-log",
+        type=_log_target,
+        default="-",
+        metavar="PATH|-|none",
+        help="error log file, - for stderr, none for nowhere (default: -)",
+    )
+    serve.add_argument(
+        "--max-body",
+        type=_positive_int,
+        default=d.limits.max_body,
+        metavar="BYTES",
+        help=f"largest request body accepted, else 413 (default: {d.limits.max_body})",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=d.header_timeout,
+        metavar="S",
+        help=f"seconds for a request head to arrive (default: {d.header_timeout:g})",
+    )
+    serve.add_argument(
+        "--keepalive-timeout",
+        type=_seconds,
+        default=d.keepalive_timeout,
+        metavar="S",
+        help=f"idle seconds between requests (default: {d.keepalive_timeout:g})",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        default=d.body_timeout,
+        metavar="S",
+        help=f"seconds to wait for more of a body (default: {d.body_timeout:g})",
+    )
+    serve.add_argument(
+        "--send-timeout",
+        type=_seconds,
+        default=d.send_timeout,
+        metavar="S",
+        help=f"seconds to wait for a client to read (default: {d.send_timeout:g})",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=d.max_connections,
+        metavar="N",
+        help=f"connections served at once (default: {d.max_connections})",
+    )
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    base = Limits()
+    limits = Limits(
+        max_request_line=base.max_request_line,
+        max_header_bytes=base.max_header_bytes,
+        max_headers=base.max_headers,
+        max_body=args.max_body,
+        max_chunk_line=base.max_chunk_line,
+    )
+    return ServerConfig(
+        host=args.host,
+        port=args.port,
+        site_dir=args.dir,
+        scheduler=args.scheduler,
+        pool_size=args.pool_size,
+        dev=args.dev,
+        limits=limits,
+        header_timeout=args.header_timeout,
+        keepalive_timeout=args.keepalive_timeout,
+        body_timeout=args.body_timeout,
+        send_timeout=args.send_timeout,
+        max_connections=args.max_connections,
+        access_log=args.access_log,
+        error_log=args.error_log,
+    )
+
+
+async def serve_until_signalled(server: Server) -> int:
+    """Run ``server``; the first SIGINT/SIGTERM shuts it down gracefully (exit status 0),
+    a second one cancels everything at once (exit status 1)."""
+    forced = False
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def serve(
+                task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED,
+            ) -> None:
+                await server.serve(task_status=task_status)
+                nursery.cancel_scope.cancel()  # served and shut down: stop watching signals
+
+            await nursery.start(serve)
+            config = server.config
+            print(
+                f"pyweb serving {config.site_dir} on {server.url} "
+                f"(scheduler {config.scheduler}, dev mode {'on' if config.dev else 'off'})",
+                flush=True,
+            )
+            async for signum in signals:
+                if not server.closing:
+                    print(
+                        f"pyweb: {signal.Signals(signum).name}, shutting down",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    server.shutdown()
+                else:
+                    print("pyweb: second signal, stopping now", file=sys.stderr, flush=True)
+                    forced = True
+                    nursery.cancel_scope.cancel()
+    return 1 if forced else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        if not os.path.isdir(args.dir):
+            print(f"pyweb: error: site directory {args.dir!r} does not exist", file=sys.stderr)
+            return 2
+        try:
+            config = config_from_args(args)
+        except ValueError as exc:
+            parser.error(str(exc))
+        server = Server(config)
+        status = 1
+        try:
+            status = trio.run(serve_until_signalled, server)
+        except* OSError as group:  # typically: the port is in use, or the host is not ours
+            exc = group.exceptions[0]
+            print(f"pyweb: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return status
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

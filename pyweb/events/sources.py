@@ -1,0 +1,180 @@
+"""Other synchronous operations (Reppy, CML, §2.3): task termination and I/O.
+
+* ``val wait : thread_id -> unit event`` becomes :func:`spawn` (start a task in
+  a trio nursery, get a :class:`TaskHandle`) and :func:`task_done_evt`
+  (enabled when that task has finished; its value is the task's result, or
+  the task's exception is raised by ``sync``).
+* ``val syncOnInput : int -> unit event`` / ``syncOnOutput`` become
+  :func:`readable_evt` / :func:`writable_evt` on a socket (or anything with
+  ``fileno()``).  While such a branch waits, a small helper task waits on the
+  socket with trio; when the branch loses (another branch commits, or the sync
+  is cancelled) the helper is cancelled at once, so the socket is free for
+  the next waiter.
+"""
+
+from __future__ import annotations
+
+import select
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
+
+from . import _runtime as rt
+from ._core import BaseEvent, Event, Offer, _Failure, _Sync, complete
+
+T = TypeVar("T")
+
+__all__ = ["TaskCancelled", "TaskHandle", "readable_evt", "spawn", "task_done_evt", "writable_evt"]
+
+
+class TaskCancelled(Exception):
+    """Raised by syncing on the ``done_evt`` of a task that was cancelled."""
+
+
+class TaskHandle(Generic[T]):
+    """A task started by :func:`spawn`; ``done_evt()`` is CML's ``wait``."""
+
+    __slots__ = ("name", "_done", "_result", "_waiters")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._done = False
+        self._result: Any = None
+        self._waiters: deque[Offer] = deque()
+
+    def __repr__(self) -> str:
+        return f"<TaskHandle {self.name} {'done' if self._done else 'running'}>"
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def done_evt(self) -> Event[T]:
+        """Enabled once the task has finished (forever after)."""
+        return _DoneEvt(self)
+
+    async def _run(self, fn: Callable[..., Awaitable[T]], args: tuple[Any, ...]) -> None:
+        try:
+            value = await fn(*args)
+        except Exception as exc:
+            self._finish(_Failure(exc))
+            raise  # errors are never lost: the nursery sees it too
+        except BaseException as exc:
+            self._finish(_Failure(TaskCancelled(f"{self.name} was cancelled ({exc!r})")))
+            raise
+        self._finish(value)
+
+    def _finish(self, value: Any) -> None:
+        self._done = True
+        self._result = value
+        waiters = self._waiters
+        while waiters:
+            complete(waiters.popleft(), value)
+
+
+class _DoneEvt(BaseEvent[Any]):
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: TaskHandle[Any]) -> None:
+        self.handle = handle
+
+    def ready(self) -> bool:
+        return self.handle._done
+
+    def commit_now(self) -> Any:
+        return self.handle._result
+
+    def enqueue(self, sync: _Sync, leaf: int) -> None:
+        queue = self.handle._waiters
+        offer = Offer(sync, leaf, queue)
+        queue.append(offer)
+        sync.offers.append(offer)
+
+
+def spawn(nursery: Any, fn: Callable[..., Awaitable[T]], *args: Any) -> TaskHandle[T]:
+    """``val spawn : (unit -> unit) -> thread_id``, in a trio nursery.
+
+    Starts ``fn(*args)`` with ``nursery.start_soon`` and returns its handle.
+    If the task raises, the exception also propagates into the nursery (trio's
+    rule that errors are never lost); ``sync(handle.done_evt())`` raises it.
+    """
+    handle: TaskHandle[T] = TaskHandle(getattr(fn, "__qualname__", repr(fn)))
+    nursery.start_soon(handle._run, fn, args, name=handle.name)
+    return handle
+
+
+def task_done_evt(handle: TaskHandle[T]) -> Event[T]:
+    """``val wait : thread_id -> unit event``: ``handle.done_evt()``."""
+    return handle.done_evt()
+
+
+# --------------------------------------------------------------------------
+# I/O readiness
+
+
+class _IOOffer(Offer):
+    __slots__ = ("scope",)
+
+    def __init__(self, sync: _Sync, leaf: int) -> None:
+        super().__init__(sync, leaf, None)  # type: ignore[arg-type]
+        self.scope = rt.CancelScope()
+
+    def withdraw(self) -> None:
+        # Cancelling unregisters the helper's wait synchronously (trio calls
+        # its abort at once), so the socket can be waited on again right away.
+        self.scope.cancel()
+
+
+class _IOEvt(BaseEvent[None]):
+    __slots__ = ("sock", "writing", "_error")
+
+    def __init__(self, sock: Any, writing: bool) -> None:
+        self.sock = sock
+        self.writing = writing
+        self._error: BaseException | None = None
+
+    def ready(self) -> bool:
+        try:
+            if self.writing:
+                return bool(select.select([], [self.sock], [], 0)[1])
+            return bool(select.select([self.sock], [], [], 0)[0])
+        except (OSError, ValueError) as exc:  # closed socket: commit with the error
+            self._error = exc
+            return True
+
+    def commit_now(self) -> Any:
+        error, self._error = self._error, None
+        return None if error is None else _Failure(error)
+
+    def enqueue(self, sync: _Sync, leaf: int) -> None:
+        offer = _IOOffer(sync, leaf)
+        sync.offers.append(offer)
+        rt.spawn_background(self._watch, offer)
+
+    async def _watch(self, offer: _IOOffer) -> None:
+        result: Any = None
+        with offer.scope:
+            if offer.scope.cancel_called:
+                return  # withdrawn before this helper even started
+            try:
+                if self.writing:
+                    await rt.wait_writable(self.sock)
+                else:
+                    await rt.wait_readable(self.sock)
+            except Exception as exc:  # e.g. ClosedResourceError: like syncOnInput
+                result = _Failure(exc)
+        if offer.scope.cancelled_caught or offer.scope.cancel_called or offer.sync.done:
+            return
+        complete(offer, result)
+
+
+def readable_evt(sock: Any) -> Event[None]:
+    """``val syncOnInput : int -> unit event``: enabled when ``sock`` has data
+    (or EOF) to read.  Raises (through ``sync``) if the socket is closed."""
+    return _IOEvt(sock, False)
+
+
+def writable_evt(sock: Any) -> Event[None]:
+    """``val syncOnOutput : int -> unit event``: enabled when ``sock`` can be
+    written without blocking."""
+    return _IOEvt(sock, True)

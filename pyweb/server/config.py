@@ -1,0 +1,69 @@
+"""Server configuration: every knob of the server in one dataclass.
+
+Marlow §6 keeps the run-time configuration in one ``Config`` record that every part of the
+server reads; Hop §2.4.1 does the same with ``define-parameter`` (port, backlog size,
+scheduling strategy, pool size). :class:`ServerConfig` is that record. The CLI
+(``pyweb serve``) fills it from its arguments; tests build one directly with short timeouts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyweb.protocol.parser import Limits
+
+__all__ = ["ServerConfig", "SCHEDULERS"]
+
+SCHEDULERS = ("one-to-one", "pool", "nothread")
+"""The scheduler names of Hop §2.4 that pyweb implements (see :mod:`pyweb.server.schedulers`)."""
+
+
+@dataclass
+class ServerConfig:
+    """What the server listens on, how it schedules connections, and its limits and timeouts.
+
+    Timeouts are in seconds (Marlow §4: a client that hangs must not hold resources forever).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    """0 picks a free port; the chosen one is ``Server.port`` once listening."""
+    site_dir: str | None = None
+    """The directory the default handler (:class:`pyweb.app.site.Site`) serves."""
+    scheduler: str = "one-to-one"
+    """``"one-to-one"`` (a task per connection), ``"pool"`` or ``"nothread"`` (Hop §2.4)."""
+    pool_size: int = 16
+    """Number of long-lived accepting tasks of the ``pool`` scheduler (Hop's max-threads)."""
+    dev: bool = False
+    """Development mode: error pages show the traceback and the offending input."""
+    limits: Limits = field(default_factory=Limits)
+    """Size limits of the request parser (414, 431, 413)."""
+    header_timeout: float = 10.0
+    """From the first byte of a request until its head is complete (then 408 and close)."""
+    keepalive_timeout: float = 5.0
+    """Idle time allowed between two requests on a persistent connection (then close)."""
+    body_timeout: float = 30.0
+    """Longest wait for the next piece of a request body while the handler reads it."""
+    send_timeout: float = 30.0
+    """Longest wait for a client to accept more response bytes (a client that doesn't read)."""
+    max_connections: int = 1000
+    """Connections served at once; further clients wait in the kernel's listen backlog."""
+    backlog: int = 128
+    """The listen backlog (Hop §3.3.2 found mid-range values such as 128 best)."""
+    access_log: str | None = "-"
+    """Access log: a file path, ``"-"`` for stderr, ``None`` for nowhere (Marlow §5)."""
+    error_log: str | None = "-"
+    """Error log: a file path, ``"-"`` for stderr, ``None`` for nowhere (Marlow §5.1)."""
+
+    def __post_init__(self) -> None:
+        if self.scheduler not in SCHEDULERS:
+            raise ValueError(
+                f"unknown scheduler {self.scheduler!r}; choose one of {', '.join(SCHEDULERS)}"
+            )
+        if self.pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, got {self.pool_size}")
+        if self.max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
+        for name in ("header_timeout", "keepalive_timeout", "body_timeout", "send_timeout"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be a positive number of seconds")

@@ -1,0 +1,482 @@
+"""The connection loop: Marlow's ``talk`` (§3.2), with timeouts (§4) and logging (§5).
+
+Marlow's worker thread serves one connection with a five-step pipeline::
+
+    talk :: Config -> Handle -> HostAddress -> IO ()
+    talk conf handle haddr
+      = do strs <- getRequest handle
+          case parseRequest strs of
+            Left resp -> sendResponse conf handle resp
+            Right req  -> do
+              resp <- genResponse conf req
+              sendResponse conf handle resp
+              logAccess req resp haddr
+              if (isKeepAlive req)
+                then talk conf handle haddr
+                else return ()
+
+:meth:`Connection.talk` is that loop: read bytes, feed the sans-IO parser
+(``parseRequest``; a :class:`~pyweb.protocol.ProtocolError` is the ``Left resp`` case),
+run the handler (``genResponse``), send the reply (``sendResponse``), log it
+(``logAccess``) and go round again while the connection is persistent.
+
+Timeouts (Marlow §4, "clients which hang ... can be disconnected, and the resources
+associated with the connection freed"). Marlow wraps actions in a ``timeout`` combinator.
+Creating a trio cancel scope per read would cost an allocation per request, so each
+connection has exactly one :class:`trio.CancelScope` around its whole life, and the loop
+*moves its deadline*: to ``now + keepalive_timeout`` while waiting for a request, to
+``now + header_timeout`` once part of a head has arrived, to ``now + body_timeout`` while
+the handler waits for the body, to ``now + send_timeout`` while a reply waits for a client
+that doesn't read, and to infinity while the handler runs. When the deadline passes, trio
+cancels whatever the connection was waiting for, the scope absorbs the cancellation, and
+``phase`` says what was going on: a partial request gets a 408, an idle one is just closed.
+One connection waiting never holds up another: each waits in its own task.
+
+Replies (Hop §3.2, §3.3.1): ``bytes`` bodies go out with Content-Length, head and body in
+one ``send`` when small; async-iterator bodies are chunked on HTTP/1.1 (and delimited by
+closing on HTTP/1.0); :class:`~pyweb.protocol.FileBody` goes out with ``os.sendfile``.
+
+Hot path (one keep-alive request): one ``recv``, one parse, one handler call, one ``send``
+(written with ``os.write`` straight to the non-blocking socket, and only if the kernel
+buffer is full does the task wait), one access record. No task, no cancel scope, no
+closure is created per request.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from pyweb.protocol.errors import ProtocolError
+from pyweb.protocol.events import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
+from pyweb.protocol.parser import RequestParser
+from pyweb.protocol.response import (
+    CONTINUE_100,
+    LAST_CHUNK,
+    FileBody,
+    Response,
+    encode_chunk,
+    frame_response,
+)
+
+from .context import RequestContext
+from .errorpage import error_response
+from .logging import AccessRecord
+
+if TYPE_CHECKING:
+    from . import Server
+
+__all__ = ["Connection", "DRAIN_LIMIT"]
+
+_INF = math.inf
+_RECV_SIZE = 65536
+
+# How small a reply must be for head and body to be joined into one send: the copy is
+# cheaper than a second system call (and a second TCP segment with Nagle off).
+_JOIN_LIMIT = 64 * 1024
+
+DRAIN_LIMIT = 64 * 1024
+"""A request body the handler did not read is read and thrown away after the reply, so the
+connection can stay open, when it is at most this long, framed by Content-Length, and the
+client did not ask for ``100 Continue``. Otherwise the reply says ``Connection: close``:
+reading an unbounded body just to keep a connection is a waste (and a client waiting for
+``100 Continue`` never sends the body at all, so the server must not wait for it)."""
+
+# What the connection is doing, for the timeout handler and for graceful shutdown.
+IDLE = 0  # waiting for the first byte of a request: close silently on timeout/shutdown
+HEAD = 1  # part of a request head has arrived: 408 on timeout
+BODY = 2  # waiting for more of a request body: 408 on timeout
+HANDLER = 3  # the handler is running: no deadline
+SEND = 4  # waiting for the client to accept reply bytes: close on timeout
+
+
+class _Abort(Exception):
+    """The reply cannot be completed (broken stream, vanished file): close the connection."""
+
+
+class Connection:
+    """One client connection and its ``talk`` loop. ``await conn.run()`` serves it to the
+    end and closes the socket."""
+
+    __slots__ = ("server", "sock", "fd", "peer", "parser", "scope", "phase", "handler", "log")
+
+    def __init__(self, server: Server, sock: trio.socket.SocketType, peer: str) -> None:
+        self.server = server
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.peer = peer
+        self.parser = RequestParser(server.config.limits)
+        self.scope = trio.CancelScope()
+        self.phase = IDLE
+        self.handler = server.handler
+        self.log = server.log
+
+    # ---------------------------------------------------------------- life of a connection
+
+    async def run(self) -> None:
+        """Serve requests until the client leaves, a timeout strikes, or the server shuts
+        down; then close. Never raises (except trio's own cancellation): Marlow's
+        ``catch (talk ...) logError`` and ``finally hClose``."""
+        server = self.server
+        server.connections.add(self)
+        try:
+            with self.scope:
+                await self.talk()
+            if self.scope.cancelled_caught and self.phase in (HEAD, BODY):
+                # A client stopped half-way through a request: tell it why we hang up.
+                await self._send_last_words(self.error_page(408), None)
+        except OSError:
+            pass  # the client went away (reset, broken pipe): nothing to answer
+        except _Abort:
+            pass  # already logged where it happened
+        except Exception as exc:  # a bug in the server itself: log it, keep serving others
+            self.log.error(f"internal error on connection from {self.peer}", exc=exc)
+        finally:
+            server.connections.discard(self)
+            self.sock.close()
+
+    def close_if_idle(self) -> None:
+        """Graceful shutdown: an idle persistent connection closes now; a busy one finishes
+        its request and replies with ``Connection: close``."""
+        if self.phase == IDLE:
+            self.scope.cancel()
+
+    async def talk(self) -> None:
+        """Marlow's ``talk``: read → parse → respond → log → keep-alive (module doc)."""
+        server = self.server
+        config = server.config
+        parser = self.parser
+        sock = self.sock
+        scope = self.scope
+        handler = self.handler
+        log_access = server.access_enabled
+        dev = config.dev
+        peer = self.peer
+        first = True
+
+        while True:
+            # ---- getRequest + parseRequest: bytes in, one Request out
+            try:
+                event = parser.next_event()
+                if event is NEED_DATA:
+                    if parser.buffered:
+                        self.phase = HEAD
+                        scope.deadline = trio.current_time() + config.header_timeout
+                    else:
+                        if server.closing:
+                            return
+                        self.phase = IDLE
+                        scope.deadline = trio.current_time() + (
+                            config.header_timeout if first else config.keepalive_timeout
+                        )
+                    while True:
+                        parser.feed(await sock.recv(_RECV_SIZE))
+                        event = parser.next_event()
+                        if event is not NEED_DATA:
+                            break
+                        if self.phase == IDLE:
+                            # The first bytes of a head: now the header timeout runs.
+                            self.phase = HEAD
+                            scope.deadline = trio.current_time() + config.header_timeout
+                    scope.deadline = _INF
+            except ProtocolError as err:
+                await self.reject(err, None)
+                return
+            if type(event) is not Request:
+                if type(event) is ConnectionClosed:
+                    return
+                raise RuntimeError(f"parser produced {event!r} where a request head belongs")
+            request = event
+            first = False
+
+            # ---- genResponse: the handler, in no deadline
+            self.phase = HANDLER
+            received_at = time.time()
+            ctx = RequestContext(self, request, peer, dev, received_at)
+            try:
+                response = await handler(ctx)
+                if type(response) is not Response and not isinstance(response, Response):
+                    raise TypeError(
+                        f"a handler must return a pyweb Response, not {type(response).__name__}"
+                    )
+            except ProtocolError as err:  # from ctx.body(): a bad or oversized body
+                await self.reject(err, request)
+                return
+            except Exception as exc:
+                self.log.error(
+                    f"handler error for {peer}",
+                    request_line=f"{request.method} {request.target} HTTP/{request.http_version}",
+                    exc=exc,
+                )
+                response = error_response(500, dev=dev, detail=str(exc), exc=exc)
+
+            # ---- what happens to a body the handler did not read (see DRAIN_LIMIT)
+            keep_alive = request.keep_alive and not server.closing
+            drain = False
+            if not ctx.body_done:
+                try:
+                    finished = self._discard_buffered_body(ctx)
+                except ProtocolError:
+                    finished, keep_alive = True, False
+                if not finished:
+                    if (
+                        request.content_length is not None
+                        and request.content_length <= DRAIN_LIMIT
+                        and not request.expect_continue
+                    ):
+                        drain = True
+                    else:
+                        keep_alive = False
+
+            # ---- sendResponse
+            status, sent, keep_alive = await self.respond(request, response, keep_alive)
+
+            # ---- logAccess
+            if log_access:
+                self.log_access(request, status, sent, received_at)
+            if not keep_alive:
+                return
+            if drain:
+                self.phase = BODY
+                scope.deadline = trio.current_time() + config.body_timeout
+                try:
+                    async for _ in ctx.stream():
+                        pass
+                except ProtocolError:
+                    return
+                scope.deadline = _INF
+
+    # ----------------------------------------------------------------------- request bodies
+
+    @staticmethod
+    def _discard_buffered_body(ctx: RequestContext) -> bool:
+        """Consume what is already buffered of an unread body; True if it reached its end."""
+        parser = ctx._conn.parser
+        while True:
+            event = parser.next_event()
+            if type(event) is EndOfMessage:
+                ctx.body_done = True
+                return True
+            if event is NEED_DATA:
+                return False
+            if type(event) is not Data:  # pragma: no cover - parser contract
+                raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
+
+    async def receive_body(self) -> None:
+        """Wait (at most ``body_timeout``) for more of the request body; for RequestContext."""
+        scope = self.scope
+        self.phase = BODY
+        scope.deadline = trio.current_time() + self.server.config.body_timeout
+        self.parser.feed(await self.sock.recv(_RECV_SIZE))
+        scope.deadline = _INF
+        self.phase = HANDLER
+
+    async def send_continue(self) -> None:
+        """Tell a client waiting with ``Expect: 100-continue`` to send its body."""
+        await self.send_all(CONTINUE_100)
+
+    # ------------------------------------------------------------------------------ replies
+
+    async def respond(
+        self, request: Request, response: Response, keep_alive: bool
+    ) -> tuple[int, int, bool]:
+        """Send ``response``; return (status, body bytes sent, whether to keep the
+        connection). The three body kinds of Marlow's ``ResponseBody`` / Hop §2.2."""
+        body = response.body
+        status = response.status
+        if type(body) is bytes or isinstance(body, (bytes, bytearray, memoryview)):
+            length = len(body)
+            head = frame_response(request, status, response.headers, length, keep_alive=keep_alive)
+            if head.send_body and length:
+                if length <= _JOIN_LIMIT:
+                    await self.send_all(head.data + body)
+                else:
+                    await self.send_all(head.data)
+                    await self.send_all(body)
+                return status, length, head.keep_alive
+            await self.send_all(head.data)
+            return status, 0, head.keep_alive
+        if isinstance(body, FileBody):
+            return await self._respond_file(request, response, body, keep_alive)
+        return await self._respond_stream(request, response, keep_alive)
+
+    async def _respond_file(
+        self, request: Request, response: Response, body: FileBody, keep_alive: bool
+    ) -> tuple[int, int, bool]:
+        """A byte range of a file, sent with ``os.sendfile`` (Hop §3.3.1: no copy through
+        user space; the kernel's page cache is the file cache)."""
+        try:
+            file_fd = os.open(body.path, os.O_RDONLY)
+        except OSError as exc:  # the file vanished between the handler's stat and now
+            self.log.error(f"cannot open {body.path!r} for {self.peer}", exc=exc)
+            page = self.error_page(404 if isinstance(exc, FileNotFoundError) else 500)
+            return await self.respond(request, page, keep_alive)
+        try:
+            head = frame_response(
+                request, response.status, response.headers, body.length, keep_alive=keep_alive
+            )
+            await self.send_all(head.data)
+            if not head.send_body:
+                return response.status, 0, head.keep_alive
+            offset, remaining = body.offset, body.length
+            while remaining:
+                try:
+                    n = os.sendfile(self.fd, file_fd, offset, remaining)
+                except BlockingIOError:
+                    await self._wait_writable()
+                    continue
+                if n == 0:  # the file shrank under us: the promised length cannot be kept
+                    self.log.error(f"{body.path!r} shrank while being sent to {self.peer}")
+                    raise _Abort
+                offset += n
+                remaining -= n
+            return response.status, body.length, head.keep_alive
+        finally:
+            os.close(file_fd)
+
+    async def _respond_stream(
+        self, request: Request, response: Response, keep_alive: bool
+    ) -> tuple[int, int, bool]:
+        """An async-iterator body: chunked on HTTP/1.1 (Hop §3.2: a dynamic reply on a
+        persistent connection without buffering it whole), close-delimited on HTTP/1.0."""
+        body = response.body
+        head = frame_response(
+            request, response.status, response.headers, None, keep_alive=keep_alive
+        )
+        sent = 0
+        try:
+            await self.send_all(head.data)
+            if head.send_body:
+                chunked = head.chunked
+                try:
+                    async for piece in body:  # type: ignore[union-attr]
+                        if piece:
+                            await self.send_all(encode_chunk(piece) if chunked else piece)
+                            sent += len(piece)
+                except (OSError, trio.Cancelled):
+                    raise
+                except Exception as exc:
+                    # Too late for a 500: the head is out. Log it and cut the connection,
+                    # so the client sees a truncated body rather than a complete-looking one.
+                    self.log.error(
+                        f"error while streaming a reply to {self.peer}",
+                        request_line=f"{request.method} {request.target} HTTP/{request.http_version}",
+                        exc=exc,
+                    )
+                    if self.server.access_enabled:
+                        self.log_access(request, response.status, sent, time.time())
+                    raise _Abort from exc
+                if chunked:
+                    await self.send_all(LAST_CHUNK)
+        finally:
+            aclose = getattr(body, "aclose", None)
+            if aclose is not None:
+                with trio.CancelScope(shield=True):
+                    try:
+                        await aclose()
+                    except Exception as exc:
+                        self.log.error("error closing a streamed reply", exc=exc)
+        return response.status, sent, head.keep_alive
+
+    async def send_all(self, data: bytes) -> None:
+        """Send every byte of ``data``. Fast path: one ``os.write`` on the non-blocking
+        socket, no task switch. Only when the kernel buffer is full does the task wait,
+        for at most ``send_timeout`` per wait (a client that doesn't read is dropped)."""
+        try:
+            n = os.write(self.fd, data)
+        except BlockingIOError:
+            n = 0
+        if n == len(data):
+            return
+        view = memoryview(data)[n:]
+        while view:
+            await self._wait_writable()
+            try:
+                n = os.write(self.fd, view)
+            except BlockingIOError:
+                continue
+            view = view[n:]
+
+    async def _wait_writable(self) -> None:
+        scope = self.scope
+        phase = self.phase
+        self.phase = SEND
+        old_deadline = scope.deadline
+        scope.deadline = trio.current_time() + self.server.config.send_timeout
+        await trio.lowlevel.wait_writable(self.fd)
+        scope.deadline = old_deadline
+        self.phase = phase
+
+    # ------------------------------------------------------------------------------- errors
+
+    def error_page(self, status: int, err: ProtocolError | None = None) -> Response:
+        if err is None:
+            return error_response(status, dev=self.server.config.dev)
+        return error_response(
+            status, dev=self.server.config.dev, detail=err.message, offending=err.offending
+        )
+
+    async def reject(self, err: ProtocolError, request: Request | None) -> None:
+        """Marlow's ``Left resp``: answer a protocol error with its status, then close
+        (after a framing error the rest of the byte stream cannot be trusted)."""
+        self.log.error(
+            f"{err.status} for {self.peer}: {err.message}",
+            request_line=(
+                f"{request.method} {request.target} HTTP/{request.http_version}" if request else ""
+            ),
+        )
+        await self._send_last_words(self.error_page(err.status, err), request)
+
+    async def _send_last_words(self, page: Response, request: Request | None) -> None:
+        """Send an error page with ``Connection: close``, giving the client at most a
+        second (it may be the very client that just timed out), then log it."""
+        started = time.time()
+        head = frame_response(request, page.status, page.headers, len(page.body), keep_alive=False)
+        data = head.data + page.body if head.send_body else head.data  # type: ignore[operator]
+        with trio.move_on_after(1.0):
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[await self.sock.send(view) :]
+            except OSError:
+                return
+        if self.server.access_enabled:
+            self._log_record(request, page.status, len(page.body), started)  # type: ignore[arg-type]
+
+    # ---------------------------------------------------------------------------------- log
+
+    def log_access(self, request: Request, status: int, sent: int, received_at: float) -> None:
+        self._log_record(request, status, sent, received_at)
+
+    def _log_record(
+        self, request: Request | None, status: int, sent: int, received_at: float
+    ) -> None:
+        referer = user_agent = ""
+        if request is not None:
+            # One pass over the fields for both (Request.header would scan twice).
+            for name, value in request.headers:
+                if name == "referer":
+                    referer = value
+                elif name == "user-agent":
+                    user_agent = value
+            method, target, version = request.method, request.target, request.http_version
+        else:
+            method = target = version = "-"
+        self.log.access(
+            AccessRecord(
+                peer=self.peer,
+                time=received_at,
+                method=method,
+                target=target,
+                http_version=version,
+                status=status,
+                size=sent,
+                referer=referer,
+                user_agent=user_agent,
+                duration=time.time() - received_at,
+            )
+        )

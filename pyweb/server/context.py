@@ -1,0 +1,75 @@
+"""RequestContext: what a handler receives, one per request.
+
+It is the request of Hop's "Request" stage (§2.4.1) plus what the server knows about it:
+who sent it (``peer``), when (``received_at``), whether errors may be shown in detail
+(``dev``), and a way to read the body *on demand*. Reading on demand is what makes
+``Expect: 100-continue`` honest (RFC 9110 §10.1.1): the server tells the client to send its
+body (``100 Continue``) only when the handler actually asks for it, so a handler that
+rejects an upload from its headers alone never makes the client send it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from pyweb.protocol.events import NEED_DATA, Data, EndOfMessage, Request
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+__all__ = ["RequestContext"]
+
+
+class RequestContext:
+    """One request as a handler sees it: ``await handler(ctx) -> Response``."""
+
+    __slots__ = ("request", "peer", "dev", "received_at", "_conn", "body_done", "_continue_sent")
+
+    def __init__(
+        self, conn: Connection, request: Request, peer: str, dev: bool, received_at: float
+    ):
+        self.request = request
+        self.peer = peer
+        """The client's address, ``"host:port"``."""
+        self.dev = dev
+        """Development mode: error pages may show tracebacks."""
+        self.received_at = received_at
+        """``time.time()`` when the request head had arrived."""
+        self._conn = conn
+        self.body_done = False
+        """True once the body has been read to its end (by the handler or the server)."""
+        self._continue_sent = False
+
+    async def body(self) -> bytes:
+        """The whole request body (de-chunked). Sends ``100 Continue`` first when the client
+        waits for it. Raises :class:`~pyweb.protocol.BodyTooLarge` past ``Limits.max_body``;
+        a body that stops arriving for ``body_timeout`` seconds ends the connection (408)."""
+        parts = [piece async for piece in self.stream()]
+        return b"".join(parts)
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        """The request body piece by piece, as it arrives (for uploads too large to hold)."""
+        if self.body_done:
+            return
+        conn = self._conn
+        parser = conn.parser
+        while True:
+            event = parser.next_event()
+            if event is NEED_DATA:
+                if not self._continue_sent and self.request.expect_continue:
+                    # The client holds its body back until we say so; the handler wants it.
+                    self._continue_sent = True
+                    await conn.send_continue()
+                await conn.receive_body()
+            elif type(event) is Data:
+                yield event.data
+            elif type(event) is EndOfMessage:
+                self.body_done = True
+                return
+            else:  # pragma: no cover - the parser emits EndOfMessage before the next Request
+                raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
+
+    def __repr__(self) -> str:
+        r = self.request
+        return f"<RequestContext {r.method} {r.target} from {self.peer}>"

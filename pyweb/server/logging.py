@@ -1,0 +1,417 @@
+"""The access log and the error log, written by one logging task (Marlow §5).
+
+Marlow §5: "The actual generation of the log entries and writing of log entries to the
+file is done by a separate thread. Worker threads communicate with the logging subsystem
+via a global unbounded channel [...] The logging thread can batch multiple requests and
+write them out in one go, which is likely to be more efficient than writing them one at a
+time." And: "The logging thread is designed to be fault tolerant: if it receives an
+exception of any kind, it attempts to restart itself by re-opening the log file."
+
+pyweb does the same with one trio task:
+
+* a connection calls :meth:`ServerLog.access` with an :class:`AccessRecord` (or
+  :meth:`ServerLog.error`); that only puts the record in a memory channel with
+  ``send_nowait``. It never blocks and never raises. Unlike Marlow's channel ours is
+  *bounded* (10 000 records by default): when the logger falls behind, records are
+  dropped and counted, so memory stays constant under any load (Marlow §1, §8);
+* :meth:`ServerLog.run`, the logging task, takes everything waiting in the channel,
+  formats it and writes each log's share of the batch with one ``write()`` call (in a
+  worker thread, so a slow disk or a stalled stderr pipe never stalls the server);
+* a failed write (a full disk: ``ENOSPC``) drops that batch's lines, counts them and says
+  so once on stderr; a log file that was removed or renamed (log rotation) is noticed by
+  comparing the inode of the path with the inode of the open file, at most once a second,
+  and reopened. :meth:`ServerLog.reopen` forces a reopen (for SIGUSR1).
+
+Access lines are in the Combined Log Format of Apache and nginx, so the usual tools read
+them (see :func:`format_access` and docs/logging.md)::
+
+    127.0.0.1 - - [22/Nov/2026:05:47:35 +0000] "GET /index.html HTTP/1.1" 200 984 "-" "curl/8.5.0"
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+__all__ = ["AccessRecord", "ServerLog", "format_access", "format_error", "log_time"]
+
+
+@dataclass(slots=True)
+class AccessRecord:
+    """What the server knows about one finished request (Marlow's ``logAccess`` arguments)."""
+
+    peer: str
+    """The client: ``"host:port"``, ``"[v6]:port"`` or just the host."""
+    time: float
+    """When the request was received (``time.time()``); the log shows this time."""
+    method: str
+    target: str
+    """The request-target as sent (with its query string)."""
+    http_version: str
+    """``"1.1"`` or ``"1.0"``."""
+    status: int
+    size: int
+    """Body bytes sent (not counting the head); logged as ``-`` when 0."""
+    referer: str = ""
+    user_agent: str = ""
+    duration: float = 0.0
+    """Seconds from receiving the request to the end of the response."""
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_time_cache: tuple[int, str] = (-1, "")
+
+
+def log_time(when: float) -> str:
+    """``22/Nov/2026:05:47:35 +0000`` (the CLF time, in UTC), cached per second.
+
+    Built by hand rather than with ``strftime("%b")``, whose month names follow the locale.
+    """
+    global _time_cache
+    second = int(when)
+    if _time_cache[0] == second:
+        return _time_cache[1]
+    t = time.gmtime(second)
+    text = f"{t.tm_mday:02d}/{_MONTHS[t.tm_mon - 1]}/{t.tm_year}:{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} +0000"
+    _time_cache = (second, text)
+    return text
+
+
+# Apache's ap_escape_logitem: '"' and '\' get a backslash, \b \n \r \t \v \f their C
+# escapes, every other control or non-ASCII byte \xhh, so one record is always one line
+# and a client cannot forge entries with a newline in its User-Agent.
+_ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0x100))}
+_ESCAPES.update(
+    {
+        ord('"'): '\\"',
+        ord("\\"): "\\\\",
+        8: "\\b",
+        10: "\\n",
+        13: "\\r",
+        9: "\\t",
+        11: "\\v",
+        12: "\\f",
+    }
+)
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)
+_SAFE = frozenset(map(chr, range(0x20, 0x7F))) - {'"', "\\"}
+
+
+def _escape(field: str) -> str:
+    # Most fields need nothing; the set test is cheaper than building a translated copy.
+    if _SAFE.issuperset(field):
+        return field
+    return field.translate(_ESCAPE_TABLE)
+
+
+def _host(peer: str) -> str:
+    if peer.startswith("["):  # "[::1]:8000"
+        return peer[1 : peer.find("]")] if "]" in peer else peer
+    if peer.count(":") == 1:  # "127.0.0.1:5000"
+        return peer.partition(":")[0]
+    return peer  # a bare host or a bare IPv6 address
+
+
+def format_access(record: AccessRecord) -> str:
+    """One Combined Log Format line for ``record``, ending with a newline.
+
+    >>> format_access(AccessRecord("127.0.0.1:5000", 0.0, "GET", "/", "1.1", 200, 984,
+    ...                            "-", 'curl "8"'))
+    '127.0.0.1 - - [01/Jan/1970:00:00:00 +0000] "GET / HTTP/1.1" 200 984 "-" "curl \\\\"8\\\\""\\n'
+
+    The fields are host, identity (always ``-``), user (always ``-``), time, request line,
+    status, body size (``-`` when 0), Referer and User-Agent (``-`` when absent).
+    """
+    if record.method and record.method != "-":
+        request_line = (
+            f"{_escape(record.method)} {_escape(record.target)} HTTP/{_escape(record.http_version)}"
+        )
+    else:
+        request_line = "-"  # no request could be parsed (a 400 before the request line ended)
+    return (
+        f'{_host(record.peer)} - - [{log_time(record.time)}] "{request_line}" '
+        f"{record.status} {record.size or '-'} "
+        f'"{_escape(record.referer) if record.referer else "-"}" '
+        f'"{_escape(record.user_agent) if record.user_agent else "-"}"\n'
+    )
+
+
+def format_error(
+    message: str,
+    *,
+    request_line: str = "",
+    exc: BaseException | None = None,
+    when: float | None = None,
+) -> str:
+    """``[22/Nov/2026:05:47:35 +0000] [error] message (request: GET / HTTP/1.1)``, then
+    the traceback of ``exc`` if there is one. Always ends with a newline."""
+    line = f"[{log_time(time.time() if when is None else when)}] [error] {message}"
+    if request_line:
+        line += f" (request: {_escape(request_line)})"
+    line += "\n"
+    if exc is not None:
+        line += "".join(traceback.format_exception(exc))
+    return line
+
+
+# --- where lines go --------------------------------------------------------------------------
+
+
+class _Sink:
+    """One log destination: a file path, ``"-"`` (stderr) or a writable text stream.
+
+    All methods run in the logging task or its worker thread, never concurrently.
+    """
+
+    def __init__(self, target: Any, name: str, reopen_interval: float):
+        self.target = target
+        self.name = name
+        self.reopen_interval = reopen_interval
+        self.fd: int | None = None
+        self.ino: tuple[int, int] | None = None
+        self.checked_at = 0.0
+        self.dropped = 0
+        self.failing = False  # reported on stderr, not yet recovered
+        self.is_path = isinstance(target, (str, os.PathLike)) and target != "-"
+
+    def open(self) -> None:
+        if not self.is_path:
+            return
+        self.close()
+        try:
+            # O_APPEND: each write() lands at the end even if another process appends too.
+            fd = os.open(self.target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            self.checked_at = time.monotonic()
+            self._report(exc)
+            return
+        self.fd = fd
+        st = os.fstat(fd)
+        self.ino = (st.st_dev, st.st_ino)
+        self.checked_at = time.monotonic()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+
+    def _maybe_reopen(self) -> None:
+        """Reopen when the file was removed or replaced (log rotation), at most once a second."""
+        now = time.monotonic()
+        if now - self.checked_at < self.reopen_interval:
+            return  # also paces retries of a path that cannot be opened
+        self.checked_at = now
+        if self.fd is None:
+            self.open()
+            return
+        try:
+            st = os.stat(self.target)
+            current = (st.st_dev, st.st_ino)
+        except OSError:
+            current = None
+        if current != self.ino:
+            self.open()
+
+    def write(self, text: str, lines: int) -> None:
+        """Write ``text`` (``lines`` lines) in one call; on failure count and go on."""
+        try:
+            if self.is_path:
+                data = text.encode("ascii", "backslashreplace")
+                self._maybe_reopen()
+                if self.fd is None:
+                    raise OSError(f"{self.target} is not open")
+                view = memoryview(data)
+                while view:  # a regular file takes it all at once; a pipe may not
+                    view = view[os.write(self.fd, view) :]
+            else:
+                # Looked up per write: sys.stderr may be replaced (pytest, notebooks).
+                stream = sys.stderr if self.target == "-" else self.target
+                stream.write(text)
+                flush: Callable[[], Any] | None = getattr(stream, "flush", None)
+                if flush is not None:
+                    flush()
+        except Exception as exc:  # OSError above all, but nothing may stop the logger
+            self.dropped += lines
+            self._report(exc)
+            return
+        if self.failing:
+            self.failing = False
+            _stderr(
+                f"pyweb: {self.name} log {self.target!r} is writable again; {self.dropped} lines were dropped"
+            )
+
+    def _report(self, exc: BaseException) -> None:
+        if not self.failing:
+            self.failing = True
+            _stderr(
+                f"pyweb: cannot write {self.name} log {self.target!r}: {exc}; dropping lines until it works again"
+            )
+
+
+def _stderr(message: str) -> None:
+    try:
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass  # nowhere left to complain
+
+
+class _ErrorEntry:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class ServerLog:
+    """The server's two logs and the task that writes them.
+
+    ``access`` and ``error`` are each a file path (appended to), ``"-"`` for stderr, a
+    writable text stream (handy in tests and notebooks) or ``None`` (nowhere)::
+
+        log = ServerLog("access.log", "-")
+        async with trio.open_nursery() as nursery:
+            await nursery.start(log.run)
+            log.access(AccessRecord("127.0.0.1:5000", time.time(), "GET", "/", "1.1", 200, 984))
+            log.close()          # run() writes what is queued, then returns
+
+    Counters: ``dropped_full`` (records refused because the channel was full),
+    ``dropped`` (that plus lines lost to failed writes).
+    """
+
+    def __init__(
+        self,
+        access: Any = "-",
+        error: Any = "-",
+        *,
+        buffer: int = 10_000,
+        reopen_interval: float = 1.0,
+    ):
+        self._access = _Sink(access, "access", reopen_interval) if access is not None else None
+        self._error = _Sink(error, "error", reopen_interval) if error is not None else None
+        self.access_enabled = self._access is not None
+        self._send, self._receive = trio.open_memory_channel[Any](buffer)
+        self.dropped_full = 0
+        self._reported_full = 0
+        self._reopen_requested = False
+        self._closed = False
+
+    # -- called by connections: never block, never raise --
+
+    def access(self, record: AccessRecord) -> None:
+        """Queue ``record`` for the access log; drop it (and count) if the queue is full."""
+        if self._access is None:
+            return
+        try:
+            self._send.send_nowait(record)
+        except trio.WouldBlock:
+            self.dropped_full += 1
+        except Exception:
+            pass  # closed: the server is shutting down
+
+    def error(
+        self, message: str, *, request_line: str = "", exc: BaseException | None = None
+    ) -> None:
+        """Queue an error-log entry (with ``exc``'s traceback, formatted now while it exists)."""
+        if self._error is None:
+            return
+        try:
+            entry = _ErrorEntry(format_error(message, request_line=request_line, exc=exc))
+            self._send.send_nowait(entry)
+        except trio.WouldBlock:
+            self.dropped_full += 1
+        except Exception:
+            pass
+
+    def reopen(self) -> None:
+        """Reopen the log files before the next write (after log rotation; SIGUSR1)."""
+        self._reopen_requested = True
+
+    def close(self) -> None:
+        """Stop accepting records; :meth:`run` writes what is queued, then returns."""
+        self._closed = True
+        self._send.close()
+
+    @property
+    def dropped(self) -> int:
+        """All records lost: refused by a full queue, or in a batch whose write failed."""
+        return (
+            self.dropped_full
+            + (self._access.dropped if self._access else 0)
+            + (self._error.dropped if self._error else 0)
+        )
+
+    # -- the logging task --
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The logging task: write batches until :meth:`close`, then return."""
+        sinks = [s for s in (self._access, self._error) if s is not None]
+        for sink in sinks:
+            sink.open()
+        task_status.started()
+        batch: list[Any] = []
+        try:
+            while True:
+                try:
+                    first = await self._receive.receive()
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                batch = self._take_batch(first)
+                # In a thread: a file on a slow disk or a stderr pipe nobody reads would
+                # otherwise stall every connection. While it writes, the next batch grows.
+                await trio.to_thread.run_sync(self._write_batch, batch)
+                batch = []
+        finally:
+            # Cancelled or closed: the batch in hand and whatever is still queued are
+            # written here, synchronously, so nothing accepted is lost.
+            leftover = batch + self._take_batch(None)
+            if leftover:
+                self._write_batch(leftover)
+                for sink in sinks:
+                    sink.close()
+
+    def _take_batch(self, first: Any) -> list[Any]:
+        batch = [] if first is None else [first]
+        receive_nowait = self._receive.receive_nowait
+        while True:
+            try:
+                batch.append(receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                return batch
+
+    def _write_batch(self, batch: list[Any]) -> None:
+        if self._reopen_requested:
+            self._reopen_requested = False
+            for sink in (self._access, self._error):
+                if sink is not None:
+                    sink.open()
+        access_lines: list[str] = []
+        error_lines: list[str] = []
+        for item in batch:
+            if isinstance(item, AccessRecord):
+                try:
+                    access_lines.append(format_access(item))
+                except Exception as exc:  # a malformed record must not kill the logger
+                    error_lines.append(format_error("cannot format access record", exc=exc))
+            else:
+                error_lines.append(item.text)
+        if self.dropped_full != self._reported_full:
+            lost = self.dropped_full - self._reported_full
+            self._reported_full = self.dropped_full
+            error_lines.append(format_error(f"log queue full: {lost} records dropped"))
+        if access_lines and self._access is not None:
+            self._access.write("".join(access_lines), len(access_lines))
+        if error_lines and self._error is not None:
+            self._error.write("".join(error_lines), len(error_lines))

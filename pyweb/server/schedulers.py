@@ -1,0 +1,189 @@
+"""Schedulers: who accepts connections and which task serves them (Hop §2.4).
+
+Hop's pipeline scheduler is "a class hierarchy whose root is an abstract class named
+scheduler. Three methods accept, spawn, and stage implement the pipeline machinery." Its
+default ``accept`` is a loop::
+
+    (define-generic (accept S::scheduler serv)
+       (let loop ()
+          (let ((sock (socket-accept serv)))
+             (spawn S stage-request sock 0)
+             (loop))))
+
+and each scheduler decides what ``spawn`` means. pyweb keeps the vocabulary with trio
+tasks in place of threads. In pyweb every scheduler is a "row" scheduler (Hop §2.4.2): one
+task runs all the stages of a connection in a row (:meth:`Connection.run`), so ``stage``
+is a plain call and needs no method here.
+
+* :class:`OneToOneScheduler`: "creates one new thread per connection" (§2.4.4); here a
+  trio task per connection, which is cheap, so this is the default.
+* :class:`PoolScheduler`: "a pool of early created threads, and ... the accept loop is
+  implemented inside each thread loop" (§2.4.5): ``pool_size`` long-lived tasks that each
+  accept a connection and serve it to the end before accepting the next.
+* :class:`NoThreadScheduler`: "waits for a new connection to be established, it then
+  executes in sequence all the stages of the pipeline and it loops back" (§2.4.3): one
+  connection at a time. Unrealistic for production, perfect for stepping through a request
+  in a debugger.
+
+The connection limit (Marlow's server caps its connections too) is a semaphore taken
+*before* ``accept``: at the limit the scheduler stops accepting, and new clients wait in the
+kernel's listen backlog instead of getting a task each.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from .connection import Connection
+from .listener import accept as socket_accept
+
+if TYPE_CHECKING:
+    from . import Server
+
+__all__ = ["Scheduler", "OneToOneScheduler", "PoolScheduler", "NoThreadScheduler", "make_scheduler"]
+
+
+async def _accept_failed(server: Server, exc: BaseException) -> None:
+    """accept() failed without a shutdown: typically out of file descriptors (EMFILE).
+    Log it and pause briefly, so connections can finish and free descriptors, instead of
+    spinning or bringing the whole server down."""
+    server.log.error(f"accept failed: {exc}", exc=exc)
+    await trio.sleep(0.1)
+
+
+class Scheduler:
+    """The abstract scheduler: :meth:`accept` runs the accept stage(s) in ``nursery``."""
+
+    name = "abstract"
+
+    async def accept(self, server: Server, nursery: trio.Nursery) -> None:
+        """Start accepting connections on ``server.listener``; return once the tasks that
+        accept have been started. Hop's ``(accept S serv)``."""
+        raise NotImplementedError
+
+    @staticmethod
+    async def serve_connections_in_a_row(server: Server, accept_lock: trio.Lock) -> None:
+        """Accept a connection, serve it to the end, accept the next: the loop that the pool
+        and nothread schedulers run in each of their tasks (Hop's ``stage-accept``).
+
+        trio lets only one task wait on a file descriptor at a time, so the tasks of a pool
+        take turns at ``accept`` through ``accept_lock``: the holder waits for the next
+        connection, releases the lock and serves it while another task waits in accept.
+        (Apache's prefork server does the same across processes with its "accept mutex".)
+        """
+        listener = server.listener
+        while not server.closing:
+            try:
+                async with accept_lock:
+                    if server.closing:
+                        return
+                    sock, peer = await socket_accept(listener)
+            except (trio.ClosedResourceError, OSError) as exc:
+                if server.closing:
+                    return  # shutdown closed the listener under us
+                await _accept_failed(server, exc)
+                continue
+            await Connection(server, sock, peer).run()
+
+
+class OneToOneScheduler(Scheduler):
+    """One task per connection (Hop §2.4.4)::
+
+    (define-method (spawn S::one-to-one-scheduler p . o)
+       (letrec ((th (instantiate::hopthread (body (lambda () (apply p S th o))))))
+          (thread-start! th)))
+    """
+
+    name = "one-to-one"
+
+    def __init__(self, max_connections: int) -> None:
+        self.slots = trio.Semaphore(max_connections)
+        self.cancel_scope = trio.CancelScope()
+
+    async def accept(self, server: Server, nursery: trio.Nursery) -> None:
+        nursery.start_soon(self._accept_loop, server, nursery)
+
+    async def _accept_loop(self, server: Server, nursery: trio.Nursery) -> None:
+        listener = server.listener
+        slots = self.slots
+        with self.cancel_scope:  # graceful shutdown cancels this scope: accepting stops
+            while True:
+                await slots.acquire()  # at the limit: clients wait in the backlog
+                try:
+                    sock, peer = await socket_accept(listener)
+                except (trio.ClosedResourceError, OSError) as exc:
+                    slots.release()
+                    if server.closing:
+                        return
+                    await _accept_failed(server, exc)
+                    continue
+                except BaseException:
+                    slots.release()
+                    raise
+                self.spawn(nursery, Connection(server, sock, peer))
+
+    def spawn(self, nursery: trio.Nursery, connection: Connection) -> None:
+        nursery.start_soon(self._serve, connection)
+
+    async def _serve(self, connection: Connection) -> None:
+        try:
+            await connection.run()
+        finally:
+            self.slots.release()
+
+    def stop(self) -> None:
+        self.cancel_scope.cancel()
+
+
+class PoolScheduler(Scheduler):
+    """``size`` long-lived tasks, each running the accept loop itself (Hop §2.4.5)::
+
+        (define-method (accept S::pool-scheduler serv)
+          (for (i 0 (pool-scheduler-size S))
+             (spawn S stage-accept)))
+
+    A persistent connection stays with the task that accepted it; the pool size is
+    therefore also the number of connections served at once.
+    """
+
+    name = "pool"
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.accept_lock = trio.Lock()
+
+    async def accept(self, server: Server, nursery: trio.Nursery) -> None:
+        for _ in range(self.size):
+            self.spawn(nursery, server)
+
+    def spawn(self, nursery: trio.Nursery, server: Server) -> None:
+        nursery.start_soon(self.serve_connections_in_a_row, server, self.accept_lock)
+
+    def stop(self) -> None:
+        pass  # closing the listener wakes every accepting task
+
+
+class NoThreadScheduler(Scheduler):
+    """One connection at a time, every stage in sequence, no concurrency (Hop §2.4.3):
+    ``spawn`` is a plain call."""
+
+    name = "nothread"
+
+    async def accept(self, server: Server, nursery: trio.Nursery) -> None:
+        nursery.start_soon(self.serve_connections_in_a_row, server, trio.Lock())
+
+    def stop(self) -> None:
+        pass  # closing the listener wakes the accepting task
+
+
+def make_scheduler(name: str, *, pool_size: int = 16, max_connections: int = 1000) -> Scheduler:
+    """The scheduler called ``name`` (Hop's ``(case (scheduling-strategy) ...)``)."""
+    if name == "one-to-one":
+        return OneToOneScheduler(max_connections)
+    if name == "pool":
+        return PoolScheduler(min(pool_size, max_connections))
+    if name == "nothread":
+        return NoThreadScheduler()
+    raise ValueError(f"unknown scheduler {name!r}")

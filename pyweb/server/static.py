@@ -1,0 +1,387 @@
+"""Static files: map a URL path to a file under the site directory, safely and cheaply.
+
+``StaticFiles(root).respond(request)`` looks at one request and answers with a
+:class:`~pyweb.protocol.response.Response` whose body is a
+:class:`~pyweb.protocol.response.FileBody`; the server then sends the bytes with
+``os.sendfile``. Nothing here reads a file: Hop §3.3.1 found that a memory cache does not
+beat sendfile, which leaves the caching to the operating system. ``respond`` only stats.
+
+What it implements, with the RFC sections:
+
+* content type from the file extension (``mimetypes`` plus a fixed table for the types a
+  browser cares about, so every machine answers the same), ``; charset=utf-8`` on text;
+* validators (RFC 9110 §8.8): a strong ``ETag`` made of inode, size and modification time
+  in nanoseconds (no read of the file), and ``Last-Modified``;
+* conditional requests (RFC 9110 §13): ``If-None-Match`` (lists, ``*``, weak comparison)
+  and, only when it is absent, ``If-Modified-Since`` give ``304 Not Modified``;
+* ranges (RFC 9110 §14): one range ``bytes=a-b``, ``a-`` or ``-n`` gives ``206`` with
+  ``Content-Range``; an unsatisfiable one gives ``416`` with ``Content-Range: bytes */size``;
+  several ranges are ignored (a full ``200``, which §14.2 allows); ``If-Range`` that does
+  not match also gives the full ``200``;
+* directories: ``/dir/`` serves ``/dir/index.html``; ``/dir`` redirects (301) to ``/dir/``;
+  a directory without an index answers ``None`` (the caller 404s): no listings.
+
+Safety, the part to read carefully. The URL path is percent-decoded exactly once and then:
+
+* ``400 Bad Request`` when it contains NUL, a backslash, a ``.`` or ``..`` segment (plain
+  or encoded, ``%2e%2e``, ``..%2f``) or an empty segment (``//``, ``%2f%2f``: an absolute
+  path in disguise, and a ``Location`` starting with ``//`` would be an open redirect);
+* ``404 Not Found`` for hidden names (any segment starting with ``.``, such as ``.git`` or
+  ``.env``; only ``/.well-known/`` is allowed, RFC 8615), for anything whose real path
+  (symlinks resolved with ``os.path.realpath``) lies outside the real root, and for
+  anything that is not a regular file (devices, fifos, sockets). A 404 rather than
+  ``None`` so that no later handler serves what was refused here; the page is
+  :func:`~pyweb.server.errorpage.error_response`'s, in production byte for byte the one
+  for a missing file (with ``dev=True`` it says why);
+* ``None`` when nothing is there, so the caller can try something else, then 404.
+
+Cost per request: one ``stat``, plus ``realpath`` the first time a URL is seen; after that
+a small table remembers the checked real path for as long as a ``stat`` through the URL's
+path reaches the same inode (docs/static-files.md, "Speed").
+
+Only GET and HEAD are handled; for any other method ``respond`` returns ``None``. The
+query string is ignored.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import stat
+from calendar import timegm
+from email.utils import formatdate, parsedate_tz
+from urllib.parse import unquote
+
+from pyweb.protocol.events import Request
+from pyweb.protocol.response import FileBody, Response
+
+from .errorpage import error_response
+
+__all__ = ["StaticFiles", "content_type_for"]
+
+# The types a browser is picky about, fixed here so the answer does not depend on the
+# machine's /etc/mime.types (which ``mimetypes`` reads). Everything else asks mimetypes.
+_FIXED_TYPES = {
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".css": "text/css",
+    ".js": "application/javascript",
+    ".mjs": "application/javascript",
+    ".json": "application/json",
+    ".map": "application/json",
+    ".svg": "image/svg+xml",
+    ".wasm": "application/wasm",
+    ".txt": "text/plain",
+    ".md": "text/markdown",
+    ".csv": "text/csv",
+    ".xml": "application/xml",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".avif": "image/avif",
+    ".ico": "image/x-icon",
+    ".pdf": "application/pdf",
+    ".woff": "font/woff",
+    ".woff2": "font/woff2",
+    ".ttf": "font/ttf",
+    ".otf": "font/otf",
+    ".mp4": "video/mp4",
+    ".webm": "video/webm",
+    ".mp3": "audio/mpeg",
+    ".ogg": "audio/ogg",
+    ".wav": "audio/wav",
+    ".zip": "application/zip",
+    ".gz": "application/gzip",
+    ".py": "text/x-python",
+    ".ipynb": "application/x-ipynb+json",
+}
+_DEFAULT_TYPE = "application/octet-stream"
+# Text types (and these two) are sent with an explicit charset: without one, browsers guess.
+_CHARSET_TYPES = frozenset(("application/javascript", "image/svg+xml"))
+_type_cache: dict[str, str] = {}
+
+
+def content_type_for(filename: str) -> str:
+    """The ``Content-Type`` for ``filename``, from its extension (case-insensitive)."""
+    ext = os.path.splitext(filename)[1].lower()
+    ctype = _type_cache.get(ext)
+    if ctype is None:
+        ctype = _FIXED_TYPES.get(ext)
+        if ctype is None and ext:
+            ctype = mimetypes.types_map.get(ext) or _DEFAULT_TYPE
+        elif ctype is None:
+            ctype = _DEFAULT_TYPE
+        if ctype.startswith("text/") or ctype in _CHARSET_TYPES:
+            ctype += "; charset=utf-8"
+        if len(_type_cache) < 1024:  # bounded: the key is chosen by the client
+            _type_cache[ext] = ctype
+    return ctype
+
+
+# Last-Modified strings by whole-second mtime; few distinct values on a site, bounded anyway.
+_date_cache: dict[int, str] = {}
+
+
+def _http_date(seconds: int) -> str:
+    value = _date_cache.get(seconds)
+    if value is None:
+        value = formatdate(seconds, usegmt=True)
+        if len(_date_cache) >= 4096:
+            _date_cache.clear()
+        _date_cache[seconds] = value
+    return value
+
+
+def _parse_http_date(value: str) -> int | None:
+    """Seconds since the epoch for an HTTP-date (RFC 9110 §5.6.7), ``None`` if invalid."""
+    parsed = parsedate_tz(value)
+    if parsed is None:
+        return None
+    try:
+        return timegm(parsed[:6]) - (parsed[9] or 0)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    """Weak comparison of ``etag`` against an ``If-None-Match`` list (RFC 9110 §13.1.2).
+
+    Weak comparison ignores the ``W/`` prefix on both sides; ``*`` matches any current
+    representation (the file exists, or we would not be here).
+    """
+    tag = etag[2:] if etag.startswith("W/") else etag
+    for candidate in header.split(","):
+        candidate = candidate.strip()
+        if candidate == "*":
+            return True
+        if candidate.startswith("W/"):
+            candidate = candidate[2:]
+        if candidate == tag:
+            return True
+    return False
+
+
+def _parse_range(header: str, size: int) -> tuple[int, int] | None | bool:
+    """One byte range from a ``Range`` value (RFC 9110 §14.1.2).
+
+    Returns ``(first, last)`` inclusive for a satisfiable single range, ``False`` when the
+    range is unsatisfiable (416), and ``None`` when the header is to be ignored: another
+    unit, bad syntax, several ranges, or an empty file.
+    """
+    unit, _, spec = header.partition("=")
+    if unit.strip().lower() != "bytes" or "," in spec or size == 0:
+        return None
+    first_s, dash, last_s = spec.strip().partition("-")
+    if not dash:
+        return None
+    first_s = first_s.strip()
+    last_s = last_s.strip()
+    if first_s and not first_s.isdigit() or last_s and not last_s.isdigit():
+        return None  # isdigit also refuses signs and spaces inside the number
+    if not first_s:  # suffix range: the last n bytes
+        if not last_s:
+            return None
+        suffix = int(last_s)
+        if suffix == 0:
+            return False
+        return (max(0, size - suffix), size - 1)
+    first = int(first_s)
+    last = int(last_s) if last_s else size - 1
+    if last_s and last < first:
+        return None  # invalid, so ignored (§14.1.1)
+    if first >= size:
+        return False
+    return (first, min(last, size - 1))
+
+
+class StaticFiles:
+    """Serve the files under ``root``.
+
+    >>> files = StaticFiles("pages")                       # doctest: +SKIP
+    >>> response = files.respond(request)                  # doctest: +SKIP
+    >>> response.status, response.body                     # doctest: +SKIP
+    (200, FileBody(path='/.../pages/index.html', offset=0, length=984))
+
+    ``respond`` returns ``None`` when no file matches (the caller 404s or tries another
+    handler), else a :class:`Response`. See the module docstring for the rules.
+    """
+
+    __slots__ = ("root", "index_files", "dev", "_prefix", "_resolved")
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        index_files: tuple[str, ...] = ("index.html",),
+        dev: bool = False,
+    ):
+        # Resolved once: every served path is compared against the real root.
+        self.root = os.path.realpath(os.fspath(root))
+        if not os.path.isdir(self.root):
+            raise NotADirectoryError(f"static root is not a directory: {self.root!r}")
+        self.index_files = tuple(index_files)
+        self.dev = dev  # refusal pages say why only in development mode
+        self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
+        # URL path on disk -> (path to stat, st_dev, st_ino, checked real path); see respond.
+        self._resolved: dict[str, tuple[str, int, int, str]] = {}
+
+    def respond(self, request: Request) -> Response | None:
+        method = request.method
+        if method != "GET" and method != "HEAD":
+            return None
+        path = request.path
+        if not path.startswith("/"):
+            return None  # "*" (OPTIONS) or something no file can answer
+
+        # Decode once. surrogateescape keeps non-UTF-8 bytes as the same bytes on disk.
+        decoded = unquote(path, errors="surrogateescape") if "%" in path else path
+        if "\x00" in decoded or "\\" in decoded:
+            return self._refuse(400, "NUL or backslash in the path")
+        segments = decoded.split("/")
+        # segments[0] is "" (the leading slash); the last is "" for a trailing slash.
+        for i in range(1, len(segments)):
+            segment = segments[i]
+            if not segment:
+                if i == len(segments) - 1:
+                    break
+                return self._refuse(400, "empty segment (//) in the path")
+            if segment[0] == ".":
+                if segment == "." or segment == "..":
+                    return self._refuse(400, "'.' or '..' segment in the path")
+                if not (i == 1 and segment == ".well-known"):
+                    return self._refuse(
+                        404, "hidden files (names starting with '.') are not served"
+                    )
+
+        candidate = self.root + decoded if decoded != "/" else self.root
+        # Fast path: realpath costs one lstat per path component (most of respond's time),
+        # so remember which URL resolved to which checked file. The entry is trusted only
+        # while a stat through the unresolved path still reaches the same inode: a moved
+        # symlink or a replaced file changes the inode and sends us down the slow path.
+        entry = self._resolved.get(candidate)
+        if entry is not None:
+            check_path, dev, ino, real = entry
+            try:
+                st = os.stat(check_path)
+            except OSError:
+                st = None
+            if (
+                st is not None
+                and st.st_ino == ino
+                and st.st_dev == dev
+                and stat.S_ISREG(st.st_mode)
+            ):
+                return self._file_response(request, real, st)
+            del self._resolved[candidate]
+
+        try:
+            real = os.path.realpath(candidate)
+        except (OSError, ValueError):
+            return None
+        if real != self.root and not real.startswith(self._prefix):
+            return self._refuse(404, "the path leads out of the site directory (symlink)")
+        try:
+            st = os.stat(real)
+        except (OSError, ValueError):
+            return None
+
+        if stat.S_ISDIR(st.st_mode):
+            if not decoded.endswith("/"):
+                # Relative links inside an index page only work under the slashed URL.
+                location = path + "/" + ("?" + request.query if request.query else "")
+                return Response(
+                    301,
+                    [("Location", location), ("Content-Type", "text/plain; charset=utf-8")],
+                    b"Moved Permanently\n",
+                )
+            for index in self.index_files:
+                index_path = os.path.join(candidate, index)
+                try:
+                    index_real = os.path.realpath(index_path)
+                    index_st = os.stat(index_real)
+                except (OSError, ValueError):
+                    continue
+                if not index_real.startswith(self._prefix) or not stat.S_ISREG(index_st.st_mode):
+                    continue
+                self._remember(candidate, index_path, index_st, index_real)
+                return self._file_response(request, index_real, index_st)
+            return None  # no listings
+        if not stat.S_ISREG(st.st_mode):
+            return self._refuse(404, "not a regular file")  # devices, fifos, sockets
+        if decoded.endswith("/"):
+            return None  # "/file.txt/" names a directory that is not there
+        self._remember(candidate, candidate, st, real)
+        return self._file_response(request, real, st)
+
+    def _refuse(self, status: int, why: str) -> Response:
+        # The production 404 is the same page as for a missing file: a refusal must not
+        # tell a prober that something is there.
+        return error_response(status, dev=self.dev, detail=why)
+
+    def _remember(self, candidate: str, check_path: str, st: os.stat_result, real: str) -> None:
+        # Only files that exist get in, so a client cannot grow the cache with random
+        # URLs; the bound is for very large sites.
+        if len(self._resolved) >= 4096:
+            self._resolved.clear()
+        self._resolved[candidate] = (check_path, st.st_dev, st.st_ino, real)
+
+    def _file_response(self, request: Request, real: str, st: os.stat_result) -> Response:
+        size = st.st_size
+        # Strong: with the nanosecond mtime and the inode, two different contents get the
+        # same tag only if a file is rewritten to the same size within the clock's
+        # resolution; nginx and Apache make the same bet. Strong is needed for If-Range.
+        etag = f'"{st.st_ino:x}-{size:x}-{st.st_mtime_ns:x}"'
+        mtime = int(st.st_mtime)
+        last_modified = _http_date(mtime)
+        headers = [("ETag", etag), ("Last-Modified", last_modified)]
+
+        # One pass over the header list instead of five request.header() scans.
+        if_none_match = if_modified_since = range_value = if_range = None
+        for name, value in request.headers:
+            if name == "if-none-match":
+                if_none_match = value
+            elif name == "if-modified-since":
+                if_modified_since = value
+            elif name == "range":
+                range_value = value
+            elif name == "if-range":
+                if_range = value
+
+        # RFC 9110 §13.2.2: If-None-Match first; If-Modified-Since only without it.
+        if if_none_match is not None:
+            if _etag_matches(if_none_match, etag):
+                return Response(304, headers, b"")
+        elif if_modified_since is not None:
+            since = _parse_http_date(if_modified_since)
+            if since is not None and mtime <= since:
+                return Response(304, headers, b"")
+
+        headers.append(("Content-Type", content_type_for(real)))
+        headers.append(("Accept-Ranges", "bytes"))
+        # §14.2: Range is defined for GET only; a HEAD gets the plain 200 head.
+        if (
+            range_value is not None
+            and request.method == "GET"
+            and self._if_range_ok(if_range, etag, mtime)
+        ):
+            byte_range = _parse_range(range_value, size)
+            if byte_range is False:
+                headers.append(("Content-Range", f"bytes */{size}"))
+                return Response(416, headers, b"")
+            if byte_range is not None:
+                first, last = byte_range  # type: ignore[misc]
+                headers.append(("Content-Range", f"bytes {first}-{last}/{size}"))
+                return Response(206, headers, FileBody(real, first, last - first + 1))
+        return Response(200, headers, FileBody(real, 0, size))
+
+    @staticmethod
+    def _if_range_ok(if_range: str | None, etag: str, mtime: int) -> bool:
+        """Whether a Range may be honoured given ``If-Range`` (RFC 9110 §13.1.5)."""
+        if if_range is None:
+            return True
+        if_range = if_range.strip()
+        if if_range.startswith('"') or if_range.startswith("W/"):
+            return if_range == etag  # strong comparison: a weak tag never matches
+        return _parse_http_date(if_range) == mtime

@@ -1,0 +1,119 @@
+"""The command line, as a user runs it: ``python -m pyweb serve DIR --port 0`` in a
+subprocess; the banner names the real port; SIGTERM and SIGINT shut it down with exit 0."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _start(*args: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyweb", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    banner = proc.stdout.readline()  # type: ignore[union-attr]
+    return proc, banner
+
+
+def _get(port: int, target: str) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        out = b""
+        while data := s.recv(65536):
+            out += data
+    return out
+
+
+@pytest.fixture
+def site(tmp_path):
+    (tmp_path / "hello.txt").write_text("hello from a file\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_serve_a_directory_then_stop_with_a_signal(site, signum):
+    proc, banner = _start(str(site), "--port", "0", "--access-log", "none")
+    try:
+        m = re.fullmatch(
+            r"pyweb serving (.+) on http://127\.0\.0\.1:(\d+)/ \(scheduler one-to-one, dev mode off\)\n",
+            banner,
+        )
+        assert m, banner
+        port = int(m.group(2))
+        assert port != 0
+        reply = _get(port, "/hello.txt")
+        assert reply.startswith(b"HTTP/1.1 200 ") and reply.endswith(b"hello from a file\n")
+        assert _get(port, "/nothing").startswith(b"HTTP/1.1 404 ")
+        proc.send_signal(signum)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_options_reach_the_server(site):
+    proc, banner = _start(
+        str(site), "--port", "0", "--scheduler", "pool", "--pool-size", "2", "--dev",
+        "--access-log", "none", "--error-log", "none", "--max-body", "10",
+        "--header-timeout", "1", "--keepalive-timeout", "1", "--body-timeout", "1",
+        "--max-connections", "5",
+    )  # fmt: skip
+    try:
+        assert "(scheduler pool, dev mode on)" in banner
+        port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"POST /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n")
+            assert s.recv(65536).startswith(b"HTTP/1.1 413 ")  # --max-body 10
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_missing_directory_is_a_clear_error(tmp_path):
+    missing = str(tmp_path / "nope")
+    result = subprocess.run(
+        [sys.executable, "-m", "pyweb", "serve", missing, "--port", "0"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr and missing in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["--scheduler", "cohort"], ["--port", "70000"], ["--pool-size", "0"], ["--header-timeout", "-1"]]
+)
+def test_bad_arguments_are_argparse_errors(args, site):
+    result = subprocess.run(
+        [sys.executable, "-m", "pyweb", "serve", str(site), *args],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "usage: pyweb serve" in result.stderr and "error:" in result.stderr
+
+
+def test_port_in_use_is_a_clear_error(site):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "pyweb", "serve", str(site), "--port", str(port)],
+            capture_output=True, text=True, timeout=30, env={**os.environ},
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert "cannot listen" in result.stderr

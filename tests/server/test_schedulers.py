@@ -1,0 +1,59 @@
+"""Hop's schedulers (§2.4): each serves concurrent clients correctly; nothread serves them
+one after the other, one-to-one all at once, pool as many at once as it has tasks."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _clients_in_parallel(kit, srv, n: int, target: str) -> list[bytes]:
+    results: list[bytes | BaseException] = [b""] * n
+
+    def client(i: int) -> None:
+        try:
+            with srv.connect(timeout=10) as c:
+                results[i] = c.request("GET", target, [("Connection", "close")]).body
+        except BaseException as exc:  # reported by the assertion below
+            results[i] = exc
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    return results  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("scheduler", ["one-to-one", "pool", "nothread"])
+def test_each_scheduler_serves_concurrent_clients(kit, scheduler):
+    with kit.running(scheduler=scheduler, pool_size=3) as srv:
+        results = _clients_in_parallel(kit, srv, 12, "/echo-path/x")
+        assert results == [b"/echo-path/x"] * 12
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "expected"), [("one-to-one", 4), ("pool", 2), ("nothread", 1)]
+)
+def test_how_many_requests_run_at_once(kit, scheduler, expected):
+    with kit.running(scheduler=scheduler, pool_size=2) as srv:
+        results = _clients_in_parallel(kit, srv, 4, "/sleep?0.3")
+        assert results == [b"slept"] * 4
+    assert kit.state.max_active == expected
+
+
+@pytest.mark.parametrize("scheduler", ["one-to-one", "pool", "nothread"])
+def test_each_scheduler_keeps_connections_alive(kit, scheduler):
+    with kit.running(scheduler=scheduler) as srv, srv.connect() as c:
+        for i in range(5):
+            assert c.request("GET", f"/echo-path/{i}").body == f"/echo-path/{i}".encode()
+
+
+def test_unknown_scheduler_is_refused():
+    from pyweb.server import ServerConfig
+
+    with pytest.raises(ValueError, match="unknown scheduler"):
+        ServerConfig(scheduler="cohort")

@@ -1,0 +1,92 @@
+"""Timeouts (Marlow §4) with short configured values, and the connection limit: a client
+that stops half-way is disconnected (408 when it had sent part of a request), an idle
+persistent connection is closed, a client that doesn't read is dropped, and none of them
+holds up another client."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+
+pytestmark = pytest.mark.timeout(30)
+
+SHORT = dict(header_timeout=0.3, keepalive_timeout=0.3, body_timeout=0.3, send_timeout=0.3)
+
+
+def test_half_a_header_then_silence_gets_408_and_close(kit):
+    with kit.running(**SHORT) as srv, srv.connect() as c:
+        c.send(b"GET /hello HTTP/1.1\r\nHost: te")
+        r = c.read_response()
+        assert r.status == 408 and r.headers["connection"] == "close"
+        assert c.closed_by_server()
+
+
+def test_connecting_and_sending_nothing_is_closed_silently(kit):
+    with kit.running(**SHORT) as srv, srv.connect() as c:
+        assert c.closed_by_server(timeout=3)
+
+
+def test_idle_keep_alive_connection_is_closed_silently(kit):
+    with kit.running(**SHORT) as srv, srv.connect() as c:
+        assert c.request("GET", "/hello").body == b"hello"
+        assert c.closed_by_server(timeout=3)
+
+
+def test_keep_alive_connection_survives_within_the_timeout(kit):
+    with kit.running(keepalive_timeout=5.0) as srv, srv.connect() as c:
+        assert c.request("GET", "/hello").body == b"hello"
+        assert not c.closed_by_server(timeout=0.3)
+        assert c.request("GET", "/hello").body == b"hello"
+
+
+def test_body_that_stops_arriving_gets_408(kit):
+    with kit.running(**SHORT) as srv, srv.connect() as c:
+        c.send(kit.build("POST", "/echo", [("Content-Length", "10")]) + b"abc")
+        r = c.read_response()
+        assert r.status == 408 and r.headers["connection"] == "close"
+        assert c.closed_by_server()
+
+
+def test_a_client_that_does_not_read_is_dropped(kit):
+    with kit.running(**SHORT) as srv:
+        stuck = socket.create_connection(("127.0.0.1", srv.port))
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stuck.sendall(kit.build("GET", "/big"))  # 8 MiB that this client never reads
+        with srv.connect() as other:  # meanwhile others are served
+            assert other.request("GET", "/hello").body == b"hello"
+        # After send_timeout the server gives up on it: the connection is gone from the
+        # server (what the kernel had already buffered may still trickle to the client).
+        deadline = time.monotonic() + 5
+        while srv.server.connections and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not srv.server.connections
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        stuck.close()
+
+
+def test_a_stuck_client_does_not_block_others(kit):
+    with kit.running(header_timeout=10.0) as srv, srv.connect() as stuck:
+        stuck.send(b"GET /hello HTTP/1.1\r\nHo")  # and never more
+        for _ in range(3):
+            with srv.connect(timeout=2.0) as c:
+                assert c.request("GET", "/hello").body == b"hello"
+        assert not stuck.closed_by_server(timeout=0.1)  # still waiting, not dropped
+
+
+@pytest.mark.parametrize("scheduler", ["one-to-one", "pool"])
+def test_connection_limit_keeps_further_clients_in_the_backlog(kit, scheduler):
+    with kit.running(max_connections=1, scheduler=scheduler, pool_size=4) as srv:
+        first = srv.connect()
+        assert first.request("GET", "/hello").body == b"hello"  # connection 1 is in service
+        second = srv.connect()  # completes in the kernel backlog, but is not accepted
+        second.send(kit.build("GET", "/echo-path/second"))
+        second.sock.settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            second.sock.recv(1)
+        first.close()  # frees the slot
+        second.sock.settimeout(5)
+        assert second.read_response().body == b"/echo-path/second"
+        second.close()
