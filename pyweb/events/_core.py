@@ -159,10 +159,15 @@ class BaseEvent(Event[T]):
       find it, and append it to ``sync.offers`` so it can be withdrawn.
 
     Timers instead set ``deadline`` (trio clock) and never enqueue.
+
+    An event that no partner can complete (socket readiness) may also define
+    ``async wait_alone()``: when it is the only non-timer branch of a sync,
+    the sync awaits it directly instead of enqueueing an offer.
     """
 
     __slots__ = ()
     deadline: float | None = None
+    wait_alone: Callable[[], Awaitable[Any]] | None = None
 
     def ready(self) -> bool:
         raise NotImplementedError
@@ -374,6 +379,7 @@ def wrap_abort(evt: Event[T], abort: Callable[[], Any]) -> Event[T]:
     """
     _check(evt, "wrap_abort")
     if inspect.iscoroutinefunction(abort):
+
         def action() -> None:
             rt.spawn_background(abort)
     else:
@@ -402,13 +408,18 @@ def never() -> Event[Any]:
 def at_time(deadline: float) -> Event[None]:
     """``val waitUntil : time -> unit event``: enabled once trio's clock
     (``trio.current_time()``) reaches ``deadline``."""
-    return _AtTime(float(deadline))
+    deadline = float(deadline)
+    if deadline != deadline:
+        raise ValueError(f"at_time: deadline is NaN: {deadline!r}")
+    return _AtTime(deadline)
 
 
 def timeout(seconds: float) -> Event[None]:
     """``val timeout : time -> unit event``: enabled ``seconds`` after the sync
     starts.  As in the paper, ``guard(lambda: at_time(now + seconds))``."""
     seconds = float(seconds)
+    if seconds != seconds:
+        raise ValueError(f"timeout: seconds is NaN: {seconds!r}")
     return _Guard(lambda: _AtTime(rt.now() + seconds))
 
 
@@ -505,6 +516,8 @@ async def sync(evt: Event[T]) -> T:
         if evt.ready():
             value = evt.commit_now()
             await rt.cancel_shielded_checkpoint()
+        elif evt.wait_alone is not None:
+            value = await evt.wait_alone()
         else:
             s = _Sync(rt.current_task())
             evt.enqueue(s, 0)
@@ -577,26 +590,40 @@ async def _sync(evt: Event[Any], block: bool) -> Any:
         s = _Sync(rt.current_task())
         deadline = float("inf")
         timer = -1
+        waiting = []
         for i, leaf in enumerate(leaves):
-            base = leaf[0]
-            d = base.deadline
+            d = leaf[0].deadline
             if d is None:
-                base.enqueue(s, i)
+                waiting.append(i)
             elif d < deadline:
                 deadline, timer = d, i
+        alone = leaves[waiting[0]][0].wait_alone if len(waiting) == 1 else None
+        if alone is None:
+            for i in waiting:
+                leaves[i][0].enqueue(s, i)
+            wait = rt.park(s.withdraw_all)
+        else:
+            # Nobody else can commit this branch: just wait for it (under the
+            # deadline), no offer and no helper task needed.
+            s.chosen = waiting[0]
+            wait = alone()
+        result = None
         try:
             if timer < 0:
-                await rt.park(s.withdraw_all)
+                result = await wait
             else:
-                # The earliest timer is a trio deadline on the park itself;
+                # The earliest timer is a trio deadline on the wait itself;
                 # expiry goes through the same withdrawal as a cancellation.
                 with rt.DeadlineScope(deadline=deadline) as scope:
-                    await rt.park(s.withdraw_all)
+                    result = await wait
                 if scope.cancelled_caught:
                     s.chosen, s.value = timer, None
+                    alone = None
         except BaseException:
             _fire(created, ())
             raise
+        if alone is not None:
+            s.value = result
         idx = s.chosen
         value = s.value
         _fire(created, leaves[idx][2])

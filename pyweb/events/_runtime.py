@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import outcome
 import trio
 from trio.lowlevel import (
     Abort,
@@ -43,10 +42,6 @@ __all__ = [
     "unpark",
 ]
 
-# The task always resumes with "no value": the real result travels in the
-# sync's state object.  (An outcome can be unwrapped only once, so each
-# unpark needs a fresh one.)
-_Value = outcome.Value
 
 Cancelled = trio.Cancelled
 CancelScope = trio.CancelScope
@@ -70,8 +65,12 @@ async def park(on_abort: Callable[[], None]) -> None:
 
 
 def unpark(task: Any) -> None:
-    """Make a parked task runnable again (it resumes from :func:`park`)."""
-    reschedule(task, _Value(None))
+    """Make a parked task runnable again (it resumes from :func:`park`).
+
+    It resumes with no value (trio's default ``Value(None)``): the result of
+    the sync travels in the sync's state object.
+    """
+    reschedule(task)
 
 
 def spawn_background(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
@@ -82,6 +81,7 @@ def spawn_background(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
     crashes the whole ``trio.run`` (``TrioInternalError``): loud on purpose.
     """
     spawn_system_task(fn, *args)
+
 
 # Socket readiness (the paper's syncOnInput / syncOnOutput); objects with a
 # fileno() or plain file descriptors, as trio accepts them.

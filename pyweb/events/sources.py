@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import errno
 import select
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -125,6 +126,24 @@ class _IOOffer(Offer):
         self.scope.cancel()
 
 
+def _ready_now(sock: Any, writing: bool) -> bool:
+    """Is ``sock`` ready right now?  ``poll(2)`` where it exists, since
+    ``select(2)`` fails on descriptors above FD_SETSIZE (1024)."""
+    fd = sock if isinstance(sock, int) else sock.fileno()
+    if fd < 0:
+        raise OSError(errno.EBADF, "socket is closed")
+    if not hasattr(select, "poll"):  # Windows
+        lists = ([], [fd], []) if writing else ([fd], [], [])
+        return any(select.select(*lists, 0))
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT if writing else select.POLLIN)
+    for _, mask in poller.poll(0):
+        if mask & select.POLLNVAL:
+            raise OSError(errno.EBADF, "socket is closed")
+        return True
+    return False
+
+
 class _IOEvt(BaseEvent[None]):
     __slots__ = ("sock", "writing", "_error")
 
@@ -135,9 +154,7 @@ class _IOEvt(BaseEvent[None]):
 
     def ready(self) -> bool:
         try:
-            if self.writing:
-                return bool(select.select([], [self.sock], [], 0)[1])
-            return bool(select.select([self.sock], [], [], 0)[0])
+            return _ready_now(self.sock, self.writing)
         except (OSError, ValueError) as exc:  # closed socket: commit with the error
             self._error = exc
             return True
@@ -145,6 +162,16 @@ class _IOEvt(BaseEvent[None]):
     def commit_now(self) -> Any:
         error, self._error = self._error, None
         return None if error is None else _Failure(error)
+
+    async def wait_alone(self) -> Any:
+        try:
+            if self.writing:
+                await rt.wait_writable(self.sock)
+            else:
+                await rt.wait_readable(self.sock)
+        except Exception as exc:
+            return _Failure(exc)
+        return None
 
     def enqueue(self, sync: _Sync, leaf: int) -> None:
         offer = _IOOffer(sync, leaf)

@@ -25,7 +25,7 @@ import trio
 from pyweb.protocol.response import Response
 
 from .config import ServerConfig
-from .connection import Connection
+from .connection import Connection, watch_deadlines
 from .context import RequestContext
 from .schedulers import Scheduler, make_scheduler
 
@@ -87,15 +87,27 @@ class Server:
                 try:
                     address = self.listener.getsockname()
                     self.host, self.port = address[0], address[1]
+                    # One watchdog enforces every connection's timeouts (connection.py).
+                    shortest = min(
+                        config.header_timeout, config.keepalive_timeout,
+                        config.body_timeout, config.send_timeout,
+                    )  # fmt: skip
+                    watchdog = trio.CancelScope()
+                    outer.start_soon(self._watch, watchdog, min(0.25, shortest / 4))
                     async with trio.open_nursery() as nursery:
                         await self.scheduler.accept(self, nursery)
                         task_status.started(self)
                         await self._stopped.wait()
                         # From here the nursery only waits for connections to finish.
+                    watchdog.cancel()
                 finally:
                     self.listener.close()
             finally:
                 log.close()
+
+    async def _watch(self, scope: trio.CancelScope, tick: float) -> None:
+        with scope:
+            await watch_deadlines(self.connections, tick)
 
     def shutdown(self) -> None:
         """Graceful shutdown (call from a task in the server's trio run): stop accepting,

@@ -21,7 +21,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     fn = pyfuncitem.obj
     if not inspect.iscoroutinefunction(fn):
         return None
-    kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    params = inspect.signature(fn).parameters
+    kwargs = {name: value for name, value in pyfuncitem.funcargs.items() if name in params}
     events.seed(12345)
     trio.run(lambda: fn(**kwargs), clock=trio.testing.MockClock(autojump_threshold=0))
     return True

@@ -410,7 +410,9 @@ async def test_timeout_and_at_time_use_trio_clock():
     assert await select(ch.recv_evt(), wrap(timeout(5), lambda _: "t")) == "t"
     assert trio.current_time() - t0 == 5
     deadline = trio.current_time() + 2
-    assert await select(at_time(deadline + 1), wrap(at_time(deadline), lambda _: "first")) == "first"
+    assert (
+        await select(at_time(deadline + 1), wrap(at_time(deadline), lambda _: "first")) == "first"
+    )
     assert trio.current_time() == deadline
     assert await poll(wrap(at_time(deadline), lambda _: "past")) == "past"
     assert queues_empty(ch)
@@ -571,3 +573,92 @@ async def test_rpc_serve_loop():
         n.start_soon(rpc.serve, lambda x: x + 1)
         assert [await rpc.call(i) for i in range(3)] == [1, 2, 3]
         n.cancel_scope.cancel()
+
+
+# --------------------------------------------------------------------- threads
+
+
+async def test_from_another_thread_through_trio_from_thread():
+    ch = Channel()
+
+    def worker():
+        # Documented way: let trio run the send in the event loop's thread.
+        trio.from_thread.run(ch.send, "from thread")
+
+    async with trio.open_nursery() as n:
+        n.start_soon(trio.to_thread.run_sync, worker)
+        assert await ch.recv() == "from thread"
+
+
+async def test_wrap_abort_runs_on_cancel_and_rpc_server_sees_abort():
+    aborted = []
+    ch = Channel()
+    with trio.move_on_after(1):
+        await sync(wrap_abort(ch.recv_evt(), lambda: aborted.append("cancelled")))
+    assert aborted == ["cancelled"]
+    assert queues_empty(ch)
+
+
+async def test_readable_evt_on_file_descriptors():
+    import os
+
+    r, w = os.pipe()
+    try:
+        assert await poll(ev.readable_evt(r)) is None
+        os.write(w, b"z")
+        assert await poll(wrap(ev.readable_evt(r), lambda _: "ready")) == "ready"
+    finally:
+        os.close(r)
+        os.close(w)
+    # A closed descriptor: the event commits with an error.
+    assert await sync(wrap_handler(ev.readable_evt(r), lambda e: type(e).__name__)) == "OSError"
+
+
+async def test_readable_evt_in_a_choice_with_a_channel_uses_a_helper_that_stops():
+    a, b = trio.socket.socketpair()
+    ch = Channel()
+    with a, b:
+        async with trio.open_nursery() as n:
+
+            async def later(delay, fn, *args):
+                await trio.sleep(delay)
+                await fn(*args)
+
+            # The channel wins: the helper waiting on `a` must let go at once...
+            n.start_soon(later, 1, ch.send, "msg")
+            assert await select(ev.readable_evt(a), ch.recv_evt()) == "msg"
+            # ...so that waiting on `a` again is allowed (no BusyResourceError).
+            n.start_soon(later, 1, b.send, b"x")
+            assert await select(wrap(ev.readable_evt(a), lambda _: "readable"), ch.recv_evt()) == (
+                "readable"
+            )
+            assert queues_empty(ch)
+            with trio.move_on_after(1):
+                await select(ev.readable_evt(b), ch.recv_evt(), timeout(5))
+            assert await a.recv(10) == b"x"
+
+
+async def test_nan_times_are_rejected():
+    with pytest.raises(ValueError):
+        at_time(float("nan"))
+    with pytest.raises(ValueError):
+        timeout(float("nan"))
+
+
+async def test_nested_choice_is_uniform_over_all_leaves():
+    ev.seed(11)
+    counts = collections.Counter()
+    for _ in range(3000):
+        counts[await select(always("a"), choose(always("b"), always("c")))] += 1
+    for k in "abc":
+        assert 850 < counts[k] < 1150, counts
+
+
+async def test_wrap_abort_of_a_choice_runs_iff_none_of_its_events_won():
+    aborted = []
+    inner = wrap_abort(choose(never(), always("inner")), lambda: aborted.append("inner"))
+    assert await sync(choose(inner, never())) == "inner"
+    assert aborted == []
+    outer = wrap_abort(choose(never(), never()), lambda: aborted.append("lost"))
+    assert await sync(choose(outer, always("other"))) == "other"
+    assert aborted == ["lost"]

@@ -6,6 +6,8 @@ branches (send a unique message, receive, a timeout, each maybe guarded and
 maybe with a nack), some inside a trio cancel scope with a deadline.  After
 the tasks have run as far as they can (virtual time, MockClock), we check:
 
+(Some syncs are ``poll``s instead, which must never block.)
+
 * every message was received at most once, and received iff its sender's
   sync chose that send branch (so the sender knows whether it was taken);
 * every nack fired iff its branch lost (another branch won, or the sync was
@@ -41,6 +43,7 @@ sync_st = st.tuples(
     st.integers(0, 3),  # sleep before
     st.lists(branch_st, min_size=1, max_size=3),
     st.sampled_from([None, None, 1, 2, 3]),  # cancel deadline
+    st.sampled_from(["sync", "sync", "sync", "poll"]),
 )
 program_st = st.lists(st.lists(sync_st, min_size=1, max_size=4), min_size=2, max_size=5)
 
@@ -89,13 +92,22 @@ def run_program(program, seed):
         return make_guarded()
 
     async def task(tid, syncs):
-        for sleep_before, branches, deadline in syncs:
+        for sleep_before, branches, deadline, mode in syncs:
             await trio.sleep(sleep_before)
             rec = {"chosen": None, "nacks": [], "guards": {}, "done": False}
             records.append(rec)
             evt = ev.choose(*[build(b, i, rec) for i, b in enumerate(branches)])
             with trio.CancelScope(deadline=trio.current_time() + (deadline or 1e9)):
-                idx, what, msg = await ev.sync(evt)
+                if mode == "poll":
+                    before = trio.current_time()
+                    result = await ev.poll(evt)
+                    assert trio.current_time() == before  # never blocks
+                    if result is None:  # nothing could commit: every nack fired
+                        rec["done"] = True
+                        continue
+                else:
+                    result = await ev.sync(evt)
+                idx, what, msg = result
                 rec["chosen"] = idx
                 rec["done"] = True
                 if what == "sent":
@@ -145,8 +157,8 @@ def test_random_programs(program, seed):
 def test_a_known_program():
     # Two choosers and a sender, with a nack and a cancellation, spelled out.
     program = [
-        [(0, [("send", 0, False, True), ("recv", 1, True, True)], 2)],
-        [(1, [("recv", 0, False, True), ("send", 1, True, False)], None)],
-        [(3, [("recv", 0, False, False)], 1)],
+        [(0, [("send", 0, False, True), ("recv", 1, True, True)], 2, "sync")],
+        [(1, [("recv", 0, False, True), ("send", 1, True, False)], None, "sync")],
+        [(3, [("recv", 0, False, False)], 1, "sync"), (0, [("recv", 1, True, True)], None, "poll")],
     ]
     run_program(program, 0)

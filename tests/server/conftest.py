@@ -156,7 +156,9 @@ class Client:
             body, self.buf = self.buf, b""
         return Response1(status, headers, body, raw)
 
-    def request(self, method: str = "GET", target: str = "/hello", headers=(), body: bytes = b"") -> Response1:
+    def request(
+        self, method: str = "GET", target: str = "/hello", headers=(), body: bytes = b""
+    ) -> Response1:
         self.send(build(method, target, headers, body))
         return self.read_response(head=method == "HEAD")
 
@@ -167,7 +169,7 @@ class Client:
             data = self.sock.recv(65536)
         except ConnectionResetError:
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False
         assert data == b"" and self.buf == b"", f"unexpected bytes before close: {data!r}"
         return True
@@ -254,7 +256,9 @@ async def app(ctx: RequestContext) -> Response:
         return Response(200, text, b"x" * (8 * 1024 * 1024))
     if path == "/file":
         size = os.path.getsize(state.file_path)
-        return Response(200, [("Content-Type", "application/octet-stream")], FileBody(state.file_path, 0, size))
+        return Response(
+            200, [("Content-Type", "application/octet-stream")], FileBody(state.file_path, 0, size)
+        )
     if path == "/file-range":
         return Response(206, [], FileBody(state.file_path, 100, 50))
     if path == "/boom":

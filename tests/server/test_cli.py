@@ -95,7 +95,13 @@ def test_missing_directory_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "args", [["--scheduler", "cohort"], ["--port", "70000"], ["--pool-size", "0"], ["--header-timeout", "-1"]]
+    "args",
+    [
+        ["--scheduler", "cohort"],
+        ["--port", "70000"],
+        ["--pool-size", "0"],
+        ["--header-timeout", "-1"],
+    ],
 )
 def test_bad_arguments_are_argparse_errors(args, site):
     result = subprocess.run(

@@ -59,7 +59,10 @@ def test_pipelining_three_requests_in_one_send(kit):
 
 def test_pipelined_requests_after_a_closing_one_are_not_served(kit):
     with kit.running() as srv, srv.connect() as c:
-        c.send(kit.build("GET", "/echo-path/a", [("Connection", "close")]) + kit.build("GET", "/echo-path/b"))
+        c.send(
+            kit.build("GET", "/echo-path/a", [("Connection", "close")])
+            + kit.build("GET", "/echo-path/b")
+        )
         r = c.read_response()
         assert r.body == b"/echo-path/a" and r.headers["connection"] == "close"
         assert c.closed_by_server()
@@ -133,7 +136,9 @@ def test_stream_failing_midway_cuts_the_connection(kit):
 def test_file_body_with_sendfile(kit):
     with kit.running() as srv, srv.connect() as c:
         r = c.request("GET", "/file")
-        assert r.body == kit.FILE_CONTENT and r.headers["content-length"] == str(len(kit.FILE_CONTENT))
+        assert r.body == kit.FILE_CONTENT and r.headers["content-length"] == str(
+            len(kit.FILE_CONTENT)
+        )
         r = c.request("GET", "/file-range")
         assert r.status == 206 and r.body == kit.FILE_CONTENT[100:150]
         r = c.request("HEAD", "/file")
@@ -197,21 +202,32 @@ INVALID = [
         b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc",
         400,
     ),
-    ("bad chunk", b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400),
+    (
+        "bad chunk",
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        400,
+    ),
     ("request line too long", b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
     (
         "too many headers",
-        b"GET / HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(101)) + b"\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\n"
+        + b"".join(b"X-%d: y\r\n" % i for i in range(101))
+        + b"\r\n",
         431,
     ),
     ("body over the limit", b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n", 413),
     (
         "chunked body over the limit",
-        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n" + b"x" * 2000,
+        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n"
+        + b"x" * 2000,
         413,
     ),
     ("HTTP/2.0", b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505),
-    ("unknown transfer coding", b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: foo\r\n\r\n", 501),
+    (
+        "unknown transfer coding",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: foo\r\n\r\n",
+        501,
+    ),
     ("CONNECT", b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 501),
 ]
 

@@ -11,6 +11,8 @@ import time
 
 import h11
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyweb.testing
 from pyweb.protocol.events import Request
@@ -531,8 +533,6 @@ def test_refusal_looks_like_a_missing_file(site):
 
 # --- property: whatever the path, nothing outside the root, nothing hidden -----------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _PIECES = [
     "/",
@@ -559,27 +559,27 @@ _PIECES = [
 ]
 
 
-@settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(pieces=st.lists(st.sampled_from(_PIECES), max_size=8))
-def test_no_path_escapes_or_reveals_hidden_files(tmp_path_factory, pieces):
+@pytest.fixture(scope="module")
+def prop_files(tmp_path_factory):
     base = tmp_path_factory.mktemp("prop")
     root = base / "site"
-    if not root.exists():
-        root.mkdir()
-        (root / "hello.txt").write_text("hi")
-        (root / "docs").mkdir()
-        (root / "docs" / "index.html").write_text("d")
-        (root / ".env").write_text("x")
-        (base / "secret").write_text("s")
-        os.symlink(base / "secret", root / "link-out")
-        os.symlink(base, root / "dir-out")
-    files = StaticFiles(root)
-    path = "/" + "".join(pieces)
-    r = files.respond(req(path))
+    root.mkdir()
+    (root / "hello.txt").write_text("hi")
+    (root / "docs").mkdir()
+    (root / "docs" / "index.html").write_text("d")
+    (root / ".env").write_text("x")
+    (base / "secret").write_text("s")
+    os.symlink(base / "secret", root / "link-out")
+    os.symlink(base, root / "dir-out")
+    return StaticFiles(root)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_PIECES), max_size=8))
+def test_no_path_escapes_or_reveals_hidden_files(prop_files, pieces):
+    r = prop_files.respond(req("/" + "".join(pieces)))
     if r is not None and isinstance(r.body, FileBody):
         real = os.path.realpath(r.body.path)
-        assert real.startswith(str(root.resolve()) + os.sep)
-        relative = os.path.relpath(real, root.resolve())
+        assert real.startswith(prop_files.root + os.sep)
+        relative = os.path.relpath(real, prop_files.root)
         assert not any(part.startswith(".") for part in relative.split(os.sep))

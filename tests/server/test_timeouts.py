@@ -90,3 +90,11 @@ def test_connection_limit_keeps_further_clients_in_the_backlog(kit, scheduler):
         second.sock.settimeout(5)
         assert second.read_response().body == b"/echo-path/second"
         second.close()
+
+
+def test_a_stalled_unread_body_after_the_reply_is_closed_without_a_second_reply(kit):
+    with kit.running(**SHORT) as srv, srv.connect() as c:
+        c.send(kit.build("POST", "/ignore", [("Content-Length", "10")]) + b"abc")
+        r = c.read_response()
+        assert r.status == 200 and "connection" not in r.headers  # it will be drained...
+        assert c.closed_by_server()  # ...but the rest never comes: closed, no 408 after a 200
