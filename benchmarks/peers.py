@@ -576,6 +576,7 @@ class Summary:
     rps_min: float
     rps_max: float
     rounds: int
+    used: int  # rounds the medians are taken over (the quiet ones, if any)
     errors: int
     failed: int
     noisy: int
@@ -591,13 +592,18 @@ def summarize(results: list[Measurement]) -> dict[tuple[str, str], Summary | Non
         if not good:
             out[key] = None
             continue
-        rps = [m.rps for m in good]
+        # A round during which other processes took CPU says little about the server: the
+        # medians use the quiet rounds when there is at least one, else all of them.
+        quiet = [m for m in good if not m.noisy]
+        used = quiet or good
+        rps = [m.rps for m in used]
         out[key] = Summary(
             rps=statistics.median(rps),
-            p99_ms=statistics.median(m.p99_ms for m in good),
+            p99_ms=statistics.median(m.p99_ms for m in used),
             rps_min=min(rps),
             rps_max=max(rps),
             rounds=len(good),
+            used=len(used),
             errors=sum(m.errors + m.non2xx for m in good),
             noisy=sum(m.noisy for m in good),
             failed=len(ms) - len(good),
@@ -618,11 +624,11 @@ def report(args: argparse.Namespace, results: list[Measurement]) -> str:
     lines = [
         f"Medians of {args.rounds} interleaved round(s), {args.duration} s each after a "
         f"{WARMUP_SECONDS} s warm-up; wrk -t{WRK_THREADS} -c{WRK_CONNECTIONS} on CPU "
-        f"{args.wrk_cpu}, server on CPU {args.server_cpu}. Spread = (max-min)/median of req/s; "
-        f"noisy = rounds during which other processes used > {NOISE_CORES} core "
-        f"(after up to {args.retries} repeats).",
+        f"{args.wrk_cpu}, server on CPU {args.server_cpu}. Spread = (max-min)/median of req/s. A round is "
+        f"noisy when other processes used > {NOISE_CORES} core during it (after up to "
+        f"{args.retries} repeat(s)); medians are over the quiet rounds when there are any.",
         "",
-        "| scenario | server | req/s | spread | p99 ms | × uvicorn | errors | noisy |",
+        "| scenario | server | req/s | spread | p99 ms | × uvicorn | errors | rounds |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for sc in args.scenarios:
@@ -635,9 +641,12 @@ def report(args: argparse.Namespace, results: list[Measurement]) -> str:
                 continue
             spread = (x.rps_max - x.rps_min) / x.rps if x.rps else 0.0
             errs = str(x.errors) + (f" ({x.failed} failed)" if x.failed else "")
+            used = (
+                f"{x.used} quiet of {x.rounds}" if x.noisy < x.rounds else f"{x.rounds}, all noisy"
+            )
             lines.append(
                 f"| {sc} | {name} | {x.rps:,.0f} | {spread:.0%} | {x.p99_ms:.2f} "
-                f"| {fmt_ratio(ratio(x, base))} | {errs} | {x.noisy}/{x.rounds} |"
+                f"| {fmt_ratio(ratio(x, base))} | {errs} | {used} |"
             )
     pywebs = [n for n in args.servers if n.startswith("pyweb")]
     if "raw-trio" in args.servers and pywebs:

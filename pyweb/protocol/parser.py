@@ -21,11 +21,13 @@ raises the same error.
 
 How it works, and why it is fast in pure Python: the parser keeps one ``bytearray``. While
 it waits for a request head it only searches the newly arrived bytes for the CRLF CRLF that
-ends the head. Once the head is complete it is decoded once (Latin-1) and checked with a
-few compiled regular expressions (``grammar.py``): one for the request line, one
-``fullmatch`` over the whole field block, one ``findall`` to pull out the fields. A single
-Python loop over the fields then derives everything the server needs (Host, framing,
-keep-alive, Expect). Body bytes are handed out as soon as they arrive, never accumulated.
+ends the head. Once the head is complete it is decoded once (Latin-1), split into lines
+with ``str.split`` and checked with C-level operations: one compiled regular expression
+for the request line (``grammar.py``), a scan of the whole block for forbidden characters,
+and a cache of field names already proven to be tokens (anything unusual falls back to the
+full field-line regex, which also explains the error). A single Python loop over the
+fields then derives everything the server needs (Host, framing, keep-alive, Expect).
+Body bytes are handed out as soon as they arrive, never accumulated.
 
 Decisions (see docs/protocol.md for the full list and the differences from h11):
 

@@ -123,3 +123,23 @@ def test_port_in_use_is_a_clear_error(site):
         )  # fmt: skip
     assert result.returncode == 1
     assert "cannot listen" in result.stderr
+
+
+def test_second_signal_forces_the_exit(site):
+    (site / "big.bin").write_bytes(b"x" * (64 * 1024 * 1024))
+    proc, banner = _start(str(site), "--port", "0", "--access-log", "none", "--send-timeout", "60")
+    try:
+        port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as stuck:
+            # a download that this client never reads keeps a request in flight
+            stuck.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert stuck.recv(100).startswith(b"HTTP/1.1 200 ")
+            proc.send_signal(signal.SIGTERM)
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(0.5)  # graceful: still waiting for the request in flight
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(10) == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -40,7 +40,7 @@ def test_each_scheduler_serves_concurrent_clients(kit, scheduler):
 )
 def test_how_many_requests_run_at_once(kit, scheduler, expected):
     with kit.running(scheduler=scheduler, pool_size=2) as srv:
-        results = _clients_in_parallel(kit, srv, 4, "/sleep?0.3")
+        results = _clients_in_parallel(kit, srv, 4, "/sleep?0.5")
         assert results == [b"slept"] * 4
     assert kit.state.max_active == expected
 
