@@ -79,7 +79,6 @@ if TYPE_CHECKING:
 __all__ = ["Connection", "DRAIN_LIMIT", "watch_deadlines"]
 
 _INF = math.inf
-_YIELD = not os.environ.get("PYWEB_NOYIELD")
 _RECV_SIZE = 65536
 
 # How small a reply must be for head and body to be joined into one send: the copy is
@@ -408,8 +407,7 @@ class Connection:
             # streamed from ready data would never yield; with it, by the time this task
             # reads again the client's next request has often arrived, which saves a
             # failed recv and an epoll registration (measured: ~10% less CPU per request).
-            if _YIELD:
-                await trio.lowlevel.cancel_shielded_checkpoint()
+            await trio.lowlevel.cancel_shielded_checkpoint()
             return
         view = memoryview(data)[n:]
         while view:
