@@ -108,6 +108,17 @@ def _status_line(status: int) -> bytes:
 
 
 _date_cache: tuple[int, str] = (0, "")
+_date_line_cache: tuple[int, bytes] = (0, b"")
+
+
+def _date_line() -> bytes:
+    """The ``Date:`` field line for this second (RFC 9110 §6.6.1: an origin server with a
+    clock MUST send Date), formatted once per second, not once per response."""
+    global _date_line_cache
+    second = int(time.time())
+    if _date_line_cache[0] != second:
+        _date_line_cache = (second, b"Date: " + http_date().encode("ascii") + b"\r\n")
+    return _date_line_cache[1]
 
 
 def http_date(now: float | None = None) -> str:
@@ -119,6 +130,26 @@ def http_date(now: float | None = None) -> str:
     if _date_cache[0] != second:
         _date_cache = (second, formatdate(second, usegmt=True))
     return _date_cache[1]
+
+
+def _header_line(name: str, value: str) -> tuple[bytes, int]:
+    """Validate one handler-supplied field and encode it; (line, kind). Cold path: the
+    result is cached, so a page that sends the same Content-Type on every request pays
+    for the checks once."""
+    lname = name.lower()
+    if lname in _FRAMING:
+        return b"", _SKIP
+    if not _TOKEN.fullmatch(name):
+        raise ValueError(f"invalid response header name {name!r}")
+    if _BAD_VALUE.search(value):
+        raise ValueError(f"invalid character (CR, LF or NUL) in response header {name}: {value!r}")
+    kind = _DATE if lname == "date" else _SERVER if lname == "server" else _PLAIN
+    return f"{name}: {value}\r\n".encode("latin-1"), kind
+
+
+_PLAIN, _SKIP, _DATE, _SERVER = 0, 1, 2, 3
+_line_cache: dict[tuple[str, str], tuple[bytes, int]] = {}
+_LINE_CACHE_SIZE = 4096  # bounded: per-request values (cookies, ETags) must not grow it forever
 
 
 def frame_response(
@@ -134,30 +165,34 @@ def frame_response(
     ``body_length`` is the length of the body, or ``None`` when it streams. The connection
     is kept alive only if the server wants it (``keep_alive``), the request allows it, and
     the framing allows it: a streamed body to an HTTP/1.0 client can only be delimited by
-    closing the connection (RFC 9112 §6.3 rule 8).
+    closing the connection (RFC 9112 §6.3 rule 8). Raises ``ValueError`` naming the field
+    when a header name is not a token or a value holds CR, LF or NUL.
     """
     method = request.method if request is not None else "GET"
     keep_alive = keep_alive and request is not None and request.keep_alive
     send_body = method != "HEAD" and status >= 200 and status not in _NO_BODY_STATUS
     chunked = False
 
-    out = [_status_line(status)]
+    out = [_status_lines.get(status) or _status_line(status)]
     has_date = has_server = False
-    for name, value in headers:
-        lname = name.lower()
-        if lname in _FRAMING:
-            continue
-        if not _TOKEN.fullmatch(name):
-            raise ValueError(f"invalid response header name {name!r}")
-        if _BAD_VALUE.search(value):
-            raise ValueError(f"invalid character (CR, LF or NUL) in response header {name}: {value!r}")
-        if lname == "date":
-            has_date = True
-        elif lname == "server":
-            has_server = True
-        out.append(f"{name}: {value}\r\n".encode("latin-1"))
+    cache = _line_cache
+    for field_ in headers:
+        try:
+            line, kind = cache[field_]
+        except (KeyError, TypeError):  # TypeError: a list instead of a tuple
+            line, kind = _header_line(*field_)
+            if len(cache) < _LINE_CACHE_SIZE and type(field_) is tuple:
+                cache[field_] = (line, kind)
+        if kind:
+            if kind == _SKIP:
+                continue
+            if kind == _DATE:
+                has_date = True
+            else:
+                has_server = True
+        out.append(line)
     if not has_date:
-        out.append(b"Date: " + http_date().encode("ascii") + b"\r\n")
+        out.append(_date_line())
     if not has_server:
         out.append(b"Server: pyweb\r\n")
 
