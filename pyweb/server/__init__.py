@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import socket
+
 import trio
 
 from pyweb.protocol.response import Response
@@ -55,7 +57,7 @@ class Server:
         self.closing = False
         """True once :meth:`shutdown` was called: no new requests, replies say close."""
         self.access_enabled = config.access_log is not None
-        self.listener: trio.socket.SocketType | None = None
+        self.listener: socket.socket | None = None
         self.log = None
         self.host = config.host
         self.port = config.port
@@ -72,7 +74,7 @@ class Server:
     ) -> None:
         """Listen, call ``task_status.started(self)``, serve until :meth:`shutdown`, then
         wait for in-flight requests and the log to drain, and return."""
-        from .listener import open_listener
+        from .listener import close_socket, open_listener
         from .logging import ServerLog
 
         config = self.config
@@ -101,7 +103,7 @@ class Server:
                         # From here the nursery only waits for connections to finish.
                     watchdog.cancel()
                 finally:
-                    self.listener.close()
+                    close_socket(self.listener)
             finally:
                 log.close()
 
@@ -118,7 +120,9 @@ class Server:
         self.closing = True
         self.scheduler.stop()
         if self.listener is not None:
-            self.listener.close()  # wakes tasks blocked in accept (pool, nothread)
+            from .listener import close_socket
+
+            close_socket(self.listener)  # wakes the task blocked in accept
         for connection in list(self.connections):
             connection.close_if_idle()
         if self._stopped is not None:

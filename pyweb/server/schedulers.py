@@ -110,7 +110,10 @@ class OneToOneScheduler(Scheduler):
         slots = self.slots
         with self.cancel_scope:  # graceful shutdown cancels this scope: accepting stops
             while True:
-                await slots.acquire()  # at the limit: clients wait in the backlog
+                try:  # a free slot costs no trip through the scheduler
+                    slots.acquire_nowait()
+                except trio.WouldBlock:
+                    await slots.acquire()  # at the limit: clients wait in the backlog
                 try:
                     sock, peer = await socket_accept(listener)
                 except (trio.ClosedResourceError, OSError) as exc:
