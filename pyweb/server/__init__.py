@@ -18,9 +18,8 @@ Use::
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 import socket
+from collections.abc import Awaitable, Callable
 
 import trio
 
