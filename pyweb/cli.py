@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import trio
 
+from pyweb.app.site import Site
 from pyweb.protocol.parser import Limits
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import SCHEDULERS
@@ -225,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = config_from_args(args)
         except ValueError as exc:
             parser.error(str(exc))
-        server = Server(config)
+        server = Server(config, Site(args.dir, dev=config.dev))
         status = 1
         try:
             status = trio.run(serve_until_signalled, server)

@@ -425,7 +425,12 @@ def serve(target: Any, *, timeout: float = 30.0, **config: Any) -> Iterator[Clie
     else:
         options["site_dir"] = str(target)
     options.update(config)
-    server = Server(ServerConfig(**options), handler)
+    server_config = ServerConfig(**options)
+    if handler is None:
+        from pyweb.app.site import Site
+
+        handler = Site(str(target), dev=server_config.dev)
+    server = Server(server_config, handler)
     runner = _ServerThread(server)
     runner.start(timeout)
     host = options["host"]

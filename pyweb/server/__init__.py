@@ -9,7 +9,7 @@
 
 Use::
 
-    server = Server(ServerConfig(port=0, site_dir="pages"))
+    server = Server(ServerConfig(port=0), Site("pages"))    # Site: pyweb.app.site
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve)     # listening now; server.url is valid
         ...
@@ -39,14 +39,10 @@ Handler = Callable[[RequestContext], Awaitable[Response]]
 class Server:
     """An HTTP/1.1 server: ``await server.serve()`` until :meth:`shutdown`."""
 
-    def __init__(self, config: ServerConfig | None = None, handler: Handler | None = None) -> None:
-        self.config = config = config if config is not None else ServerConfig()
-        if handler is None:
-            # Imported here: the server does not know about pages, only that a default
-            # handler exists for a site directory (DESIGN.md: server/ does not import app/).
-            from pyweb.app.site import Site
-
-            handler = Site(config.site_dir or ".", dev=config.dev)
+    def __init__(self, config: ServerConfig, handler: Handler) -> None:
+        # The handler is always given: the server does not know about pages or sites
+        # (DESIGN.md: server/ does not import app/); `pyweb serve` passes a pyweb.app Site.
+        self.config = config
         self.handler: Handler = handler
         self.scheduler: Scheduler = make_scheduler(
             config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections

@@ -29,7 +29,7 @@ class ServerConfig:
     port: int = 8000
     """0 picks a free port; the chosen one is ``Server.port`` once listening."""
     site_dir: str | None = None
-    """The directory the default handler (:class:`pyweb.app.site.Site`) serves."""
+    """The site directory `pyweb serve` was given (the handler, a :class:`pyweb.app.site.Site`, serves it)."""
     scheduler: str = "one-to-one"
     """``"one-to-one"`` (a task per connection), ``"pool"`` or ``"nothread"`` (Hop §2.4)."""
     pool_size: int = 16

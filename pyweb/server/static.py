@@ -208,7 +208,7 @@ class StaticFiles:
     handler), else a :class:`Response`. See the module docstring for the rules.
     """
 
-    __slots__ = ("root", "index_files", "dev", "_prefix", "_resolved")
+    __slots__ = ("root", "index_files", "dev", "_prefix", "_resolved", "_validators")
 
     def __init__(
         self,
@@ -226,6 +226,10 @@ class StaticFiles:
         self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         # URL path on disk -> (path to stat, st_dev, st_ino, checked real path); see respond.
         self._resolved: dict[str, tuple[str, int, int, str]] = {}
+        # (real path, inode, size, mtime_ns) -> (ETag, mtime, Last-Modified, Content-Type):
+        # the strings that describe one version of a file, formatted once per version
+        # instead of once per request (a changed file has a new key).
+        self._validators: dict[tuple[str, int, int, int], tuple[str, int, str, str]] = {}
 
     def respond(self, request: Request) -> Response | None:
         method = request.method
@@ -329,12 +333,19 @@ class StaticFiles:
 
     def _file_response(self, request: Request, real: str, st: os.stat_result) -> Response:
         size = st.st_size
-        # Strong: with the nanosecond mtime and the inode, two different contents get the
-        # same tag only if a file is rewritten to the same size within the clock's
-        # resolution; nginx and Apache make the same bet. Strong is needed for If-Range.
-        etag = f'"{st.st_ino:x}-{size:x}-{st.st_mtime_ns:x}"'
-        mtime = int(st.st_mtime)
-        last_modified = _http_date(mtime)
+        key = (real, st.st_ino, size, st.st_mtime_ns)
+        cached = self._validators.get(key)
+        if cached is None:
+            # Strong: with the nanosecond mtime and the inode, two different contents get
+            # the same tag only if a file is rewritten to the same size within the clock's
+            # resolution; nginx and Apache make the same bet. Strong is needed for If-Range.
+            etag = f'"{st.st_ino:x}-{size:x}-{st.st_mtime_ns:x}"'
+            mtime = int(st.st_mtime)
+            cached = (etag, mtime, _http_date(mtime), content_type_for(real))
+            if len(self._validators) >= 4096:
+                self._validators.clear()
+            self._validators[key] = cached
+        etag, mtime, last_modified, content_type = cached
         headers = [("ETag", etag), ("Last-Modified", last_modified)]
 
         # One pass over the header list instead of five request.header() scans.
@@ -358,7 +369,7 @@ class StaticFiles:
             if since is not None and mtime <= since:
                 return Response(304, headers, b"")
 
-        headers.append(("Content-Type", content_type_for(real)))
+        headers.append(("Content-Type", content_type))
         headers.append(("Accept-Ranges", "bytes"))
         # §14.2: Range is defined for GET only; a HEAD gets the plain 200 head.
         if (
