@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint bench bench-parse bench-peers bench-peers-short fuzz docs clean
+.PHONY: run test install dev lint bench bench-parse bench-events bench-peers bench-peers-short fuzz docs clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -34,7 +34,7 @@ lint: dev
 
 ## micro-benchmarks of the request parser (pyweb vs h11 vs httptools, same run)
 bench-parse: dev
-	$(PY) -m pytest benchmarks/bench_parse.py --benchmark-only --benchmark-columns=min,median,ops -p no:timeout
+	$(PY) -m pytest benchmarks/bench_parse.py --benchmark-only --benchmark-columns=min,median,ops -p no:timeout $(BENCH_PARSE_ARGS)
 
 ## whole-server comparison with uvicorn, hypercorn, gunicorn+Flask and a raw trio server
 bench-peers: dev
@@ -43,7 +43,11 @@ bench-peers: dev
 bench-peers-short: dev
 	$(PY) benchmarks/peers.py --short
 
-bench: bench-parse bench-peers
+## CML event benchmarks (CML §5 Tables 3-5 on trio)
+bench-events: dev
+	$(PY) benchmarks/bench_events.py
+
+bench: bench-parse bench-events bench-peers
 
 ## the documentation site, built strictly (broken links fail)
 docs: dev
