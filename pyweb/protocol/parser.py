@@ -419,6 +419,15 @@ class RequestParser:
                     "bytes still expected"
                 )
             return NEED_DATA
+        data = self._take_body_bytes()
+        if self._remaining == 0:
+            self._state = _EOM
+        return Data(data)
+
+    def _take_body_bytes(self) -> bytes:
+        """Up to ``_remaining`` bytes from the buffer (all there is, if fewer): a piece of a
+        Content-Length body or of a chunk's data."""
+        buf = self._buf
         remaining = self._remaining
         if len(buf) <= remaining:
             data = bytes(buf)
@@ -426,11 +435,8 @@ class RequestParser:
         else:
             data = bytes(buf[:remaining])
             del buf[:remaining]
-        remaining -= len(data)
-        self._remaining = remaining
-        if remaining == 0:
-            self._state = _EOM
-        return Data(data)
+        self._remaining = remaining - len(data)
+        return data
 
     def _next_chunked(self) -> Data | EndOfMessage | object:
         buf = self._buf
@@ -440,14 +446,7 @@ class RequestParser:
             if state == _CHUNK_DATA:
                 if not buf:
                     break
-                remaining = self._remaining
-                if len(buf) <= remaining:
-                    data = bytes(buf)
-                    buf.clear()
-                else:
-                    data = bytes(buf[:remaining])
-                    del buf[:remaining]
-                self._remaining = remaining - len(data)
+                data = self._take_body_bytes()
                 if self._remaining == 0:
                     self._state = _CHUNK_CRLF
                 return Data(data)

@@ -228,7 +228,7 @@ class Connection:
             except Exception as exc:
                 self.log.error(
                     f"handler error for {peer}",
-                    request_line=f"{request.method} {request.target} HTTP/{request.http_version}",
+                    request_line=request_line(request),
                     exc=exc,
                 )
                 response = error_response(500, dev=dev, detail=str(exc), exc=exc)
@@ -405,7 +405,7 @@ class Connection:
                     # so the client sees a truncated body rather than a complete-looking one.
                     self.log.error(
                         f"error while streaming a reply to {self.peer}",
-                        request_line=f"{request.method} {request.target} HTTP/{request.http_version}",
+                        request_line=request_line(request),
                         exc=exc,
                     )
                     if self.server.access_enabled:
@@ -472,7 +472,7 @@ class Connection:
         self.log.error(
             f"{err.status} for {self.peer}: {err.message}",
             request_line=(
-                f"{request.method} {request.target} HTTP/{request.http_version}" if request else ""
+                request_line(request) if request else ""
             ),
         )
         await self._send_last_words(self.error_page(err.status, err), request)
@@ -529,6 +529,11 @@ class Connection:
                 time.time() - received_at,
             )  # fmt: skip
         )
+
+
+def request_line(request: Request) -> str:
+    """``GET /path HTTP/1.1``: how the error log names a request."""
+    return f"{request.method} {request.target} HTTP/{request.http_version}"
 
 
 async def watch_deadlines(connections: set[Connection], tick: float) -> None:
