@@ -1,0 +1,120 @@
+"""Timeouts on virtual time (trio.testing.MockClock): exact, and no real waiting.
+
+The sockets are real (a server on 127.0.0.1 and a client in the same trio run); only the
+clock is fake. It stands still (``rate=0``) until the test jumps it, so a test can say
+"9.9 virtual seconds later the connection is still open, 0.2 later it got its 408" without
+sleeping for ten real seconds, and without the flakiness of short real timeouts on a busy
+machine. This checks the watchdog of ``pyweb/server/connection.py`` both ways: it never
+fires early and it does fire after the deadline.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import trio
+import trio.testing
+
+from pyweb.protocol import Response
+from pyweb.server import Server, ServerConfig
+
+pytestmark = pytest.mark.timeout(30)
+
+TIMEOUTS = dict(header_timeout=10.0, keepalive_timeout=5.0, body_timeout=20.0, send_timeout=30.0)
+
+
+async def hello(ctx):
+    return Response(200, [("Content-Type", "text/plain")], b"hello")
+
+
+async def settle(server: Server) -> None:
+    """Let the server's tasks run until everything is waiting (on sockets or the clock)."""
+    for _ in range(50):
+        await trio.sleep(0)
+    await trio.testing.wait_all_tasks_blocked(cushion=0.01)
+
+
+async def until(predicate) -> None:
+    """Checkpoint until ``predicate()`` holds: real I/O readiness arrives between checkpoints."""
+    for _ in range(100_000):
+        if predicate():
+            return
+        await trio.sleep(0)
+    raise AssertionError("condition never became true")
+
+
+async def recv_all(sock: trio.socket.SocketType) -> bytes:
+    chunks = []
+    while data := await sock.recv(65536):
+        chunks.append(data)
+    return b"".join(chunks)
+
+
+def run_with_server(test) -> None:
+    clock = trio.testing.MockClock(rate=0)
+
+    async def main() -> None:
+        config = ServerConfig(port=0, access_log=None, error_log=None, **TIMEOUTS)
+        server = Server(config, hello)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve)
+            client = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            await client.connect(("127.0.0.1", server.port))
+            try:
+                await test(server, client, clock)
+            finally:
+                client.close()
+                server.shutdown()
+
+    trio.run(main, clock=clock)
+
+
+def test_half_a_header_is_answered_408_exactly_after_the_header_timeout():
+    async def test(server, client, clock):
+        await client.send(b"GET / HTTP/1.1\r\nHost: x")
+        await until(lambda: any(c.parser.buffered for c in server.connections))
+        clock.jump(9.9)
+        await settle(server)
+        assert len(server.connections) == 1  # not a moment early
+        clock.jump(0.2 + 0.25)  # past the deadline, plus one watchdog tick
+        reply = await recv_all(client)
+        assert reply.startswith(b"HTTP/1.1 408 ")
+        assert b"Connection: close" in reply
+
+    run_with_server(test)
+
+
+def test_idle_keep_alive_connection_closes_after_the_keepalive_timeout():
+    async def test(server, client, clock):
+        await client.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = await client.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200 ") and first.endswith(b"hello")
+        await settle(server)
+        clock.jump(4.9)
+        await settle(server)
+        assert len(server.connections) == 1  # still within the keep-alive timeout
+        # ... and still usable: a second request restarts the idle clock.
+        await client.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await client.recv(65536)).endswith(b"hello")
+        await settle(server)
+        clock.jump(4.9)
+        await settle(server)
+        assert len(server.connections) == 1
+        clock.jump(0.2 + 0.25)
+        assert await recv_all(client) == b""  # closed silently: no 408 for an idle client
+
+    run_with_server(test)
+
+
+def test_a_connection_that_never_sends_gets_the_header_timeout_not_the_keepalive_one():
+    async def test(server, client, clock):
+        await until(lambda: len(server.connections) == 1)
+        await settle(server)
+        clock.jump(5.5)  # past the keep-alive timeout, within the header timeout
+        await settle(server)
+        assert len(server.connections) == 1
+        clock.jump(5.0)
+        assert await recv_all(client) == b""
+
+    run_with_server(test)
