@@ -72,10 +72,6 @@ class Request:
                 return value
         return default
 
-    @property
-    def has_body(self) -> bool:
-        return self.chunked or bool(self.content_length)
-
 
 @dataclass(slots=True)
 class Data:

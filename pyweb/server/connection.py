@@ -494,16 +494,15 @@ class Connection:
             except OSError:
                 return
         if self.server.access_enabled:
-            self._log_record(request, page.status, len(page.body), started)  # type: ignore[arg-type]
+            self.log_access(request, page.status, len(page.body), started)  # type: ignore[arg-type]
 
     # ---------------------------------------------------------------------------------- log
 
-    def log_access(self, request: Request, status: int, sent: int, received_at: float) -> None:
-        self._log_record(request, status, sent, received_at)
-
-    def _log_record(
+    def log_access(
         self, request: Request | None, status: int, sent: int, received_at: float
     ) -> None:
+        """Send one access record to the logging task (Marlow's ``logAccess``); ``request``
+        is ``None`` when none could be parsed."""
         referer = user_agent = ""
         if request is not None:
             # One pass over the fields for both (Request.header would scan twice).
