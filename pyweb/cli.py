@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import trio
 
-from pyweb.app.site import Site
+from pyweb.app.site import Site, SiteError, check_site
 from pyweb.protocol.parser import Limits
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import SCHEDULERS
@@ -67,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="serve a site directory over HTTP/1.1",
-        description="Serve the files (and, later, pages) of DIR over HTTP/1.1.",
+        description="Serve DIR over HTTP/1.1: its services, page scripts, templates and "
+        "static files. Without --dev the site is checked first (as `pyweb check` does) and "
+        "the server refuses to start on errors.",
     )
     d = ServerConfig()
     serve.add_argument(
@@ -92,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--dev",
         action="store_true",
-        help="development mode: tracebacks and offending input on error pages",
+        help="development mode: tracebacks and offending input on error pages, changed "
+        "files reloaded on the next request, serve even if some pages have errors",
     )
     serve.add_argument(
         "--access-log",
@@ -150,7 +153,33 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"connections served at once (default: {d.max_connections})",
     )
+    check = commands.add_parser(
+        "check",
+        help="compile every page, library module and template of a site and list the errors",
+        description="Load DIR as `pyweb serve` would (scripts compiled, service modules "
+        "imported, templates parsed) and report every error with its file and line "
+        "(SMLserver's compile step). Exit status 1 when there are errors.",
+    )
+    check.add_argument(
+        "dir", nargs="?", default=".", metavar="DIR", help="site directory (default: .)"
+    )
     return parser
+
+
+def run_check(directory: str) -> int:
+    """``pyweb check DIR``: print every problem, then a one-line summary."""
+    site, problems = check_site(directory)
+    for problem in problems:
+        print(problem)
+    summary = (
+        f"{len(site.scripts)} scripts, {len(site.services)} services, "
+        f"{len(site.templates.env.list_templates()) if site.templates else 0} templates"
+    )
+    if problems:
+        print(f"pyweb check {directory}: {len(problems)} error(s) ({summary})", file=sys.stderr)
+        return 1
+    print(f"pyweb check {directory}: no errors ({summary})")
+    return 0
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -218,15 +247,30 @@ async def serve_until_signalled(server: Server) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not os.path.isdir(args.dir):
+        print(f"pyweb: error: site directory {args.dir!r} does not exist", file=sys.stderr)
+        return 2
+    if args.command == "check":
+        return run_check(args.dir)
     if args.command == "serve":
-        if not os.path.isdir(args.dir):
-            print(f"pyweb: error: site directory {args.dir!r} does not exist", file=sys.stderr)
-            return 2
         try:
             config = config_from_args(args)
         except ValueError as exc:
             parser.error(str(exc))
-        server = Server(config, Site(args.dir, dev=config.dev))
+        try:
+            site = Site(args.dir, dev=config.dev)
+        except SiteError as err:
+            for problem in err.problems:
+                print(problem, file=sys.stderr)
+            print(
+                f"pyweb: {len(err.problems)} error(s) in {args.dir}; not serving it. Fix them "
+                "(pyweb check lists them) or use --dev to serve the pages that work.",
+                file=sys.stderr,
+            )
+            return 2
+        for problem in site.problems:  # only in --dev: served anyway, shown on the page
+            print(f"pyweb: warning: {problem}", file=sys.stderr)
+        server = Server(config, site)
         status = 1
         try:
             status = trio.run(serve_until_signalled, server)

@@ -1,56 +1,456 @@
-"""Site: the default handler of ``pyweb serve DIR``: the files of a directory.
+"""Site: the handler of ``pyweb serve DIR``: route each URL to a service, a script, a template
+or a file, and run pages with their ``conn`` (SMLserver §2.1, Hop §2.1 and §2.4's "Response"
+stage).
 
-For now a site is its static files (Hop §3.3.1, served with sendfile by the server); page
-scripts and services come in later issues and will be tried before the 404. The method
-rules are RFC 9110's:
+Routing, first match wins (docs/pages.md has the full story):
 
-* ``GET`` and ``HEAD`` on a file: the file (with validators and ranges, see
-  :mod:`pyweb.server.static`); on nothing: ``404 Not Found``;
-* any other method on an existing file: ``405 Method Not Allowed`` with ``Allow: GET,
-  HEAD`` (RFC 9110 §15.5.6 requires the ``Allow`` field); elsewhere: ``404``.
+1. a **service** bound to exactly this path (``@service("/mul")``);
+2. a **script**: ``/NAME`` or ``/NAME.py`` runs ``NAME.py`` (``/`` and ``/dir/`` run an
+   ``index.py`` if there is one);
+3. a **template page**: ``/NAME`` renders ``templates/NAME.html``;
+4. a **static file** (sendfile, validators, ranges: :mod:`pyweb.server.static`), except the
+   site's source: ``.py`` files, ``_library`` names, ``templates/`` and ``__pycache__``
+   answer 404 so code and templates are never sent as text.
+
+Loading follows SMLserver's compile step. In production the site is loaded once: every
+script compiled, every service module imported, every template parsed; any error stops
+the server from starting (:class:`SiteError`, listing them all, like ``pyweb check``).
+In development mode (``dev=True``) errors are kept and shown on the pages they break, and
+every request first looks for changed files: a changed script is recompiled, a changed
+library or service module is re-imported, a new file is found.
+
+Running a page (:meth:`Site.run_page`): read the body if it is a form, build the
+:class:`~pyweb.app.conn.Conn`, make it the current form for :mod:`pyweb.forms`, run, and
+turn what happened into one response: the page's own, a 400 listing every bad form
+variable, or a 500 (with the traceback in development mode).
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib.util
 import os
+import sys
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
 
+from pyweb import forms
+from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
 from pyweb.server.context import RequestContext
 from pyweb.server.errorpage import error_response
 from pyweb.server.static import StaticFiles
 
-__all__ = ["Site"]
+from . import pages
+from .conn import Conn, _current
+from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body
+from .services import Service
+from .templates import Templates
+
+__all__ = ["Site", "SiteError", "Problem", "check_site"]
+
+_EMPTY = MultiDict()
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One error found while loading a site: where, and what."""
+
+    path: str
+    """The file, relative to the site directory's parent (``pages/guess.py``)."""
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+class SiteError(Exception):
+    """A site that cannot be served: its :attr:`problems`, every one of them."""
+
+    def __init__(self, root: str, problems: list[Problem]) -> None:
+        self.root = root
+        self.problems = problems
+        listing = "\n".join(f"  {p}" for p in problems)
+        super().__init__(f"{len(problems)} error(s) in site {root}:\n{listing}")
+
+
+def _hidden(decoded: str) -> bool:
+    """Source files of the site, never served as static files."""
+    segments = decoded.split("/")
+    if len(segments) > 1 and segments[1] == "templates":
+        return True
+    for segment in segments:
+        if segment.startswith("_"):
+            return True
+    last = segments[-1]
+    return last.endswith((".py", ".pyc"))
 
 
 class Site:
-    """``await Site(root)(ctx) -> Response``: an async handler serving ``root``."""
+    """``await Site(root)(ctx) -> Response``: an async handler serving a site directory."""
 
-    def __init__(self, root: str | os.PathLike[str], *, dev: bool = False) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        dev: bool = False,
+        form_limits: FormLimits = FormLimits(),
+    ) -> None:
         if not os.path.isdir(root):
             raise NotADirectoryError(f"site directory {os.fspath(root)!r} does not exist")
-        self.root = os.fspath(root)
+        self.root = os.path.realpath(os.fspath(root))
         self.dev = dev
-        self.static = StaticFiles(root)
+        self.form_limits = form_limits
+        self.static = StaticFiles(self.root)
+        self._display_base = os.path.dirname(self.root)
+        template_dir = os.path.join(self.root, "templates")
+        self.templates = Templates(template_dir, dev=dev) if os.path.isdir(template_dir) else None
+        pages.install_library_finder(self.root)
+        self.scripts: dict[str, pages.Script] = {}
+        """URL name (``"guess"``, ``"sub/page"``) → compiled script."""
+        self.services: dict[str, Service] = {}
+        """URL path → service."""
+        self.problems: list[Problem] = []
+        self._broken: dict[str, Problem] = {}  # script path -> its syntax error (dev)
+        self._stamps: dict[str, int] = {}  # watched path -> mtime_ns (dev)
+        self._load()
+        if self.problems and not dev:
+            raise SiteError(self.root, self.problems)
+
+    # ---- loading (the compile step) ---------------------------------------------------
+
+    def display(self, path: str) -> str:
+        return os.path.relpath(path, self._display_base)
+
+    def _problem(self, path: str, line: int, message: str) -> Problem:
+        problem = Problem(self.display(path), line, message)
+        self.problems.append(problem)
+        return problem
+
+    def _walk(self) -> list[str]:
+        found = []
+        for directory, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if not d.startswith(".")
+                and d != "__pycache__"
+                and not (directory == self.root and d == "templates")
+            )
+            found.extend(os.path.join(directory, f) for f in sorted(files) if f.endswith(".py"))
+        return found
+
+    def _load(self) -> None:
+        """Scan the site: compile scripts and library, import service modules, parse templates."""
+        self.problems = []
+        self._broken = {}
+        self.scripts = {}
+        self.services = {}
+        self._forget_foreign_library()
+        for path in self._walk():
+            self._load_file(path)
+        if self.templates is not None:
+            for path, line, message in self.templates.check():
+                self._problem(path, line, message)
+        for name, script in self.scripts.items():
+            svc = self.services.get("/" + name)
+            if svc is not None:
+                self._problem(script.path, 1, f"{svc!r} has the same URL as this script")
+        if self.dev:
+            self._stamps = self._take_stamps()
+
+    def _load_file(self, path: str) -> None:
+        try:
+            with open(path, "rb") as f:
+                source = f.read()
+        except OSError as err:
+            self._problem(path, 1, f"cannot read: {err}")
+            return
+        if pages.is_library_path(self.root, path):
+            try:  # compiled only: importing is the first script's job (it runs init code)
+                compile(source, path, "exec", dont_inherit=True)
+            except SyntaxError as err:
+                self._problem(path, err.lineno or 1, f"SyntaxError: {err.msg}")
+            name = os.path.relpath(path, self.root).split(os.sep)[0].removesuffix(".py")
+            if name in sys.stdlib_module_names:
+                self._problem(
+                    path, 1, f"library module {name!r} has the name of a standard module, "
+                    f"which wins; rename it"
+                )
+            return
+        try:
+            tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST | pages._FLAGS)
+        except SyntaxError as err:
+            problem = self._problem(path, err.lineno or 1, f"SyntaxError: {err.msg}")
+            self._broken[path] = problem
+            return
+        if pages.defines_services(tree):
+            self._import_services(path)
+            return
+        try:
+            script = pages.compile_script(path, self.display(path), source)
+        except SyntaxError as err:  # e.g. 'return' outside function: found by compile
+            self._broken[path] = self._problem(path, err.lineno or 1, f"SyntaxError: {err.msg}")
+            return
+        self.scripts[self._url_name(path)] = script
+
+    def _url_name(self, path: str) -> str:
+        return os.path.relpath(path, self.root).removesuffix(".py").replace(os.sep, "/")
+
+    def _import_services(self, path: str) -> None:
+        module_name = "pyweb_site_services." + self._url_name(path).replace("/", ".")
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[module_name]
+            line = 1
+            for frame in traceback.extract_tb(exc.__traceback__):
+                if frame.filename.startswith(self.root + os.sep):
+                    line = frame.lineno or 1
+            if isinstance(exc, SyntaxError) and exc.filename == path:
+                line = exc.lineno or 1
+            self._problem(path, line, f"{type(exc).__name__}: {exc}")
+            return
+        for value in vars(module).values():
+            if isinstance(value, Service):
+                other = self.services.get(value.path)
+                if other is not None and other is not value:
+                    self._problem(path, 1, f"{value!r} and {other!r} have the same URL")
+                    continue
+                self.services[value.path] = value
+
+    def _forget_foreign_library(self) -> None:
+        """Another site loaded earlier in this process may have library modules with the
+        same names; drop them so this site's are imported (tests serve many sites)."""
+        names = set()
+        try:
+            entries = os.listdir(self.root)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.startswith("_") and entry.endswith(".py"):
+                names.add(entry[:-3])
+            elif os.path.isfile(os.path.join(self.root, entry, "__init__.py")):
+                names.add(entry)
+        for name in list(sys.modules):
+            top = name.split(".", 1)[0]
+            if top in names:
+                file = getattr(sys.modules[name], "__file__", None) or ""
+                if not file.startswith(self.root + os.sep):
+                    del sys.modules[name]
+
+    # ---- development mode: notice changed files ----------------------------------------
+
+    def _take_stamps(self) -> dict[str, int]:
+        """mtime of every directory, service module and imported library module."""
+        watched: list[str] = []
+        for directory, dirs, _files in os.walk(self.root):
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+            watched.append(directory)
+        watched.extend(s.func.__code__.co_filename for s in self.services.values())
+        watched.extend(m.__file__ for m in pages.library_modules(self.root) if m.__file__)
+        stamps = {}
+        for path in watched:
+            try:
+                stamps[path] = os.stat(path).st_mtime_ns
+            except OSError:
+                stamps[path] = -1
+        return stamps
+
+    def refresh(self) -> bool:
+        """Reload the site if any watched file changed (dev); True if it reloaded."""
+        for path, stamp in self._stamps.items():
+            try:
+                now = os.stat(path).st_mtime_ns
+            except OSError:
+                now = -1
+            if now != stamp:
+                break
+        else:
+            return False
+        pages.forget_library(self.root)
+        self._load()
+        return True
+
+    def _dev_script(self, name: str) -> pages.Script | Problem | None:
+        """Find ``NAME.py`` now, recompiling it if it changed since it was compiled."""
+        if not name or any(
+            not seg or seg.startswith((".", "_")) or seg == "__pycache__" for seg in name.split("/")
+        ):
+            return None
+        path = os.path.join(self.root, *name.split("/")) + ".py"
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        script = self.scripts.get(name)
+        if script is not None and script.version == (st.st_mtime_ns, st.st_size):
+            return script
+        if pages.is_library_path(self.root, path):
+            return None
+        self.problems = [p for p in self.problems if p.path != self.display(path)]
+        self._broken.pop(path, None)
+        self.scripts.pop(name, None)
+        self._load_file(path)
+        return self.scripts.get(name) or self._broken.get(path)
+
+    # ---- serving ------------------------------------------------------------------------
 
     async def __call__(self, ctx: RequestContext) -> Response:
+        request = ctx.request
+        if self.dev:
+            self.refresh()
+        path = request.path
+        decoded = unquote(path) if "%" in path else path
+
+        svc = self.services.get(decoded)
+        if svc is not None:
+            if request.method not in svc.methods:
+                return self._not_allowed(request.method, ", ".join(svc.methods))
+            return await self.run_page(ctx, svc.respond, f"service {svc.path}")
+
+        name = decoded[1:]
+        if name.endswith(".py"):
+            name = name[:-3]
+        elif name == "" or name.endswith("/"):
+            name += "index"
+        script: pages.Script | Problem | None
+        script = self._dev_script(name) if self.dev else self.scripts.get(name)
+        if isinstance(script, Problem):
+            return error_response(500, dev=True, detail=f"the page does not compile: {script}")
+        if script is not None:
+            return await self.run_page(ctx, script.run, script.name, script.path)
+
+        if self.templates is not None and "." not in name.rsplit("/", 1)[-1]:
+            template = self.templates.page_name(name)
+            if template is not None:
+
+                async def render(conn: Conn, template: str = template) -> None:
+                    conn.return_template(template)
+
+                return await self.run_page(ctx, render, f"templates/{template}")
+
+        if _hidden(decoded):
+            return self._not_found(request.path)
+        return self._static(ctx)
+
+    def _static(self, ctx: RequestContext) -> Response:
         request = ctx.request
         method = request.method
         if method == "GET" or method == "HEAD":
             response = self.static.respond(request)
             if response is not None:
                 return response
-            return error_response(404, dev=self.dev, detail=f"no file for {request.path}")
+            return self._not_found(request.path)
         # Would a GET find something here? Then the resource exists and only the method is
-        # wrong (405); otherwise there is nothing here at all (404).
+        # wrong (405, RFC 9110 §15.5.6, with Allow); otherwise there is nothing here (404).
         probe = self.static.respond(dataclasses.replace(request, method="GET"))
         if probe is not None and probe.status < 400:
-            page = error_response(405, dev=self.dev, detail=f"{method} is not allowed here")
-            page.headers.append(("Allow", "GET, HEAD"))
-            return page
+            return self._not_allowed(method, "GET, HEAD")
         if probe is not None:  # the path itself is bad (400) or refused (404)
             return probe
-        return error_response(404, dev=self.dev, detail=f"no file for {request.path}")
+        return self._not_found(request.path)
+
+    def _not_found(self, path: str) -> Response:
+        detail = f"no page, service, template or file for {path}"
+        if self.dev and self.problems:
+            detail += "; the site has errors: " + "; ".join(str(p) for p in self.problems)
+        return error_response(404, dev=self.dev, detail=detail)
+
+    def _not_allowed(self, method: str, allow: str) -> Response:
+        page = error_response(405, dev=self.dev, detail=f"{method} is not allowed here")
+        page.headers.append(("Allow", allow))
+        return page
+
+    async def run_page(
+        self,
+        ctx: RequestContext,
+        run: Callable[[Conn], Awaitable[None]],
+        page: str,
+        filename: str | None = None,
+    ) -> Response:
+        """Run one page (script, service or template) for one request: see the module doc."""
+        request = ctx.request
+        content_type = request.header("content-type")
+        body = None
+        try:
+            if (request.chunked or request.content_length) and is_form_body(content_type):
+                body = await ctx.body()
+            if request.query or body:
+                form, files = form_from(request.query, body, content_type, self.form_limits)
+            else:
+                form, files = _EMPTY, _EMPTY
+        except FormDataError as err:
+            return error_response(400, dev=self.dev, detail=str(err))
+        conn = Conn(
+            ctx,
+            form=form,
+            files=files,
+            page=page,
+            filename=filename,
+            site_root=self.root,
+            templates=self.templates,
+            body=body,
+        )
+        conn_token = _current.set(conn)
+        form_token = forms.current_form.set(form)
+        try:
+            with forms.collect() as errors:
+                try:
+                    await run(conn)
+                except forms.FormErrors as exc:
+                    return _bad_form(errors + [e for e in exc.errors if e not in errors])
+                except forms.FormError as exc:
+                    return _bad_form(errors + ([exc] if exc not in errors else []))
+                except ProtocolError:
+                    raise  # a bad or oversized body: the server answers 400/413
+                except Exception as exc:
+                    if errors:  # the page tripped over a None from wrap_fail
+                        return _bad_form(errors)
+                    return error_response(
+                        500,
+                        dev=self.dev,
+                        detail=f"{page} raised {type(exc).__name__}: {exc}",
+                        exc=exc,
+                    )
+                if errors:
+                    return _bad_form(errors)
+        finally:
+            forms.current_form.reset(form_token)
+            _current.reset(conn_token)
+        response = conn.finish()
+        if response is None:
+            return error_response(
+                500,
+                dev=self.dev,
+                detail=f"{page} finished without giving a response: call conn.return_(...) "
+                "(or return a value from a service)",
+            )
+        return response
 
     def __repr__(self) -> str:
         return f"Site({self.root!r}, dev={self.dev})"
+
+
+def _bad_form(errors: list[Any]) -> Response:
+    """The ``wrap_fail`` page: one 400 listing every bad form variable."""
+    body = forms.FormErrors(list(errors)).to_html().encode("utf-8")
+    return Response(
+        400, [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")], body
+    )
+
+
+def check_site(root: str | os.PathLike[str]) -> tuple[Site, list[Problem]]:
+    """Load ``root`` as ``pyweb check`` does (every file compiled, services imported,
+    templates parsed) and return the site and every problem found."""
+    site = Site(root, dev=True)
+    return site, list(site.problems)

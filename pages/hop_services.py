@@ -1,0 +1,57 @@
+"""Services (Hop §2.1): functions bound to URLs, their parameters typed form variables.
+
+This file defines services, so it is a *service module*: imported once when the site
+loads, not run per request like a script.
+"""
+
+import random
+
+from pyweb import qq, service
+from pyweb.forms import Nat
+from pyweb.html import BODY, H1, HEAD, TITLE, document
+
+# Hop's hello-ast: a tree built once, at import, and returned by every request.
+HELLO = document(HEAD(TITLE("Hello")), BODY(H1("Hello, world!")))
+
+
+@service("/svc/hello")
+async def hello():
+    return HELLO
+
+
+@service("/svc/mul")
+async def mul(n: Nat):
+    """An n x n multiplication table; /svc/mul?n=abc is a 400 page naming n."""
+    rows = qq("").join(
+        qq("<tr>{cells}</tr>\n", cells=qq("").join(qq("<td>{p}</td>", p=i * j) for j in range(1, n + 1)))
+        for i in range(1, n + 1)
+    )
+    return qq("<!DOCTYPE html><title>{n} x {n}</title><table>\n{rows}</table>")
+
+
+def _guess_page(title, body):
+    return qq("""<!DOCTYPE html>
+<html><head><title>{title}</title><link rel="stylesheet" href="/style.css"></head>
+<body><center><h2>{title}</h2>{body}</center></body></html>""")
+
+
+def _form(n):
+    return qq("""<form action="/svc/guess" method="post">
+  <input type="hidden" name="n" value="{n}"><input type="text" name="guess" autofocus>
+  <input type="submit" value="Guess"></form>""")
+
+
+@service("/svc/guess")
+async def guess(n: Nat | None = None, guess: Nat | None = None):
+    """The guessing game as a service: ``T | None`` is the paper's wrapOpt."""
+    if n is None:
+        return _guess_page("Guess a number between 0 and 100", _form(random.randint(0, 100)))
+    if guess is None:
+        return _guess_page("You must type a number - try again", _form(n))
+    if guess > n:
+        return _guess_page("Your guess is too big - try again", _form(n))
+    if guess < n:
+        return _guess_page("Your guess is too small - try again", _form(n))
+    return _guess_page(
+        "Congratulations!", qq('You guessed the number {n}. <a href="/svc/guess">Play again?</a>')
+    )

@@ -1,0 +1,349 @@
+"""``conn``: the request a page is serving, and the one response it gives (SMLserver's ``Ns.Conn``).
+
+In SMLserver a script reads the request through ``Ns.Conn`` and answers with
+``Ns.Conn.return`` (§2); pyweb gives every page a global ``conn`` with the same role::
+
+    conn.method, conn.path, conn.query, conn.form, conn.files, conn.headers,
+    conn.cookies, conn.peer
+    conn.return_(body, status=200, content_type=...)   # the paper's Ns.Conn.return
+    conn.redirect(url)
+    conn.set_cookie(name, value, ...)
+    conn.return_file(path)
+
+``return_`` has a trailing underscore because ``return`` is a Python keyword (PEP 8's rule
+for such clashes).
+
+**Exactly one response.** A request gets one answer. A second ``return_`` (or ``redirect``,
+``return_file``) raises :class:`ResponseAlreadySent` naming the page and the line of the
+first return: the usual cause is a missing ``else``. A page that finishes without returning
+is a 500 whose development page says so. (Returning does not stop the script, as in
+SMLserver: code after ``return_`` still runs.)
+
+Form variables come from the query string and, for a POST, from the body, which the app
+reads before the page runs (see :mod:`pyweb.app.formdata`); ``pyweb.forms`` reads them
+through the same :class:`~pyweb.app.formdata.MultiDict`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import mimetypes
+import os
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from pyweb.protocol.response import FileBody, Response, http_date
+
+from .formdata import MultiDict, UploadedFile
+from .results import to_response
+
+if TYPE_CHECKING:
+    from pyweb.server.context import RequestContext
+
+__all__ = ["Conn", "ResponseAlreadySent", "current_conn", "RequestHeaders"]
+
+_current: contextvars.ContextVar[Conn] = contextvars.ContextVar("pyweb_conn")
+
+
+def current_conn() -> Conn:
+    """The :class:`Conn` of the request being served (for library code called by a page)."""
+    try:
+        return _current.get()
+    except LookupError:
+        raise RuntimeError(
+            "current_conn() is only available while a page or service is serving a request"
+        ) from None
+
+
+class ResponseAlreadySent(RuntimeError):
+    """A page tried to answer a request twice."""
+
+
+class RequestHeaders(Mapping[str, str]):
+    """The request's header fields, looked up without regard to case; repeats joined by ``, ``."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: list[tuple[str, str]]) -> None:
+        self._fields = fields  # names are already lower-case (the parser does it)
+
+    def __getitem__(self, name: str) -> str:
+        name = name.lower()
+        values = [v for n, v in self._fields if n == name]
+        if not values:
+            raise KeyError(name)
+        return ", ".join(values)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(n for n, _ in self._fields))
+
+    def __len__(self) -> int:
+        return len(dict.fromkeys(n for n, _ in self._fields))
+
+    def __repr__(self) -> str:
+        return f"RequestHeaders({self._fields!r})"
+
+
+# RFC 6265 §4.1.1: cookie-name is a token; cookie-value is cookie-octets (no space, comma,
+# semicolon, backslash, double quote, control characters), optionally in double quotes.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_COOKIE_OCTETS = re.compile(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
+_SAME_SITE = {"strict": "Strict", "lax": "Lax", "none": "None"}
+
+
+def parse_cookies(header: str) -> dict[str, str]:
+    """``"a=1; b=2"`` → ``{"a": "1", "b": "2"}``. Malformed pairs are skipped, as browsers do."""
+    cookies: dict[str, str] = {}
+    for pair in header.split(";"):
+        name, eq, value = pair.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        cookies.setdefault(name, value)  # RFC 6265 §5.4: the most specific (first) wins
+    return cookies
+
+
+def _page_line(filename: str | None) -> int | None:
+    """The line of the page's code that called us (for 'already returned at line N')."""
+    if filename is None:
+        return None
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename == filename:
+            return frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+class Conn:
+    """One request, as a page sees it (see the module docstring)."""
+
+    def __init__(
+        self,
+        ctx: RequestContext,
+        *,
+        form: MultiDict,
+        files: MultiDict,
+        page: str,
+        filename: str | None = None,
+        site_root: str | None = None,
+        templates: Any = None,
+        body: bytes | None = None,
+    ) -> None:
+        self.ctx = ctx
+        request = ctx.request
+        self.request = request
+        self.method: str = request.method
+        """``"GET"``, ``"POST"``, ..."""
+        self.path: str = unquote(request.path) if "%" in request.path else request.path
+        """The URL path, percent-decoded (``/guess``)."""
+        self.query_string: str = request.query
+        self.form: MultiDict = form
+        """Query and body variables: ``form["n"]`` is the last value, ``form.getall("n")`` all."""
+        self.files: MultiDict = files
+        """Uploaded files (:class:`~pyweb.app.formdata.UploadedFile`) of a multipart form."""
+        self.peer: str = ctx.peer
+        """The client's address, ``"host:port"``."""
+        self.dev: bool = ctx.dev
+        self.page = page
+        """The page's name for messages (``pages/guess.py``)."""
+        self._filename = filename
+        self._site_root = site_root
+        self._templates = templates
+        self._body = body
+        self._query: MultiDict | None = None
+        self._headers: RequestHeaders | None = None
+        self._cookies: dict[str, str] | None = None
+        self._set_cookies: list[tuple[str, str]] = []
+        self.response: Response | None = None
+        """The response given by ``return_`` (None until then)."""
+        self._returned_at: int | None = None
+
+    # ---- the request ------------------------------------------------------------------
+
+    @property
+    def query(self) -> MultiDict:
+        """The query string's variables only (``form`` also has the body's)."""
+        if self._query is None:
+            from .formdata import parse_query
+
+            self._query = parse_query(self.query_string)
+        return self._query
+
+    @property
+    def headers(self) -> RequestHeaders:
+        """Request header fields, case-insensitive: ``conn.headers["user-agent"]``."""
+        if self._headers is None:
+            self._headers = RequestHeaders(self.request.headers)
+        return self._headers
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        """The cookies the browser sent (``Cookie`` header, RFC 6265 §5.4)."""
+        if self._cookies is None:
+            header = self.request.header("cookie")
+            self._cookies = parse_cookies(header) if header else {}
+        return self._cookies
+
+    @property
+    def url(self) -> str:
+        """The request target as sent: path and query (``/guess?n=3``)."""
+        return self.request.target
+
+    async def body(self) -> bytes:
+        """The raw request body (already read for a form; read now otherwise)."""
+        if self._body is None:
+            self._body = await self.ctx.body()
+        return self._body
+
+    def client_gone_evt(self):
+        """An event (``pyweb.events``) enabled when the client closes the connection."""
+        return self.ctx.client_gone_evt()
+
+    # ---- the one response -------------------------------------------------------------
+
+    def _claim(self, what: str) -> None:
+        line = _page_line(self._filename)
+        if self.response is not None:
+            first = f" at line {self._returned_at}" if self._returned_at else ""
+            here = f" (this {what} is at line {line})" if line else ""
+            raise ResponseAlreadySent(
+                f"page {self.page} already returned a response{first}; a page answers "
+                f"a request exactly once{here}. Is an 'else' missing?"
+            )
+        self._returned_at = line
+
+    def return_(
+        self,
+        body: object = "",
+        status: int = 200,
+        content_type: str | None = None,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """Answer the request (SMLserver's ``Ns.Conn.return``).
+
+        ``body`` is a ``str`` (HTML unless ``content_type`` says otherwise), a Quot or HTML
+        node, ``bytes``, a ``dict``/``list`` (JSON), or an async iterator (streamed in
+        chunks). See :mod:`pyweb.app.results`.
+        """
+        if not isinstance(status, int) or not 100 <= status <= 999 or 100 <= status < 200:
+            raise ValueError(f"a page's status is an int from 200 to 999, got {status!r}")
+        self._claim("return_")
+        self.response = to_response(body, status, content_type, headers)
+
+    def redirect(self, url: str, status: int = 302) -> None:
+        """Send the browser to ``url`` (302 Found; 303 See Other after a POST is also common)."""
+        if status not in (301, 302, 303, 307, 308):
+            raise ValueError(f"a redirect status is 301, 302, 303, 307 or 308, got {status!r}")
+        if any(c in url for c in "\r\n\x00"):
+            raise ValueError(f"a redirect URL cannot contain CR, LF or NUL: {url!r}")
+        self._claim("redirect")
+        self.response = Response(
+            status,
+            [("Location", url), ("Content-Type", "text/html; charset=utf-8")],
+            b"",
+        )
+
+    def return_file(self, path: str | os.PathLike[str], content_type: str | None = None) -> None:
+        """Answer with a file, sent with ``sendfile``. A relative path is taken from the site
+        directory; the file is opened now so a missing one is an error in the page."""
+        path = os.fspath(path)
+        if not os.path.isabs(path) and self._site_root is not None:
+            path = os.path.join(self._site_root, path)
+        size = os.stat(path).st_size  # FileNotFoundError names the path
+        if content_type is None:
+            guessed, encoding = mimetypes.guess_type(path)
+            content_type = guessed or "application/octet-stream"
+            if content_type.startswith("text/") or content_type in (
+                "application/javascript",
+                "image/svg+xml",
+            ):
+                content_type += "; charset=utf-8"
+        self._claim("return_file")
+        self.response = Response(200, [("Content-Type", content_type)], FileBody(path, 0, size))
+
+    def return_template(self, name: str, /, status: int = 200, **context: Any) -> None:
+        """Render ``templates/NAME`` (jinja2, autoescaped) with ``conn``, ``form`` and ``context``."""
+        if self._templates is None:
+            raise RuntimeError(f"page {self.page}: this site has no templates/ directory")
+        text = self._templates.render(name, self, context)
+        self.return_(text, status)
+
+    def set_cookie(
+        self,
+        name: str,
+        value: str,
+        *,
+        max_age: int | None = None,
+        expires: datetime | None = None,
+        path: str = "/",
+        domain: str | None = None,
+        secure: bool = False,
+        http_only: bool = True,
+        same_site: str | None = "Lax",
+    ) -> None:
+        """Ask the browser to store a cookie (RFC 6265 §4.1). Set cookies before returning.
+
+        ``http_only`` (default on) hides the cookie from page scripts; ``same_site="Lax"``
+        (default) keeps it off cross-site POSTs. A value outside RFC 6265's cookie-octets
+        (spaces, ``;``, ``,``, quotes, non-ASCII) is refused: encode it first (e.g. with
+        ``urllib.parse.quote``).
+        """
+        if not _TOKEN.fullmatch(name):
+            raise ValueError(f"a cookie name is an RFC 9110 token, got {name!r}")
+        if not isinstance(value, str) or not _COOKIE_OCTETS.fullmatch(value):
+            raise ValueError(
+                f"cookie {name!r}: the value {value!r} has characters a cookie cannot hold "
+                f"(space , ; \\ \" or non-ASCII); encode it, e.g. urllib.parse.quote(value)"
+            )
+        if self.response is not None:
+            raise ResponseAlreadySent(
+                f"page {self.page}: set_cookie({name!r}) after the response was given; "
+                f"set cookies before conn.return_()"
+            )
+        parts = [f"{name}={value}"]
+        if max_age is not None:
+            parts.append(f"Max-Age={int(max_age)}")
+        if expires is not None:
+            if expires.tzinfo is None:
+                expires = expires.replace(tzinfo=timezone.utc)
+            parts.append(f"Expires={http_date(expires.timestamp())}")
+        if domain:
+            parts.append(f"Domain={domain}")
+        if path:
+            if any(c in path for c in ";\r\n"):
+                raise ValueError(f"cookie {name!r}: bad path {path!r}")
+            parts.append(f"Path={path}")
+        if secure:
+            parts.append("Secure")
+        if http_only:
+            parts.append("HttpOnly")
+        if same_site is not None:
+            if same_site.lower() not in _SAME_SITE:
+                raise ValueError(f"same_site is 'Strict', 'Lax' or 'None', got {same_site!r}")
+            parts.append(f"SameSite={_SAME_SITE[same_site.lower()]}")
+        self._set_cookies.append(("Set-Cookie", "; ".join(parts)))
+
+    def delete_cookie(self, name: str, path: str = "/") -> None:
+        """Ask the browser to forget a cookie (an empty value that expired long ago)."""
+        self.set_cookie(name, "", max_age=0, path=path, same_site=None, http_only=False)
+
+    def finish(self) -> Response | None:
+        """The response with the cookies added (the app calls this after the page ran)."""
+        response = self.response
+        if response is not None and self._set_cookies:
+            response.headers.extend(self._set_cookies)
+        return response
+
+    def __repr__(self) -> str:
+        return f"<Conn {self.method} {self.url} for {self.page}>"
+
+
+__all__ += ["UploadedFile", "parse_cookies"]
