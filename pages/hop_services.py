@@ -5,9 +5,11 @@ loads, not run per request like a script.
 """
 
 import random
+from functools import partial
+from typing import Annotated
 
 from pyweb import qq, service
-from pyweb.forms import Nat
+from pyweb.forms import Nat, get_nat
 from pyweb.html import BODY, H1, HEAD, TITLE, document
 
 # Hop's hello-ast: a tree built once, at import, and returned by every request.
@@ -19,9 +21,13 @@ async def hello():
     return HELLO
 
 
+# A natural number with a bound of our own: the getter for the annotation is given directly.
+Small = Annotated[int, partial(get_nat, max=30)]
+
+
 @service("/svc/mul")
-async def mul(n: Nat):
-    """An n x n multiplication table; /svc/mul?n=abc is a 400 page naming n."""
+async def mul(n: Small):
+    """An n x n multiplication table (n up to 30); /svc/mul?n=abc is a 400 page naming n."""
     rows = qq("").join(
         qq("<tr>{cells}</tr>\n", cells=qq("").join(qq("<td>{p}</td>", p=i * j) for j in range(1, n + 1)))
         for i in range(1, n + 1)

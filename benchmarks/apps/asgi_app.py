@@ -43,6 +43,10 @@ async def app(scope, receive, send):  # noqa: ANN001, ANN201 - the ASGI signatur
     elif path == "/dynamic":
         _counter += 1
         body, headers = page.render(_counter), _HTML
+    elif path == "/page/hello" or path == "/svc/hello":
+        body, headers = page.HELLO_PAGE, _HTML
+    elif path == "/page/guess" or path == "/svc/guess":
+        body, headers = page.guess_page(scope["query_string"].decode("latin-1")), _HTML
     elif path == "/" + page.STATIC_NAME:
         with open(STATIC_PATH, "rb") as f:
             body = f.read()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 import page
-from flask import Flask, Response, send_from_directory
+from flask import Flask, Response, request, send_from_directory
 
 page.check()
 SITE_DIR = os.environ.get("BENCH_SITE_DIR", ".")
@@ -30,6 +30,19 @@ def dynamic() -> Response:
     global _counter
     _counter += 1
     return Response(page.render(_counter), content_type="text/html; charset=utf-8")
+
+
+@app.get("/page/hello")
+@app.get("/svc/hello")
+def hello_page() -> Response:
+    return Response(page.HELLO_PAGE, content_type="text/html; charset=utf-8")
+
+
+@app.get("/page/guess")
+@app.get("/svc/guess")
+def guess() -> Response:
+    query = request.query_string.decode("latin-1")
+    return Response(page.guess_page(query), content_type="text/html; charset=utf-8")
 
 
 @app.get("/" + page.STATIC_NAME)

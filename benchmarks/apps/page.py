@@ -44,3 +44,61 @@ def check() -> None:
     """Called by every app at startup: the page really is PAGE_SIZE bytes, whatever the count."""
     for n in (0, 7, 123_456_789):
         assert len(render(n)) == PAGE_SIZE, len(render(n))
+
+
+# --- pages and services (issue 3): SMLserver's hello and guessing game ---------------------
+# pyweb serves these from the example site's own scripts and services (pages/hello.py,
+# pages/guess.py, pages/hop_services.py); every peer answers the same URLs with the same
+# work written its own idiomatic way: parse the query, check the numbers as FormVar.getNat
+# would, escape what goes into HTML, build the page.
+
+HELLO_PAGE = (
+    b"<!DOCTYPE html><html><head><title>Hello</title></head>"
+    b"<body><h1>Hello, world!</h1></body></html>"
+)
+GUESS_QUERY = "n=50&guess=25"  # a "too small" answer: the page with the form again
+
+_NAT_MAX = 2**31 - 1
+
+
+def _nat(values: list[str] | None) -> int | None:
+    """FormVar.wrapOpt FormVar.getNat: the last value, ASCII digits, at most 2**31-1."""
+    if not values:
+        return None
+    text = values[-1]
+    if not text or not text.isascii() or not text.isdigit() or len(text) > 10:
+        return None
+    value = int(text)
+    return value if value <= _NAT_MAX else None
+
+
+def guess_page(query: str) -> bytes:
+    """The guessing game's answer to ``query`` (the peers' version of pages/guess.py)."""
+    import html
+    from urllib.parse import parse_qs
+
+    form = parse_qs(query, keep_blank_values=True)
+    n, guess = _nat(form.get("n")), _nat(form.get("guess"))
+    if n is None:
+        n, title, pic = 42, "Guess a number between 0 and 100", "/img/guess.svg"
+    elif guess is None:
+        title, pic = "You must type a number - try again", "/img/guess.svg"
+    elif guess > n:
+        title, pic = "Your guess is too big - try again", "/img/large.svg"
+    elif guess < n:
+        title, pic = "Your guess is too small - try again", "/img/small.svg"
+    else:
+        title, pic = "Congratulations!", "/img/yes.svg"
+    t = html.escape(title)
+    body = (
+        f'<form action="/guess" method="post">\n'
+        f'  <input type="hidden" name="n" value="{html.escape(str(n))}">\n'
+        f'  <input type="text" name="guess" autofocus>\n'
+        f'  <input type="submit" value="Guess">\n</form>'
+    )
+    return (
+        f"<!DOCTYPE html>\n<html><head><title>{t}</title>"
+        f'<link rel="stylesheet" href="/style.css"></head>\n<body><center>\n<h2>{t}</h2>\n'
+        f'<img src="{html.escape(pic)}" alt="" width="120" height="120">\n{body}\n'
+        f'<p><i>Served by <a href="/">pyweb</a></i></p>\n</center></body></html>'
+    ).encode("utf-8")

@@ -1,5 +1,11 @@
 """pyweb's entry in the peer benchmark: pyweb.server.Server with a handler for the four URLs.
 
+/page/hello, /page/guess, /svc/hello and /svc/guess are served by a :class:`pyweb.app.Site`
+over a copy of the example site's own files: the scripts ``pages/hello.py`` and
+``pages/guess.py`` (under ``page/``) and the service module ``pages/hop_services.py``; so
+those scenarios measure pyweb's pages as a student writes them (routing, ``conn``, form
+variables, quotations, the script run per request).
+
 /hello and /dynamic are handler code (the dynamic page is computed per request by the same
 ``page.render`` every app uses); /static.html goes through pyweb's own static-file machinery,
 ``StaticFiles`` (sendfile, ETag, Last-Modified), from the site directory the benchmark made,
@@ -14,10 +20,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import page
 import trio
 
+from pyweb.app.site import Site
 from pyweb.protocol.response import Response
 from pyweb.server import RequestContext, Server, ServerConfig
 from pyweb.server.static import StaticFiles
@@ -32,6 +42,20 @@ _static = StaticFiles(SITE_DIR)
 _counter = 0
 
 
+def make_page_site() -> str:
+    """A site holding the example pages measured by the page and service scenarios."""
+    pages = Path(__file__).resolve().parents[2] / "pages"
+    root = Path(tempfile.mkdtemp(prefix="pyweb-bench-site-"))
+    (root / "page").mkdir()
+    for name in ("hello.py", "guess.py"):
+        shutil.copy(pages / name, root / "page" / name)
+    shutil.copy(pages / "hop_services.py", root / "hop_services.py")
+    return str(root)
+
+
+_site = Site(make_page_site())
+
+
 async def handler(ctx: RequestContext) -> Response:
     global _counter
     path = ctx.request.path
@@ -40,6 +64,8 @@ async def handler(ctx: RequestContext) -> Response:
     if path == "/dynamic":
         _counter += 1
         return Response(200, _HTML, page.render(_counter))
+    if path.startswith("/page/") or path.startswith("/svc/"):
+        return await _site(ctx)
     response = _static.respond(ctx.request)
     return _NOT_FOUND if response is None else response
 

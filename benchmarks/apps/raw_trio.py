@@ -29,18 +29,23 @@ TEXT, HTML = b"text/plain", b"text/html; charset=utf-8"
 _date, _date_second, _counter = b"", -1, 0
 
 
-def respond(path: bytes, close: bool) -> bytes:
+def respond(target: bytes, close: bool) -> bytes:
     """The whole response (head and body) as one bytes object, so it goes out in one send."""
     global _date, _date_second, _counter
     now = int(time.time())
     if now != _date_second:  # RFC 9110 §6.6.1: an origin server with a clock sends Date
         _date, _date_second = formatdate(now, usegmt=True).encode(), now
     status, ctype = b"200 OK", HTML
+    path, _, query = target.partition(b"?")
     if path == b"/hello":
         body, ctype = page.HELLO, TEXT
     elif path == b"/dynamic":
         _counter += 1
         body = page.render(_counter)
+    elif path == b"/page/hello" or path == b"/svc/hello":
+        body = page.HELLO_PAGE
+    elif path == b"/page/guess" or path == b"/svc/guess":
+        body = page.guess_page(query.decode("latin-1"))
     elif path == b"/" + page.STATIC_NAME.encode():
         with open(STATIC_PATH, "rb") as f:  # 984 bytes from the page cache: read, no sendfile
             body = f.read()
@@ -89,8 +94,8 @@ async def connection(conn: socket.socket) -> None:
                         break  # the body is not all here yet
                     buf = buf[end + 4 + length :]
                     close = b"\r\nconnection: close" in head or line.endswith(b"http/1.0")
-                    path = line.split(b" ")[1].split(b"?", 1)[0]
-                    out = memoryview(respond(path, close))
+                    target = line.split(b" ")[1]
+                    out = memoryview(respond(target, close))
                     while out:
                         try:
                             out = out[conn.send(out) :]

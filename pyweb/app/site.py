@@ -276,6 +276,14 @@ class Site:
             if now != stamp:
                 break
         else:
+            # Library modules imported since (by a script) are watched from now on.
+            for module in pages.library_modules(self.root):
+                file = module.__file__
+                if file and file not in self._stamps:
+                    try:
+                        self._stamps[file] = os.stat(file).st_mtime_ns
+                    except OSError:
+                        self._stamps[file] = -1
             return False
         pages.forget_library(self.root)
         self._load()

@@ -1,0 +1,963 @@
+"""Jupyter integration: run a pyweb server from a notebook, write pages from cells, check them.
+
+This is the teaching surface of pyweb (DESIGN.md "Layout": ``tutorials/`` and ``notebook/``).
+A notebook plays both parts of the SMLserver book's set-up (§2, §2.1): it is the editor
+that writes the scripts into the site directory, and the browser that requests them::
+
+    import pyweb.notebook
+    srv = pyweb.notebook.serve()          # a fresh temporary site; returns at once
+    %load_ext pyweb.notebook
+
+    %%page time_of_day                    # the cell body becomes <site>/time_of_day.py
+    import time
+    conn.return_(f"<p>The time of day is {time.strftime('%H.%M.%S')}.</p>")
+
+    r = srv.get("/time_of_day")           # a pyweb.testing.TestResponse
+    srv.show("/time_of_day")              # the page, inline
+    srv.log                               # the access log, one line per request
+    srv.stop()
+
+The server runs with ``dev=True``: a page that fails shows its traceback, and a page file
+rewritten by ``%%page`` is compiled again on the next request.
+
+**Where the server runs: a thread, not trio guest mode.** A Jupyter kernel already owns an
+asyncio event loop on its main thread; trio wants a thread of its own. Two ways were tried
+inside a real ipykernel 7.4 driven by nbclient (docs/notebooks.md has the whole story):
+
+* *Guest mode* (``trio.lowlevel.start_guest_run`` on the kernel's loop) works: the server
+  survives from cell to cell, "Interrupt kernel" stops the running cell and leaves the
+  server alone, and ``await`` in a cell lets the server answer. But the server can run only
+  while the kernel's loop is free, and a cell runs *on* that loop. So (1) a plain
+  synchronous request from a cell, ``srv.get("/")``, waits for a server that cannot run
+  until the cell ends: it deadlocks (measured: a 3 s client timeout, every time); (2) the
+  server starts listening only after the cell that started it has ended, so its port is
+  unknown in that cell; (3) any long cell (``time.sleep``, a loop) freezes the server and any
+  browser waiting on it. Every request would have to be written ``await srv.aget(...)``.
+* *A thread* running ``trio.run`` (what :func:`pyweb.testing.serve` does) has none of
+  these problems: cells may block, requests are plain calls. Its costs: "Interrupt kernel"
+  does not stop the server (hence :meth:`NotebookServer.stop`, also registered with
+  :mod:`atexit`), and output printed by the server thread could land in any cell, so the
+  logs are collected into lists (:attr:`NotebookServer.log`, :attr:`NotebookServer.errors`).
+
+So ``mode="thread"`` is the default; ``mode="guest"`` is kept for demonstrating the event
+loop (it needs ``await srv.aget(...)``, ``await srv.started()`` and ``await srv.astop()``;
+its synchronous methods refuse with a message saying why).
+
+The check helper :func:`expect` turns a response into a plain-English verdict for exercise
+notebooks (``notebook/``): "Your page answered 500 ...; the error was NameError: ...".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import html
+import io
+import os
+import re
+import shlex
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+import trio
+
+from pyweb.testing import Client, TestResponse
+
+__all__ = [
+    "NotebookServer",
+    "serve",
+    "current",
+    "expect",
+    "CheckFailed",
+    "explain_error",
+    "expect_form",
+    "forms_on",
+    "tables_on",
+    "expect_table",
+    "page_magic",
+    "template_magic",
+    "file_in_site_magic",
+    "load_ipython_extension",
+]
+
+_START_TIMEOUT = 30.0
+_LOG_WAIT = 2.0  # how long .log waits for the lines of requests that were already answered
+
+_current: NotebookServer | None = None
+"""The server the ``%%page`` magics write to: the last one :func:`serve` started."""
+
+
+# --- logs collected into lists ----------------------------------------------------------------
+
+_ENTRY_START = re.compile(r"(?m)^(?=\[\d{2}/\w{3}/\d{4}:)")
+
+
+class _LogLines(io.TextIOBase):
+    """A text stream the server's logging task writes to; keeps what it got as a list.
+
+    The logging task writes a whole batch with one ``write()`` from a worker thread, so
+    appends are guarded by a condition that :attr:`NotebookServer.log` can wait on.
+    """
+
+    def __init__(self, *, entries: bool = False) -> None:
+        super().__init__()
+        self.items: list[str] = []
+        self.changed = threading.Condition()
+        self._entries = entries  # error entries span lines (a traceback); access lines don't
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self._entries:
+            parts = [p.rstrip("\n") for p in _ENTRY_START.split(text) if p.strip()]
+        else:
+            parts = [line for line in text.splitlines() if line]
+        with self.changed:
+            self.items.extend(parts)
+            self.changed.notify_all()
+        return len(text)
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+class NotebookServer:
+    """A pyweb server started by :func:`serve`, with a client for it.
+
+    Attributes: ``url`` (``http://127.0.0.1:PORT/``), ``port``, ``site_dir`` (a
+    :class:`~pathlib.Path`, or ``None`` when serving a handler), ``client`` (the
+    :class:`pyweb.testing.Client`), ``mode`` (``"thread"`` or ``"guest"``), ``running``.
+    """
+
+    def __init__(
+        self,
+        site_dir: Path | None,
+        handler: Callable[..., Any] | None,
+        *,
+        mode: str,
+        dev: bool,
+        config: dict[str, Any],
+        owns_site_dir: bool,
+    ) -> None:
+        self.site_dir = site_dir
+        self.mode = mode
+        self.dev = dev
+        self._handler = handler
+        self._config = config
+        self._owns_site_dir = owns_site_dir
+        self._access = _LogLines()
+        self._errors = _LogLines(entries=True)
+        self._answered = 0  # responses our client received: their access lines will come
+        self._saw_5xx = False  # then the error log may have entries to wait for
+        self._stack = contextlib.ExitStack()
+        self._client: Client | None = None
+        self._server: Any = None
+        self._stopped = False
+        # guest mode only
+        self._guest_done: asyncio.Event | None = None
+        self._guest_error: BaseException | None = None
+        self._guest_listening: asyncio.Event | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+
+    # -- starting --
+
+    def _options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "dev": self.dev}
+        options.update(self._config)
+        # ServerLog takes a writable text stream as well as a path (pyweb.server.logging).
+        options["access_log"] = self._access
+        options["error_log"] = self._errors
+        return options
+
+    def _start_thread(self) -> None:
+        import pyweb.testing
+
+        target = self._handler if self._handler is not None else str(self.site_dir)
+        client = self._stack.enter_context(
+            pyweb.testing.serve(target, timeout=_START_TIMEOUT, **self._options())
+        )
+        self._client = client
+        self._server = client.server  # type: ignore[attr-defined]
+
+    def _start_guest(self) -> None:
+        from pyweb.server import Server, ServerConfig
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "mode='guest' runs trio on top of a running asyncio event loop (a Jupyter "
+                "kernel has one); there is none here. Use mode='thread' (the default)."
+            ) from None
+        config = ServerConfig(**self._options())
+        handler = self._handler
+        if handler is None:
+            from pyweb.app.site import Site
+
+            handler = Site(str(self.site_dir), dev=config.dev)
+        self._server = server = Server(config, handler)
+        self._guest_done = done_event = asyncio.Event()
+        listening = asyncio.Event()
+        self._guest_listening = listening
+
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            async with trio.open_nursery() as nursery:
+                await nursery.start(server.serve)
+                loop.call_soon(listening.set)
+
+        def done(outcome: Any) -> None:
+            try:
+                outcome.unwrap()
+            except BaseException as exc:  # kept for astop()/started() to raise
+                self._guest_error = exc
+            done_event.set()
+            listening.set()
+
+        trio.lowlevel.start_guest_run(
+            main,
+            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+            run_sync_soon_not_threadsafe=loop.call_soon,
+            done_callback=done,
+            # asyncio's loop owns signal.set_wakeup_fd on the main thread; trio must not
+            # take it over (trio docs, "Using guest mode ...").
+            host_uses_signal_set_wakeup_fd=True,
+        )
+
+    # -- where it is --
+
+    @property
+    def running(self) -> bool:
+        if self._stopped:
+            return False
+        if self.mode == "guest":
+            return self._guest_done is not None and not self._guest_done.is_set()
+        return True
+
+    @property
+    def port(self) -> int:
+        if self.mode == "guest" and (self._server is None or self._server.listener is None):
+            raise RuntimeError(
+                "the server is still starting: in guest mode it runs on the kernel's event "
+                "loop, which is busy with this cell. Use srv.port in the next cell, or "
+                "`await srv.started()` first."
+            )
+        return int(self._server.port)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT/`` (what a browser on this machine can open)."""
+        return f"http://{self._server.host}:{self.port}/"
+
+    @property
+    def client(self) -> Client:
+        """The :class:`pyweb.testing.Client` (keep-alive, cookies) that the verbs use."""
+        if self._client is None:
+            self._client = Client(self.url.rstrip("/"))
+        return self._client
+
+    async def started(self) -> NotebookServer:
+        """Wait until the server listens (needed only in guest mode, in the starting cell)."""
+        if self.mode == "guest":
+            assert self._guest_listening is not None
+            await self._guest_listening.wait()
+            self._raise_guest_error()
+        return self
+
+    # -- requests --
+
+    def _check_usable(self, what: str) -> None:
+        if self._stopped:
+            raise RuntimeError(
+                f"this server was stopped; srv.{what}() needs a running one: "
+                "srv = pyweb.notebook.serve(...)"
+            )
+        if self.mode == "guest":
+            raise RuntimeError(
+                f"srv.{what}() would wait for the server while blocking the event loop the "
+                f"server runs on (guest mode): it would never answer. Write "
+                f"`await srv.a{what}(...)` instead, or serve with mode='thread'."
+            )
+
+    def _count(self, response: TestResponse) -> TestResponse:
+        with self._access.changed:
+            self._answered += 1
+        if response.status >= 500:
+            self._saw_5xx = True
+        return response
+
+    def get(self, path: str = "/", **kwargs: Any) -> TestResponse:
+        """GET ``path`` (``headers=``, ``params=`` as :meth:`pyweb.testing.Client.get`)."""
+        self._check_usable("get")
+        return self._count(self.client.get(path, **kwargs))
+
+    def post(self, path: str, data: Any = None, **kwargs: Any) -> TestResponse:
+        """POST ``data`` (a dict is sent as a form) to ``path``."""
+        self._check_usable("post")
+        return self._count(self.client.post(path, data, **kwargs))
+
+    def request(self, method: str, path: str, **kwargs: Any) -> TestResponse:
+        """Any method (``body=``, ``headers=``)."""
+        self._check_usable("request")
+        return self._count(self.client.request(method, path, **kwargs))
+
+    def submit(
+        self, page: str | TestResponse, data: Mapping[str, Any], *, path: str = "/"
+    ) -> TestResponse:
+        """Fill in the first form of ``page`` with ``data`` and send it, as a browser
+        does: to the form's ``action`` (relative to the page's ``path``), with its
+        ``method``, and with the form's own values (hidden fields) for fields not in
+        ``data``. ``page`` is a path (fetched first) or a response already received."""
+        if isinstance(page, str):
+            path, response = page, self.get(page)
+        else:
+            response = page
+        forms = forms_on(response)
+        if not forms:
+            raise CheckFailed(
+                f"There is no form to fill in on {path}. The page says: "
+                f"{_shorten(_visible_text(response.text))}"
+            )
+        form = forms[0]
+        values = {**form["values"], **data}
+        action = urljoin(path, form["action"]) if form["action"] else path
+        if form["method"] == "post":
+            return self.post(action, values)
+        return self.get(action.split("?")[0], params=values)
+
+    async def aget(self, path: str = "/", **kwargs: Any) -> TestResponse:
+        """``await srv.aget(path)``: the client runs in a worker thread, so the event loop
+        (and a guest-mode server on it) keeps running meanwhile. Works in both modes."""
+        await self.started()
+        client = self.client
+        return self._count(await asyncio.to_thread(lambda: client.get(path, **kwargs)))
+
+    async def apost(self, path: str, data: Any = None, **kwargs: Any) -> TestResponse:
+        """``await srv.apost(path, data)``, as :meth:`aget`."""
+        await self.started()
+        client = self.client
+        return self._count(await asyncio.to_thread(lambda: client.post(path, data, **kwargs)))
+
+    # -- showing a page --
+
+    def view(
+        self, page: str | TestResponse = "/", *, height: int = 300, live: bool | None = None
+    ) -> Any:
+        """What :meth:`show` displays for ``page`` (a path, or a response already fetched,
+        such as the answer to a POST): an ``IPython.display.HTML`` iframe whose ``srcdoc``
+        is the page (default), or with ``live=True`` an ``IPython.display.IFrame`` of the
+        live URL.
+
+        ``srcdoc`` is the default because the page travels inside the notebook's output:
+        it renders under nbclient, in saved and rendered notebooks (the docs site) after the
+        server has stopped, and on JupyterHub where the browser cannot reach the kernel's
+        127.0.0.1. A ``<base>`` element points links and forms at the live server.
+        In guest mode the kernel cannot fetch the page itself, so ``live`` is the default."""
+        from IPython.display import HTML, IFrame
+
+        if isinstance(page, TestResponse):
+            response, path, request = page, "/", "response"
+        else:
+            path = page
+            if live is None:
+                live = self.mode == "guest"
+            if live:
+                return IFrame(self.url + path.lstrip("/"), width="100%", height=height)
+            response, request = self.get(path), f"GET {path}"
+        if response.content_type in ("text/html", "application/xhtml+xml"):
+            document = _with_base(response.text, self.url + path.lstrip("/"))
+        else:
+            document = f"<pre>{html.escape(response.text)}</pre>"
+        caption = html.escape(
+            f"{request} → {response.status} {response.reason}"
+            + (f" ({response.content_type})" if response.content_type else "")
+        )
+        return HTML(
+            f'<div style="font:12px monospace;color:#555">{caption}</div>'
+            f'<iframe srcdoc="{html.escape(document, quote=True)}" '
+            f'style="width:100%;height:{int(height)}px;border:1px solid #ccc"></iframe>'
+        )
+
+    def show(
+        self, page: str | TestResponse = "/", *, height: int = 300, live: bool | None = None
+    ) -> None:
+        """Display ``page`` (a path, or a response such as ``srv.post(...)``'s) inline;
+        see :meth:`view`."""
+        from IPython.display import display
+
+        display(self.view(page, height=height, live=live))
+
+    # -- logs --
+
+    @property
+    def log(self) -> list[str]:
+        """The access log so far, one Combined Log Format line per request.
+
+        The server writes its log from a separate task a moment after answering; this waits
+        (at most 2 s) until the lines of the requests this server's client has already got
+        answers to are there, so ``srv.get(...); srv.log[-1]`` is that request."""
+        return self._wait_for(self._access, self._answered)
+
+    @property
+    def errors(self) -> list[str]:
+        """The error log so far: one entry (with its traceback) per request whose handler
+        failed, and per connection that failed.
+
+        The logging task writes a batch's access lines, then its error entries; so this
+        waits as :attr:`log` does, then (after a 5xx answer) a moment more for the errors."""
+        self._wait_for(self._access, self._answered)
+        if self._saw_5xx and self.mode == "thread" and not self._stopped:
+            time.sleep(0.02)
+        return self._wait_for(self._errors, 0)
+
+    def _wait_for(self, lines: _LogLines, count: int) -> list[str]:
+        if self.mode == "thread" and not self._stopped:
+            deadline = time.monotonic() + _LOG_WAIT
+            with lines.changed:
+                while len(lines.items) < count:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    lines.changed.wait(left)
+        with lines.changed:
+            return list(lines.items)
+
+    # -- stopping --
+
+    def stop(self) -> None:
+        """Shut the server down (gracefully) and forget a temporary site. Idempotent.
+
+        In guest mode this only asks the server to stop; ``await srv.astop()`` waits."""
+        global _current
+        if self._stopped:
+            return
+        self._stopped = True
+        atexit.unregister(self.stop)
+        if _current is self:
+            _current = None
+        try:
+            if self.mode == "thread":
+                self._stack.close()
+            else:
+                if self._client is not None:
+                    self._client.close()
+                if self._token is not None and self._guest_done and not self._guest_done.is_set():
+                    with contextlib.suppress(trio.RunFinishedError, RuntimeError):
+                        self._token.run_sync_soon(self._server.shutdown)
+        finally:
+            if self._owns_site_dir and self.site_dir is not None:
+                shutil.rmtree(self.site_dir, ignore_errors=True)
+
+    async def astop(self) -> None:
+        """Stop and wait until the server has shut down (either mode)."""
+        self.stop()
+        if self.mode == "guest" and self._guest_done is not None:
+            await self._guest_done.wait()
+            self._raise_guest_error()
+
+    def _raise_guest_error(self) -> None:
+        if self._guest_error is not None:
+            error, self._guest_error = self._guest_error, None
+            while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+                error = error.exceptions[0]
+            raise error
+
+    def __enter__(self) -> NotebookServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = f"serving {self.site_dir}" if self.site_dir is not None else "serving a handler"
+        if self._stopped:
+            return f"<NotebookServer {where} (stopped)>"
+        try:
+            url = self.url
+        except RuntimeError:
+            url = "(starting)"
+        return f"<NotebookServer {url} {where} ({self.mode})>"
+
+
+def _with_base(document: str, base_url: str) -> str:
+    """``document`` with ``<base href=base_url>`` right after ``<head>`` (or in front)."""
+    base = f'<base href="{html.escape(base_url, quote=True)}">'
+    match = re.search(r"<head\b[^>]*>", document, re.IGNORECASE)
+    if match:
+        return document[: match.end()] + base + document[match.end() :]
+    return base + document
+
+
+def serve(
+    site: str | os.PathLike[str] | Callable[..., Any] | None = None,
+    *,
+    dev: bool = True,
+    port: int = 0,
+    mode: str = "thread",
+    **config: Any,
+) -> NotebookServer:
+    """Start a pyweb server and return at once; the kernel stays free for the next cell.
+
+    ``site`` is a directory to serve (default: a fresh temporary directory, removed by
+    :meth:`~NotebookServer.stop`, so ``%%page`` cells have somewhere to go) or an async
+    handler ``async def handler(ctx) -> Response``. ``dev=True`` shows tracebacks on error
+    pages and recompiles rewritten pages. ``port=0`` lets the system pick a free port
+    (several students on one machine never collide). Other keywords are
+    :class:`pyweb.server.ServerConfig` fields. ``mode``: ``"thread"`` (default) or
+    ``"guest"`` (trio guest mode on the kernel's asyncio loop; see the module docstring).
+
+    The new server becomes the one ``%%page`` writes to.
+    """
+    global _current
+    if mode not in ("thread", "guest"):
+        raise ValueError(f"mode must be 'thread' or 'guest', got {mode!r}")
+    handler: Callable[..., Any] | None = None
+    owns = False
+    site_dir: Path | None
+    if site is None:
+        site_dir = Path(tempfile.mkdtemp(prefix="pyweb-site-"))
+        # The site looks for templates/ when it starts, so make it now for %%template.
+        (site_dir / "templates").mkdir()
+        owns = True
+    elif callable(site):
+        handler, site_dir = site, None
+    else:
+        site_dir = Path(site).resolve()
+        if not site_dir.is_dir():
+            raise NotADirectoryError(f"site directory {os.fspath(site)!r} does not exist")
+    server = NotebookServer(
+        site_dir,
+        handler,
+        mode=mode,
+        dev=dev,
+        config={"port": port, **config},
+        owns_site_dir=owns,
+    )
+    try:
+        if mode == "thread":
+            server._start_thread()
+        else:
+            server._start_guest()
+    except BaseException:
+        if owns and site_dir is not None:
+            shutil.rmtree(site_dir, ignore_errors=True)
+        raise
+    atexit.register(server.stop)  # "Interrupt kernel" does not stop a thread; exit does
+    _current = server
+    return server
+
+
+def current() -> NotebookServer:
+    """The server ``%%page`` writes to (the last one started), or a helpful error."""
+    if _current is None:
+        raise RuntimeError(
+            "no pyweb server is running in this notebook. Start one first:\n"
+            "    import pyweb.notebook\n"
+            "    srv = pyweb.notebook.serve()"
+        )
+    return _current
+
+
+# --- the cell magics -----------------------------------------------------------------------
+
+
+class MagicUsageError(ValueError):
+    """A ``%%page``/``%%template`` line that cannot be understood."""
+
+
+def _parse_line(line: str, magic: str) -> tuple[str, bool, str | None]:
+    """``NAME [--show] [--server VAR]`` -> (NAME, show, VAR)."""
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise MagicUsageError(f"%%{magic} {line}: {exc}") from None
+    name: str | None = None
+    show = False
+    server_var: str | None = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--show":
+            show = True
+        elif word == "--server":
+            if i + 1 == len(words):
+                raise MagicUsageError(f"%%{magic}: --server needs a variable name")
+            i += 1
+            server_var = words[i]
+        elif word.startswith("-"):
+            raise MagicUsageError(
+                f"%%{magic}: unknown option {word!r} (known: --show, --server VAR)"
+            )
+        elif name is None:
+            name = word
+        else:
+            raise MagicUsageError(f"%%{magic}: one name only, got {name!r} and {word!r}")
+        i += 1
+    if name is None:
+        raise MagicUsageError(f"%%{magic} needs a name, e.g. %%{magic} hello")
+    return name, show, server_var
+
+
+def _server_for(server_var: str | None, shell: Any) -> NotebookServer:
+    if server_var is None:
+        server = current()
+    else:
+        namespace: Mapping[str, Any] = getattr(shell, "user_ns", None) or {}
+        if server_var not in namespace:
+            raise RuntimeError(f"--server {server_var}: there is no variable {server_var!r}")
+        server = namespace[server_var]
+        if not isinstance(server, NotebookServer):
+            raise RuntimeError(
+                f"--server {server_var}: {server_var} is a {type(server).__name__}, "
+                "not a server from pyweb.notebook.serve()"
+            )
+    if server._stopped:
+        raise RuntimeError(
+            "that pyweb server was stopped; start a new one: srv = pyweb.notebook.serve()"
+        )
+    if server.site_dir is None:
+        raise RuntimeError(
+            "that pyweb server serves a handler, not a directory, so there is nowhere to "
+            "write pages; start one on a directory: srv = pyweb.notebook.serve()"
+        )
+    return server
+
+
+def _safe_relative(path: str) -> Path:
+    relative = Path(path)
+    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        raise MagicUsageError(
+            f"{path!r} must be a path inside the site directory (relative, without '..')"
+        )
+    return relative
+
+
+def _write(target: Path, text: str) -> None:
+    """Write atomically (a request never sees half a page) and make sure the
+    modification time changes, so a dev-mode server notices the new version."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        old = target.stat().st_mtime_ns
+    except FileNotFoundError:
+        old = None
+    # The temporary name ends in .tmp: a dev-mode site scanning for new pages never takes
+    # it for a script or a template.
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".~", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, target)
+    if old is not None and target.stat().st_mtime_ns <= old:
+        os.utime(target, ns=(old + 1_000_000, old + 1_000_000))
+
+
+def page_magic(line: str, cell: str, *, shell: Any = None) -> Path:
+    """``%%page NAME [--show] [--server VAR]``: the cell becomes ``<site>/NAME.py``,
+    served at ``/NAME``. A syntax error is reported at once (the file is written anyway, so
+    the server's error page says the same)."""
+    name, show, server_var = _parse_line(line, "page")
+    if name.endswith(".py"):
+        name = name[:-3]
+    relative = _safe_relative(name + ".py")
+    server = _server_for(server_var, shell)
+    target = server.site_dir / relative  # type: ignore[operator]
+    _write(target, cell)
+    url_path = "/" + relative.with_suffix("").as_posix()
+    print(f"wrote {relative.as_posix()}: {server.url.rstrip('/')}{url_path}")
+    import ast
+
+    ast.parse(cell, filename=str(target))  # raises SyntaxError with the page's line number
+    if show:
+        server.show(url_path)
+    return target
+
+
+def template_magic(line: str, cell: str, *, shell: Any = None) -> Path:
+    """``%%template NAME [--show] [--server VAR]``: the cell becomes
+    ``<site>/templates/NAME.html`` (a jinja2 page served at ``/NAME``)."""
+    name, show, server_var = _parse_line(line, "template")
+    if name.endswith(".html"):
+        name = name[:-5]
+    relative = Path("templates") / _safe_relative(name + ".html")
+    server = _server_for(server_var, shell)
+    _write(server.site_dir / relative, cell)  # type: ignore[operator]
+    url_path = "/" + Path(name).as_posix()
+    print(f"wrote {relative.as_posix()}: {server.url.rstrip('/')}{url_path}")
+    if show:
+        server.show(url_path)
+    return server.site_dir / relative  # type: ignore[operator]
+
+
+def file_in_site_magic(line: str, cell: str, *, shell: Any = None) -> Path:
+    """``%%file_in_site PATH [--show] [--server VAR]``: the cell becomes ``<site>/PATH``
+    as it is (a static file, a library module ``_name.py``, a service module ...)."""
+    name, show, server_var = _parse_line(line, "file_in_site")
+    relative = _safe_relative(name)
+    server = _server_for(server_var, shell)
+    _write(server.site_dir / relative, cell)  # type: ignore[operator]
+    print(f"wrote {relative.as_posix()}")
+    if show:
+        server.show("/" + relative.as_posix())
+    return server.site_dir / relative  # type: ignore[operator]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext pyweb.notebook``: registers ``%%page``, ``%%template``, ``%%file_in_site``."""
+    for name, function in (
+        ("page", page_magic),
+        ("template", template_magic),
+        ("file_in_site", file_in_site_magic),
+    ):
+
+        def magic(line: str, cell: str, _function: Callable[..., Path] = function) -> None:
+            _function(line, cell, shell=ipython)  # returns None: nothing echoed under the cell
+
+        magic.__doc__ = function.__doc__
+        ipython.register_magic_function(magic, magic_kind="cell", magic_name=name)
+
+
+# --- checks for exercise notebooks ---------------------------------------------------------
+
+
+class CheckFailed(AssertionError):
+    """A check in an exercise notebook failed; the message says what to fix."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython's hook for exceptions that format themselves: a failed check is a
+        # message for a student, not a bug, so no traceback into this module. The cell
+        # still fails (nbclient and nbmake see ename "CheckFailed").
+        return [f"\x1b[1;31mCheck failed:\x1b[0m {self}"]
+
+
+_TRACEBACK = re.compile(r"<strong>Traceback:</strong></p>\s*<pre>(.*?)</pre>", re.DOTALL)
+_DETAIL = re.compile(r"<strong>Detail:</strong>\s*(.*?)</p>", re.DOTALL)
+_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def explain_error(response: TestResponse) -> str:
+    """What went wrong, in one or two sentences, from a (dev-mode) error page."""
+    text = response.text
+    found = _TRACEBACK.search(text)
+    if found:
+        lines = [ln for ln in html.unescape(found.group(1)).splitlines() if ln.strip()]
+        last = lines[-1].strip() if lines else ""
+        where = ""
+        for file, number in _FILE_LINE.findall(html.unescape(found.group(1))):
+            if "site-packages" not in file and "/pyweb/" not in file.replace(os.sep, "/"):
+                where = f" (line {number} of {os.path.basename(file)})"
+        return f"the error was {last}{where}"
+    detail = _DETAIL.search(text)
+    if detail:
+        return f"the server said: {html.unescape(detail.group(1)).strip()}"
+    return "the page gave no further detail"
+
+
+def _visible_text(page: str) -> str:
+    """The page without its tags, the way a reader sees it (for 'we expected ... on the page')."""
+    without = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", page)
+    without = re.sub(r"<[^>]+>", " ", without)
+    return re.sub(r"\s+", " ", html.unescape(without)).strip()
+
+
+def expect(
+    response: TestResponse,
+    *,
+    status: int | None = 200,
+    contains: str | list[str] | None = None,
+    not_contains: str | list[str] | None = None,
+    matches: str | None = None,
+    content_type: str | None = None,
+    message: str = "",
+) -> TestResponse:
+    """Check a response; raise :class:`CheckFailed` with a plain-English message.
+
+    ``contains``/``not_contains`` look at the text of the page (tags removed, entities
+    decoded) and at its source; ``matches`` is a regular expression searched in the text.
+    ``message`` says what was being tried ("For c=100 ...") and starts the failure text.
+    Returns the response, so checks can be chained or inspected."""
+    __tracebackhide__ = True  # pytest shows the message, not this function
+    lead = (message.rstrip(".") + ". ") if message else ""
+    if status is not None and response.status != status:
+        why = ""
+        if response.status >= 500:
+            why = "; " + explain_error(response)
+        elif response.status == 404:
+            why = "; is the page written (run the cell with your page) and is its name right?"
+        elif response.status >= 400:
+            why = "; " + explain_error(response)
+        sentence = (
+            f"{lead}Your page answered {response.status} {response.reason} instead of {status}{why}"
+        )
+        raise CheckFailed(sentence if sentence.endswith((".", "?")) else sentence + ".")
+    if content_type is not None and response.content_type != content_type:
+        raise CheckFailed(
+            f"{lead}We expected content type {content_type}, "
+            f"the page said {response.content_type or 'nothing'}."
+        )
+    text = _visible_text(response.text)
+    for wanted in [contains] if isinstance(contains, str) else contains or []:
+        if wanted not in text and wanted not in response.text:
+            raise CheckFailed(
+                f"{lead}We expected {wanted!r} somewhere on the page; it was not there. "
+                f"The page says: {_shorten(text)}"
+            )
+    for unwanted in [not_contains] if isinstance(not_contains, str) else not_contains or []:
+        if unwanted in text:
+            raise CheckFailed(
+                f"{lead}{unwanted!r} should not be on the page, but it is. "
+                f"The page says: {_shorten(text)}"
+            )
+    if matches is not None and not re.search(matches, text):
+        raise CheckFailed(
+            f"{lead}Nothing on the page looks like {matches!r}. The page says: {_shorten(text)}"
+        )
+    return response
+
+
+class _FormFinder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[dict[str, Any]] = []
+        self._open: dict[str, Any] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            self._open = {
+                "action": attributes.get("action", ""),
+                "method": (attributes.get("method") or "get").lower(),
+                "fields": [],
+                "values": {},
+            }
+            self.forms.append(self._open)
+        elif tag in ("input", "select", "textarea", "button") and self._open is not None:
+            name = attributes.get("name")
+            if name:
+                self._open["fields"].append(name)
+                kind = attributes.get("type", "text").lower()
+                if tag == "input" and kind not in ("submit", "button", "checkbox", "radio"):
+                    self._open["values"][name] = attributes.get("value", "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self._open = None
+
+
+def forms_on(response: TestResponse | str) -> list[dict[str, Any]]:
+    """The forms of a page: ``[{"action": ..., "method": "get"|"post", "fields": [names],
+    "values": {name: value of its input element}}]``."""
+    finder = _FormFinder()
+    finder.feed(response if isinstance(response, str) else response.text)
+    finder.close()
+    return finder.forms
+
+
+def expect_form(response: TestResponse, fields: list[str], *, message: str = "") -> dict[str, Any]:
+    """Check that the page has a form with (at least) the named ``fields``; return it.
+    Raise :class:`CheckFailed` saying what the page has instead."""
+    __tracebackhide__ = True  # pytest shows the message, not this function
+    lead = (message.rstrip(".") + ". ") if message else ""
+    expect(response, message=message)
+    forms = forms_on(response)
+    wanted = ", ".join(repr(f) for f in fields)
+    if not forms:
+        raise CheckFailed(
+            f"{lead}We expected a form (a <form> element) with fields {wanted}; the page has "
+            f"no form. The page says: {_shorten(_visible_text(response.text))}"
+        )
+    for form in forms:
+        if all(f in form["fields"] for f in fields):
+            return form
+    have = "; ".join(
+        ", ".join(repr(f) for f in form["fields"]) or "no named fields" for form in forms
+    )
+    raise CheckFailed(
+        f"{lead}We expected a form with fields {wanted}; the page's form has {have}. "
+        'A field gets its name from the name attribute: <input name="...">.'
+    )
+
+
+class _TableFinder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th") and self.tables:
+            if not self.tables[-1]:  # a cell before any <tr>: browsers open a row
+                self.tables[-1].append([])
+            self._cell = []
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self.tables:
+            self.tables[-1][-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+
+def expect_table(
+    response: TestResponse, rows: list[list[Any]], *, message: str = ""
+) -> list[list[str]]:
+    """Check that the first table of the page has exactly ``rows`` (cells compared as
+    text, ``str(value)``); return the table. :class:`CheckFailed` says where it differs."""
+    __tracebackhide__ = True  # pytest shows the message, not this function
+    lead = (message.rstrip(".") + ". ") if message else ""
+    expect(response, message=message)
+    wanted = [[str(cell) for cell in row] for row in rows]
+    tables = tables_on(response)
+    width = len(wanted[0]) if wanted else 0
+    shape = f"{_count_of(len(wanted), 'row')} of {_count_of(width, 'cell')}"
+    if not tables:
+        raise CheckFailed(
+            f"{lead}We expected a table (a <table> element) with {shape}; the page has no "
+            f"table. The page says: {_shorten(_visible_text(response.text))}"
+        )
+    table = tables[0]
+    if len(table) != len(wanted):
+        raise CheckFailed(
+            f"{lead}We expected a table with {shape}; yours has {_count_of(len(table), 'row')}"
+            + (f" (the first is {table[0]})." if table else ".")
+        )
+    for i, (got_row, want_row) in enumerate(zip(table, wanted, strict=True), 1):
+        if len(got_row) != len(want_row):
+            raise CheckFailed(
+                f"{lead}Row {i} should have {_count_of(len(want_row), 'cell')}, {want_row}; "
+                f"it has {len(got_row)}: {got_row}."
+            )
+        for j, (got, want) in enumerate(zip(got_row, want_row, strict=True), 1):
+            if got != want:
+                raise CheckFailed(f"{lead}Row {i}, column {j} should be {want!r}; it is {got!r}.")
+    return table
+
+
+def tables_on(response: TestResponse | str) -> list[list[list[str]]]:
+    """The tables of a page, each a list of rows, each row a list of cell texts."""
+    finder = _TableFinder()
+    finder.feed(response if isinstance(response, str) else response.text)
+    finder.close()
+    return [[row for row in table if row] for table in finder.tables]
+
+
+def _count_of(number: int, thing: str) -> str:
+    return f"{number} {thing}" + ("" if number == 1 else "s")
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    text = text or "(nothing)"
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")

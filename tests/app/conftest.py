@@ -1,0 +1,35 @@
+"""Helpers for the pages tests: write a small site into a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+
+def write_site(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Create ``root`` with the given files (text is dedented)."""
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+def touch_later(path: Path) -> None:
+    """Make sure a rewritten file's mtime differs from the old one's (coarse clocks)."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+@pytest.fixture
+def site(tmp_path):
+    def make(files: dict[str, str | bytes]) -> Path:
+        return write_site(tmp_path / "site", files)
+
+    return make

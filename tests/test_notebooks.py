@@ -1,0 +1,233 @@
+"""The notebooks, run on a real Jupyter kernel (nbclient, kernel ``python3``).
+
+* every tutorial (``tutorials/``) and every exercise solution (``notebook/solutions/``)
+  runs from top to bottom without an error;
+* every unsolved exercise (``notebook/``) fails at its first check, with the check's
+  plain-English :class:`pyweb.notebook.CheckFailed` message, not with some other error;
+* the notebooks are stored clean (no outputs, no execution counts), a solution differs
+  from its exercise only in the ``student`` cell, and each notebook has one ``#`` title;
+* trio guest mode on the kernel's own event loop behaves as docs/notebooks.md says.
+
+Each test starts its own kernel, in its own temporary directory, and each notebook's
+servers listen on port 0, so the tests share nothing and can run in parallel
+(``pytest -n auto`` with pytest-xdist).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parent.parent
+TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"))
+EXERCISES = sorted((ROOT / "notebook").glob("*.ipynb"))
+SOLUTIONS = sorted((ROOT / "notebook" / "solutions").glob("*.ipynb"))
+ALL = TUTORIALS + EXERCISES + SOLUTIONS
+
+CELL_TIMEOUT = 30  # seconds per cell: a hung server fails one cell, not the whole run
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+
+def _id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path, *, allow_errors: bool = False) -> None:
+    client = NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=CELL_TIMEOUT,
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(cwd)}},
+    )
+    client.execute()
+
+
+def errors_of(nb: nbformat.NotebookNode) -> list[tuple[int, nbformat.NotebookNode]]:
+    """(cell index, error output) for every cell that failed."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                found.append((index, output))
+    return found
+
+
+def test_notebooks_found():
+    assert len(TUTORIALS) >= 2 and len(EXERCISES) == 3
+    assert [p.name for p in EXERCISES] == [p.name for p in SOLUTIONS]
+
+
+# --- stored clean ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ALL, ids=_id)
+def test_stored_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"cell {index} of {path.name} has outputs: clear them"
+            assert cell.execution_count is None, f"cell {index} of {path.name} was executed"
+    assert nb.metadata.kernelspec.name == "python3"
+
+
+@pytest.mark.parametrize("path", ALL, ids=_id)
+def test_one_title_and_h2_sections(path):
+    # mkdocs-jupyter builds the table of contents from h2; the h1 is the page title.
+    nb = nbformat.read(path, as_version=4)
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    assert markdown[0].startswith("# ")
+    lines = [line for text in markdown for line in text.splitlines()]
+    assert sum(line.startswith("# ") for line in lines) == 1
+    assert sum(line.startswith("## ") for line in lines) >= 3
+    if path in TUTORIALS:
+        assert 15 <= len(nb.cells) <= 30
+        assert nb.cells[-1].source.strip() == "srv.stop()"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=_id)
+def test_solution_differs_only_in_the_student_cell(exercise):
+    solution = nbformat.read(exercise.parent / "solutions" / exercise.name, as_version=4)
+    task = nbformat.read(exercise, as_version=4)
+    assert [c.id for c in task.cells] == [c.id for c in solution.cells]
+    student = [c for c in task.cells if "student" in c.metadata.get("tags", [])]
+    assert len(student) == 1 and "TODO" in student[0].source
+    for mine, theirs in zip(task.cells, solution.cells, strict=True):
+        if "student" in mine.metadata.get("tags", []):
+            assert mine.source != theirs.source
+        elif mine.source.startswith("# "):
+            assert theirs.source.startswith(mine.source.splitlines()[0])  # "(solution)"
+        else:
+            assert mine.source == theirs.source, f"cell {mine.id} differs"
+    assert any("check" in c.metadata.get("tags", []) for c in task.cells)
+
+
+# --- executed -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", TUTORIALS + SOLUTIONS, ids=_id)
+def test_runs_without_errors(path, tmp_path):
+    nb = nbformat.read(path, as_version=4)
+    try:
+        execute(nb, tmp_path)
+    except CellExecutionError as exc:
+        pytest.fail(f"{_id(path)} failed:\n{exc}")
+    assert not errors_of(nb)
+    if path in SOLUTIONS:
+        text = "".join(
+            o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+        )
+        checks = sum("check" in c.metadata.get("tags", []) for c in nb.cells)
+        assert text.count("passed") == checks
+
+
+FIRST_FAILURE = {
+    "01_temperature.ipynb": "Asking for /temperature without c. We expected a form (a <form> "
+    "element) with fields 'c'; the page has no form. The page says: 'TODO'",
+    "02_form_validation.ipynb": "Asking for /register without fields. We expected a form "
+    "(a <form> element) with fields 'name', 'email', 'age'; the page has no form.",
+    "03_multiplication_service.ipynb": "For n=3. We expected a table (a <table> element) "
+    "with 3 rows of 3 cells; the page has no table.",
+}
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=_id)
+def test_unsolved_exercise_fails_at_its_first_check_in_plain_words(path, tmp_path):
+    nb = nbformat.read(path, as_version=4)
+    with pytest.raises(CellExecutionError):
+        execute(nb, tmp_path)
+    [(index, error)] = errors_of(nb)  # execution stops at the first failing cell
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    first_check = next(i for i, t in enumerate(tags) if "check" in t)
+    assert index == first_check, f"cell {index} failed, not the first check ({first_check})"
+    assert error.ename == "CheckFailed", f"{error.ename}: {error.evalue}"
+    assert FIRST_FAILURE[path.name] in error.evalue
+    # Shown as a message, not as a traceback into pyweb.notebook.
+    assert len(error.traceback) == 1 and "Check failed:" in error.traceback[0]
+    assert "notebook.py" not in error.traceback[0]
+    student = next(i for i, t in enumerate(tags) if "student" in t)
+    assert nb.cells[student].outputs[0].text.startswith("wrote ")
+
+
+# --- guest mode in a real kernel ------------------------------------------------------------
+
+GUEST_CELLS = [
+    # 1: start a server as a trio guest on the kernel's asyncio loop. The loop is busy
+    # running this cell, so the server cannot have started listening yet.
+    """
+import asyncio, tempfile, pathlib
+import pyweb.notebook
+site = pathlib.Path(tempfile.mkdtemp())
+(site / "hello.txt").write_text("hello from a guest")
+srv = pyweb.notebook.serve(site, mode="guest")
+assert asyncio.get_running_loop().is_running()
+try:
+    srv.port
+except RuntimeError as exc:
+    assert "still starting" in str(exc)
+else:
+    raise AssertionError("a guest server listened before the cell ended")
+""",
+    # 2: between cells the loop ran, and the server started; it survives across cells.
+    """
+assert srv.port > 0 and srv.running
+r = await srv.aget("/hello.txt")
+assert r.status == 200 and r.text == "hello from a guest", r
+""",
+    # 3: a plain synchronous request would block the loop the server needs: refused.
+    """
+try:
+    srv.get("/hello.txt")
+except RuntimeError as exc:
+    assert "await srv.aget" in str(exc)
+else:
+    raise AssertionError("a synchronous request in guest mode did not refuse")
+""",
+    # 4: a blocking cell freezes the server: a request from another thread times out.
+    """
+from pyweb.testing import Client
+import threading
+result = {}
+def fetch():
+    try:
+        result["status"] = Client(srv.url, timeout=0.5).get("/hello.txt").status
+    except OSError as exc:
+        result["error"] = type(exc).__name__
+worker = threading.Thread(target=fetch)
+worker.start()
+worker.join()   # blocks this cell, hence the loop, hence the server
+assert result == {"error": "TimeoutError"}, result
+""",
+    # 5: %%page works the same, and the access log is collected.
+    """
+%load_ext pyweb.notebook
+""",
+    """
+%%file_in_site note.txt
+written by a cell
+""",
+    """
+r = await srv.aget("/note.txt")
+assert r.text == "written by a cell\\n"
+await asyncio.sleep(0.2)  # the logging task runs on the loop too
+assert any('"GET /note.txt HTTP/1.1" 200' in line for line in srv.log), srv.log
+await srv.astop()
+assert not srv.running
+""",
+]
+
+
+def test_guest_mode_in_a_real_kernel(tmp_path):
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(src.strip()) for src in GUEST_CELLS]
+    )
+    try:
+        execute(nb, tmp_path)
+    except CellExecutionError as exc:
+        pytest.fail(str(exc))
