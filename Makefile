@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint bench bench-parse bench-events bench-peers bench-peers-short fuzz docs clean
+.PHONY: run test install dev lint bench bench-parse bench-render bench-events bench-peers bench-peers-short fuzz docs clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -36,6 +36,10 @@ lint: dev
 bench-parse: dev
 	$(PY) -m pytest benchmarks/bench_parse.py --benchmark-only --benchmark-columns=min,median,ops -p no:timeout $(BENCH_PARSE_ARGS)
 
+## micro-benchmarks of page rendering: quotations and HTML nodes vs jinja2 and f-strings
+bench-render: dev
+	$(PY) -m pytest benchmarks/bench_render.py --benchmark-only --benchmark-columns=min,median,ops -p no:timeout $(BENCH_RENDER_ARGS)
+
 ## whole-server comparison with uvicorn, hypercorn, gunicorn+Flask and a raw trio server
 bench-peers: dev
 	$(PY) benchmarks/peers.py
@@ -47,7 +51,7 @@ bench-peers-short: dev
 bench-events: dev
 	$(PY) benchmarks/bench_events.py
 
-bench: bench-parse bench-events bench-peers
+bench: bench-parse bench-render bench-events bench-peers
 
 ## the documentation site, built strictly (broken links fail)
 docs: dev

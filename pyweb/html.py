@@ -220,23 +220,31 @@ def _attr_value(tag: str, name: str, value: object) -> str | None:
 
 
 def _open_tag(info: _TagInfo, pairs: list[tuple[str, Any]]) -> str:
+    """The start tag with its attributes, escaped for double-quoted values."""
     tag = info[0]
     parts = [info[2]]
-    seen: set[str] = set()
+    append = parts.append
     for name, value in pairs:
-        if name not in _CHECKED_ATTR_NAMES:
+        if type(name) is not str or name not in _CHECKED_ATTR_NAMES:
             if not isinstance(name, str) or not _ATTR_NAME.match(name):
                 raise ValueError(f"<{tag}>: invalid attribute name {name!r}")
             if len(_CHECKED_ATTR_NAMES) < _CACHE_LIMIT:
                 _CHECKED_ATTR_NAMES.add(name)
-        lowered = name.lower()
-        if lowered in seen:
-            raise ValueError(f"<{tag}>: attribute {name!r} given twice")
-        seen.add(lowered)
-        text = _attr_value(tag, name, value)
-        if text is not None:
-            parts += (" ", name, text)
-    parts.append(">")
+        if type(value) is str:
+            append(f' {name}="{_escape(value, True)}"')
+        elif type(value) is int:
+            append(f' {name}="{value}"')
+        else:
+            text = _attr_value(tag, name, value)
+            if text is not None:
+                append(f" {name}{text}")
+    if len(pairs) > 1 and len({name.lower() for name, _ in pairs}) < len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name.lower() in seen:
+                raise ValueError(f"<{tag}>: attribute {name!r} given twice")
+            seen.add(name.lower())
+    append(">")
     return "".join(parts)
 
 
@@ -249,7 +257,8 @@ def _setup(node: Node, info: _TagInfo, children: tuple[Any, ...] | list[Any], pa
     tag, open_plain, _, close, void, raw, plain = info
     node._tag = tag
     if pairs:
-        pairs = list(pairs)
+        if type(pairs) is not list:
+            pairs = list(pairs)
         node._open = open_tag = _open_tag(info, pairs)
         node._attrs = tuple(pairs)
     else:
@@ -617,7 +626,8 @@ def _constructor(tag: str) -> Callable[..., Node]:
     def construct(*children: Any, **attrs: Any) -> Node:
         node = _new_node(Node)
         if attrs:
-            _setup(node, info, children, [(_attr_name(k), v) for k, v in attrs.items()])
+            pairs = [(_PY_ATTR_NAMES.get(k) or _attr_name(k), v) for k, v in attrs.items()]
+            _setup(node, info, children, pairs)
         else:
             _setup(node, info, children, None)
         return node

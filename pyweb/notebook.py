@@ -43,8 +43,14 @@ So ``mode="thread"`` is the default; ``mode="guest"`` is kept for demonstrating 
 loop (it needs ``await srv.aget(...)``, ``await srv.started()`` and ``await srv.astop()``;
 its synchronous methods refuse with a message saying why).
 
-The check helper :func:`expect` turns a response into a plain-English verdict for exercise
-notebooks (``notebook/``): "Your page answered 500 ...; the error was NameError: ...".
+``srv.show()`` displays an ``<iframe srcdoc=...>`` of the page the kernel fetched rather
+than an iframe of the live URL: the output is then complete by itself, under nbclient, in
+the rendered docs and on JupyterHub, whose browsers cannot reach the kernel's 127.0.0.1.
+
+The check helpers (:func:`expect`, :func:`expect_form`, :func:`expect_table`,
+:meth:`NotebookServer.submit`) turn a response into a plain-English verdict for exercise
+notebooks (``notebook/``): "Your page answered 500 ...; the error was NameError: ...
+(line 3 of temperature.py)". A failed check is shown as one line, without a traceback.
 """
 
 from __future__ import annotations
@@ -211,6 +217,8 @@ class NotebookServer:
 
         async def main() -> None:
             self._token = trio.lowlevel.current_trio_token()
+            if self._stopped:  # stop() came in the same cell as serve(), before this ran
+                return
             async with trio.open_nursery() as nursery:
                 await nursery.start(server.serve)
                 loop.call_soon(listening.set)
@@ -282,10 +290,13 @@ class NotebookServer:
                 "srv = pyweb.notebook.serve(...)"
             )
         if self.mode == "guest":
+            asynchronous = (
+                f"await srv.a{what}(...)" if what in ("get", "post") else "await srv.aget(...)"
+            )
             raise RuntimeError(
                 f"srv.{what}() would wait for the server while blocking the event loop the "
                 f"server runs on (guest mode): it would never answer. Write "
-                f"`await srv.a{what}(...)` instead, or serve with mode='thread'."
+                f"`{asynchronous}` instead, or serve with mode='thread'."
             )
 
     def _count(self, response: TestResponse) -> TestResponse:
@@ -381,9 +392,13 @@ class NotebookServer:
             f"{request} → {response.status} {response.reason}"
             + (f" ({response.content_type})" if response.content_type else "")
         )
+        # A srcdoc document would share the notebook's origin (and could reach Jupyter's
+        # API with a script a page failed to escape); sandboxed without allow-same-origin
+        # it gets an origin of its own, while its scripts, links and forms still work.
         return HTML(
             f'<div style="font:12px monospace;color:#555">{caption}</div>'
-            f'<iframe srcdoc="{html.escape(document, quote=True)}" '
+            f'<iframe sandbox="allow-forms allow-scripts" '
+            f'srcdoc="{html.escape(document, quote=True)}" '
             f'style="width:100%;height:{int(height)}px;border:1px solid #ccc"></iframe>'
         )
 

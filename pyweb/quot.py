@@ -136,8 +136,8 @@ def _escape(value: object) -> str:
     return _html.escape(str(value), quote=True)
 
 
-# The placeholder names SQL drivers use, by PEP 249 paramstyle. Each entry makes the n-th
-# placeholder (counting from 1).
+# The parameter styles Quot.to_sql knows (PEP 249 names), with the placeholders they write
+# and the drivers that use them.
 PARAMSTYLES: dict[str, str] = {
     "qmark": "?  (sqlite3)",
     "numeric_dollar": "$1, $2, ...  (asyncpg, PostgreSQL)",
@@ -174,7 +174,7 @@ class Quot:
     _fragments: tuple[Fragment, ...]
 
     def __init__(self, fragments: Iterable[Fragment] = ()) -> None:
-        if isinstance(fragments, (str, Quot)):
+        if isinstance(fragments, str):
             raise TypeError(
                 f"Quot() takes an iterable of QUOTE/ANTIQUOTE fragments, not {fragments!r}; "
                 "use qq(...) to build a Quot from a template"

@@ -173,6 +173,8 @@ def test_view_is_a_srcdoc_iframe_with_a_base(srv):
     assert type(view).__name__ == "HTML"
     assert "GET /index.html → 200 OK (text/html)" in view.data
     assert "height:123px" in view.data
+    # Its own origin: no allow-same-origin, so a page's script cannot reach the notebook.
+    assert '<iframe sandbox="allow-forms allow-scripts" srcdoc=' in view.data
     srcdoc = re.search(r'srcdoc="([^"]*)"', view.data).group(1)
     document = html.unescape(srcdoc)
     assert document.startswith("<html><head><base href=")
@@ -221,6 +223,16 @@ def test_guest_mode_on_asyncio(site):
         await srv.astop()
         assert not srv.running
         await srv.astop()  # idempotent
+
+    asyncio.run(main())
+
+
+def test_guest_mode_stopped_before_it_started(site):
+    async def main() -> None:
+        srv = nb.serve(site, mode="guest")
+        srv.stop()  # the loop has not run trio yet
+        await srv.astop()  # returns: the guest run ended without serving
+        assert not srv.running and srv._server.listener is None
 
     asyncio.run(main())
 

@@ -96,6 +96,8 @@ def test_quot_rejects_what_is_not_a_fragment() -> None:
         Quot("<b>not fragments</b>")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="42"):
         Quot([QUOTE(42)])  # type: ignore[arg-type]
+    q = qq("<b>{x}</b>", x=1)
+    assert Quot(q) == q and Quot(iter(q)) == q
 
 
 # -- qq ------------------------------------------------------------------------------------
