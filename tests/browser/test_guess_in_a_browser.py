@@ -1,0 +1,59 @@
+"""A real browser (headless Chromium driven by Playwright) plays the guessing game to the end.
+
+The test client proves the HTTP; this proves the page works as a page: the form submits
+with POST, the hidden ``n`` survives the round trip, the pictures load, "Play again?" starts
+a new game. It needs Chromium on the machine (``apt-get install chromium``) and skips,
+saying so, without it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pyweb.testing import serve
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine")
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+
+
+@pytest.fixture(scope="module")
+def browser_page():
+    with serve(PAGES) as client, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield client.base_url, browser.new_page()
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize("url", ["/guess", "/svc/guess"])
+def test_play_the_guessing_game_in_a_browser(browser_page, url):
+    base, page = browser_page
+    page.goto(base + url)
+    assert page.title() == "Guess a number between 0 and 100"
+    page.fill('input[name="guess"]', "abc")
+    page.click('input[type="submit"]')
+    assert page.title() == "You must type a number - try again"
+    low, high, titles = 0, 100, []
+    while len(titles) < 10:
+        guess = (low + high) // 2
+        page.fill('input[name="guess"]', str(guess))
+        page.click('input[type="submit"]')
+        title = page.title()
+        titles.append(title)
+        if "too big" in title:
+            high = guess - 1
+        elif "too small" in title:
+            low = guess + 1
+        else:
+            break
+    assert titles[-1] == "Congratulations!", titles
+    if url == "/guess":  # the script version shows the paper's pictures
+        assert page.evaluate("document.images[0].complete && document.images[0].naturalWidth") == 120
+    page.click("text=Play again?")
+    assert page.title() == "Guess a number between 0 and 100"
