@@ -81,6 +81,7 @@ __all__ = [
     "NotebookServer",
     "serve",
     "current",
+    "stop_all",
     "expect",
     "CheckFailed",
     "explain_error",
@@ -99,6 +100,8 @@ _LOG_WAIT = 2.0  # how long .log waits for the lines of requests that were alrea
 
 _current: NotebookServer | None = None
 """The server the ``%%page`` magics write to: the last one :func:`serve` started."""
+_running: list[NotebookServer] = []
+"""Every server :func:`serve` started and nobody stopped yet (for :func:`stop_all`)."""
 
 
 # --- logs collected into lists ----------------------------------------------------------------
@@ -457,6 +460,8 @@ class NotebookServer:
             return
         self._stopped = True
         atexit.unregister(self.stop)
+        if self in _running:
+            _running.remove(self)
         if _current is self:
             _current = None
         try:
@@ -567,8 +572,18 @@ def serve(
             shutil.rmtree(site_dir, ignore_errors=True)
         raise
     atexit.register(server.stop)  # "Interrupt kernel" does not stop a thread; exit does
+    _running.append(server)
     _current = server
     return server
+
+
+def stop_all() -> int:
+    """Stop every server :func:`serve` started in this kernel (after a set-up cell was run
+    twice, the first server has lost its variable but still runs); return how many."""
+    servers = list(_running)
+    for server in servers:
+        server.stop()
+    return len(servers)
 
 
 def current() -> NotebookServer:

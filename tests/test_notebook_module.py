@@ -22,6 +22,12 @@ from pyweb.protocol.response import Response
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.fixture(autouse=True)
+def no_server_left_behind():
+    yield
+    assert nb.stop_all() == 0, "a test left a server running"
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     (tmp_path / "index.html").write_text(
@@ -118,6 +124,14 @@ def test_stop_is_idempotent_and_forgets_the_server(site):
 
     with pytest.raises(OSError):
         Client(f"http://127.0.0.1:{port}", timeout=2).get("/")
+
+
+def test_stop_all_stops_servers_whose_variable_is_gone(site):
+    nb.serve(site)  # a set-up cell run twice: the first server's variable is overwritten
+    srv = nb.serve()
+    assert nb.stop_all() == 2
+    assert not srv.running and nb._running == []
+    assert nb.stop_all() == 0
 
 
 def test_context_manager_stops(site):

@@ -108,8 +108,7 @@ class Site:
         self.form_limits = form_limits
         self.static = StaticFiles(self.root)
         self._display_base = os.path.dirname(self.root)
-        template_dir = os.path.join(self.root, "templates")
-        self.templates = Templates(template_dir, dev=dev) if os.path.isdir(template_dir) else None
+        self.templates: Templates | None = None
         pages.install_library_finder(self.root)
         self.scripts: dict[str, pages.Script] = {}
         """URL name (``"guess"``, ``"sub/page"``) → compiled script."""
@@ -151,6 +150,11 @@ class Site:
         self._broken = {}
         self.scripts = {}
         self.services = {}
+        template_dir = os.path.join(self.root, "templates")
+        if not os.path.isdir(template_dir):
+            self.templates = None
+        elif self.templates is None:
+            self.templates = Templates(template_dir, dev=self.dev)
         self._forget_foreign_library()
         for path in self._walk():
             self._load_file(path)
@@ -256,7 +260,11 @@ class Site:
         for directory, dirs, _files in os.walk(self.root):
             dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
             watched.append(directory)
-        watched.extend(s.func.__code__.co_filename for s in self.services.values())
+        watched.extend(
+            s.func.__code__.co_filename
+            for s in self.services.values()
+            if hasattr(s.func, "__code__")
+        )
         watched.extend(m.__file__ for m in pages.library_modules(self.root) if m.__file__)
         stamps = {}
         for path in watched:
@@ -324,7 +332,10 @@ class Site:
         if svc is not None:
             if request.method not in svc.methods:
                 return self._not_allowed(request.method, ", ".join(svc.methods))
-            return await self.run_page(ctx, svc.respond, f"service {svc.path}")
+            code = getattr(svc.func, "__code__", None)
+            return await self.run_page(
+                ctx, svc.respond, f"service {svc.path}", code and code.co_filename
+            )
 
         name = decoded[1:]
         if name.endswith(".py"):
@@ -345,7 +356,12 @@ class Site:
                 async def render(conn: Conn, template: str = template) -> None:
                     conn.return_template(template)
 
-                return await self.run_page(ctx, render, f"templates/{template}")
+                return await self.run_page(
+                    ctx,
+                    render,
+                    f"templates/{template}",
+                    os.path.join(self.templates.directory, template),
+                )
 
         if _hidden(decoded):
             return self._not_found(request.path)
@@ -424,6 +440,10 @@ class Site:
                 except Exception as exc:
                     if errors:  # the page tripped over a None from wrap_fail
                         return _bad_form(errors)
+                    _from_the_page(exc, filename)
+                    ctx_log = getattr(ctx, "log_error", None)
+                    if ctx_log is not None:
+                        ctx_log(f"{page} raised {type(exc).__name__}: {exc}", exc)
                     return error_response(
                         500,
                         dev=self.dev,
@@ -447,6 +467,18 @@ class Site:
 
     def __repr__(self) -> str:
         return f"Site({self.root!r}, dev={self.dev})"
+
+
+def _from_the_page(exc: BaseException, filename: str | None) -> None:
+    """Drop the framework's frames from the top of a page's traceback, so the first line a
+    student reads is their own page's (the frames below it, in libraries, stay)."""
+    if filename is None:
+        return
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    if tb is not None:
+        exc.__traceback__ = tb
 
 
 def _bad_form(errors: list[Any]) -> Response:

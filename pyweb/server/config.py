@@ -9,6 +9,7 @@ scheduling strategy, pool size). :class:`ServerConfig` is that record. The CLI
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from pyweb.protocol.parser import Limits
 
@@ -50,10 +51,12 @@ class ServerConfig:
     """Connections served at once; further clients wait in the kernel's listen backlog."""
     backlog: int = 128
     """The listen backlog (Hop §3.3.2 found mid-range values such as 128 best)."""
-    access_log: str | None = "-"
-    """Access log: a file path, ``"-"`` for stderr, ``None`` for nowhere (Marlow §5)."""
-    error_log: str | None = "-"
-    """Error log: a file path, ``"-"`` for stderr, ``None`` for nowhere (Marlow §5.1)."""
+    access_log: str | TextIO | None = "-"
+    """Access log: a file path, ``"-"`` for stderr, ``None`` for nowhere, or an open text
+    stream (a ``StringIO`` in tests and notebooks) (Marlow §5)."""
+    error_log: str | TextIO | None = "-"
+    """Error log: a file path, ``"-"`` for stderr, ``None`` for nowhere, or an open text
+    stream (Marlow §5.1)."""
 
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:

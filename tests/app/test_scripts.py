@@ -182,3 +182,17 @@ def test_cli_serve_refuses_a_broken_site(site):
     result = run_cli("serve", str(root), "--port", "0")
     assert result.returncode == 2
     assert "bad1.py:2" in result.stderr and "--dev" in result.stderr
+
+
+def test_dev_mode_finds_a_templates_folder_made_later_and_tracebacks_start_at_the_page(site):
+    root = site({"boom.py": "def f():\n    return 1 / 0\n\nf()\n"})
+    with serve(root, dev=True) as client:
+        assert client.get("/later").status == 404
+        (root / "templates").mkdir()
+        (root / "templates" / "later.html").write_text("<p>later {{ conn.method }}</p>")
+        assert client.get("/later").text == "<p>later GET</p>"
+        text = client.get("/boom").text
+        traceback = text[text.index("Traceback") :]
+        assert "ZeroDivisionError" in traceback
+        assert "site.py" not in traceback  # the framework's frames are not the student's
+        assert traceback.index("boom.py") < traceback.index("ZeroDivisionError")
