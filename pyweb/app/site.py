@@ -22,7 +22,9 @@ library or service module is re-imported, a new file is found.
 Running a page (:meth:`Site.run_page`): read the body if it is a form, build the
 :class:`~pyweb.app.conn.Conn`, make it the current form for :mod:`pyweb.forms`, run, and
 turn what happened into one response: the page's own, a 400 listing every bad form
-variable, or a 500 (with the traceback in development mode).
+variable, or an error page (with the traceback in development mode): 500 for a bug in the
+page, or the status an exception names in an ``http_status`` attribute (the database layer's
+"unavailable" error says 503).
 """
 
 from __future__ import annotations
@@ -441,11 +443,16 @@ class Site:
                     if errors:  # the page tripped over a None from wrap_fail
                         return _bad_form(errors)
                     _from_the_page(exc, filename)
+                    # An exception may say which status it means (``http_status = 503`` on
+                    # "the database is down"); anything else is the page's bug: 500.
+                    status = getattr(exc, "http_status", 500)
+                    if not isinstance(status, int) or not 400 <= status <= 599:
+                        status = 500
                     ctx_log = getattr(ctx, "log_error", None)
                     if ctx_log is not None:
                         ctx_log(f"{page} raised {type(exc).__name__}: {exc}", exc)
                     return error_response(
-                        500,
+                        status,
                         dev=self.dev,
                         detail=f"{page} raised {type(exc).__name__}: {exc}",
                         exc=exc,

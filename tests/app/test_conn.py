@@ -199,3 +199,17 @@ def test_current_conn_from_library_code(site):
     )
     with serve(root) as client:
         assert client.get("/lib_answer").text == "from the library: /lib_answer"
+
+
+def test_an_exception_may_name_its_status(site):
+    root = site(
+        {
+            "_errs.py": "class Unavailable(Exception):\n    http_status = 503\n\nclass Odd(Exception):\n    http_status = 'x'\n",
+            "down.py": "import _errs\nraise _errs.Unavailable('the database is down')\n",
+            "odd.py": "import _errs\nraise _errs.Odd('not a status')\n",
+        }
+    )
+    with serve(root, dev=True) as client:
+        r = client.get("/down")
+        assert r.status == 503 and "the database is down" in r.text
+        assert client.get("/odd").status == 500
