@@ -4,7 +4,7 @@ A module whose name starts with ``_`` is *library* code: scripts import it, it i
 initialised once per process (not per request), and it is never served as a page.
 """
 
-from pyweb.html import BODY, HEAD, HTML, LINK, META, TITLE, A, P, I, H1, document
+from pyweb.html import BODY, H1, HEAD, LINK, META, TITLE, A, I, P, document
 
 SERVED_BY = P(I("Served by ", A("pyweb", href="/"), ", after SMLserver and Hop."))
 

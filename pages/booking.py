@@ -26,8 +26,10 @@ else:
     if nights == 0:
         conn.return_("<p>Zero nights? Nothing to book.</p>", status=422)
     else:
-        conn.return_(qq("""<!DOCTYPE html>
+        conn.return_(
+            qq("""<!DOCTYPE html>
 <html><head><title>Booked</title><link rel="stylesheet" href="/style.css"></head>
 <body><h1>Booked</h1>
 <p>{name}, we expect you on {arrival} for {nights} night(s). A confirmation goes to {email}.</p>
-</body></html>"""))
+</body></html>""")
+        )

@@ -3,9 +3,10 @@
 import calendar
 import datetime
 
-from _layout import page
 from pyweb import safe
 from pyweb.html import DIV
+
+from _layout import page
 
 today = datetime.date.today()
 formatter = calendar.HTMLCalendar(firstweekday=calendar.MONDAY)

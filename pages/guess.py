@@ -7,14 +7,16 @@ from pyweb.forms import get_nat, wrap_opt
 
 
 def return_page(title, pic, body):
-    conn.return_(qq("""<!DOCTYPE html>
+    conn.return_(
+        qq("""<!DOCTYPE html>
 <html><head><title>{title}</title><link rel="stylesheet" href="/style.css"></head>
 <body><center>
 <h2>{title}</h2>
 <img src="{pic}" alt="" width="120" height="120">
 {body}
 <p><i>Served by <a href="/">pyweb</a></i></p>
-</center></body></html>"""))
+</center></body></html>""")
+    )
 
 
 def mk_form(n):
@@ -43,6 +45,8 @@ def process_guess(n):
 
 n = wrap_opt(get_nat)("n")
 if n is None:  # no game yet: pick a number and ask for the first guess
-    return_page("Guess a number between 0 and 100", "/img/guess.svg", mk_form(random.randint(0, 100)))
+    return_page(
+        "Guess a number between 0 and 100", "/img/guess.svg", mk_form(random.randint(0, 100))
+    )
 else:
     process_guess(n)

@@ -29,10 +29,14 @@ Small = Annotated[int, partial(get_nat, max=30)]
 async def mul(n: Small):
     """An n x n multiplication table (n up to 30); /svc/mul?n=abc is a 400 page naming n."""
     rows = qq("").join(
-        qq("<tr>{cells}</tr>\n", cells=qq("").join(qq("<td>{p}</td>", p=i * j) for j in range(1, n + 1)))
+        qq(
+            "<tr>{cells}</tr>\n",
+            cells=qq("").join(qq("<td>{p}</td>", p=i * j) for j in range(1, n + 1)),
+        )
         for i in range(1, n + 1)
     )
-    return qq("<!DOCTYPE html><title>{n} x {n}</title><table>\n{rows}</table>")
+    # rows is passed by name: a checker cannot see that qq reads the caller's variables
+    return qq("<!DOCTYPE html><title>{n} x {n}</title><table>\n{rows}</table>", rows=rows)
 
 
 def _guess_page(title, body):

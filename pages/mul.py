@@ -13,9 +13,11 @@ for i in range(1, n + 1):
     rows = rows + qq("<tr><th>{i}</th>{cells}</tr>\n")
 header = qq("").join(qq("<th>{j}</th>", j=j) for j in range(1, n + 1))
 
-conn.return_(qq("""<!DOCTYPE html>
+conn.return_(
+    qq("""<!DOCTYPE html>
 <html><head><title>Multiplication table</title><link rel="stylesheet" href="/style.css"></head>
 <body><h1>{n} &times; {n}</h1>
 <table class="mul"><tr><th>&times;</th>{header}</tr>
 {rows}</table>
-</body></html>"""))
+</body></html>""")
+)

@@ -101,4 +101,4 @@ def guess_page(query: str) -> bytes:
         f'<link rel="stylesheet" href="/style.css"></head>\n<body><center>\n<h2>{t}</h2>\n'
         f'<img src="{html.escape(pic)}" alt="" width="120" height="120">\n{body}\n'
         f'<p><i>Served by <a href="/">pyweb</a></i></p>\n</center></body></html>'
-    ).encode("utf-8")
+    ).encode()

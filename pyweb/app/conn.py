@@ -32,7 +32,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -301,7 +301,7 @@ class Conn:
         if not isinstance(value, str) or not _COOKIE_OCTETS.fullmatch(value):
             raise ValueError(
                 f"cookie {name!r}: the value {value!r} has characters a cookie cannot hold "
-                f"(space , ; \\ \" or non-ASCII); encode it, e.g. urllib.parse.quote(value)"
+                f'(space , ; \\ " or non-ASCII); encode it, e.g. urllib.parse.quote(value)'
             )
         if self.response is not None:
             raise ResponseAlreadySent(
@@ -313,7 +313,7 @@ class Conn:
             parts.append(f"Max-Age={int(max_age)}")
         if expires is not None:
             if expires.tzinfo is None:
-                expires = expires.replace(tzinfo=timezone.utc)
+                expires = expires.replace(tzinfo=UTC)
             parts.append(f"Expires={http_date(expires.timestamp())}")
         if domain:
             parts.append(f"Domain={domain}")

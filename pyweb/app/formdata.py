@@ -129,7 +129,9 @@ def parse_urlencoded(text: str, limits: FormLimits = FormLimits()) -> list[tuple
         return parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
         shown = text if len(text) <= 80 else text[:77] + "..."
-        raise FormDataError(f"form data is not valid UTF-8 after decoding %-escapes: {shown!r}")
+        raise FormDataError(
+            f"form data is not valid UTF-8 after decoding %-escapes: {shown!r}"
+        ) from None
 
 
 def parse_query(query: str, limits: FormLimits = FormLimits()) -> MultiDict:

@@ -56,6 +56,7 @@ from .templates import Templates
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
 
 _EMPTY = MultiDict()
+_DEFAULT_LIMITS = FormLimits()
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,7 @@ class Site:
         root: str | os.PathLike[str],
         *,
         dev: bool = False,
-        form_limits: FormLimits = FormLimits(),
+        form_limits: FormLimits = _DEFAULT_LIMITS,
     ) -> None:
         if not os.path.isdir(root):
             raise NotADirectoryError(f"site directory {os.fspath(root)!r} does not exist")
@@ -185,8 +186,10 @@ class Site:
             name = os.path.relpath(path, self.root).split(os.sep)[0].removesuffix(".py")
             if name in sys.stdlib_module_names:
                 self._problem(
-                    path, 1, f"library module {name!r} has the name of a standard module, "
-                    f"which wins; rename it"
+                    path,
+                    1,
+                    f"library module {name!r} has the name of a standard module, "
+                    f"which wins; rename it",
                 )
             return
         try:
@@ -330,6 +333,8 @@ class Site:
         path = request.path
         decoded = unquote(path) if "%" in path else path
 
+        if not decoded.startswith("/"):  # "OPTIONS *": no page answers the server itself
+            return self._static(ctx)
         svc = self.services.get(decoded)
         if svc is not None:
             if request.method not in svc.methods:

@@ -27,7 +27,9 @@ conn.return_({
 def test_request_data(site):
     root = site({"echo.py": ECHO})
     with serve(root) as client:
-        r = client.get("/echo?a=1&b=two+words&a=3&e=", headers={"X-Custom": "yes", "Cookie": "s=1; t=\"q\""})
+        r = client.get(
+            "/echo?a=1&b=two+words&a=3&e=", headers={"X-Custom": "yes", "Cookie": 's=1; t="q"'}
+        )
         data = r.json()
         assert r.headers["content-type"] == "application/json"
         assert data["method"] == "GET"
@@ -52,8 +54,14 @@ def test_urlencoded_post_body_comes_after_the_query(site):
 def multipart(boundary: str, parts: list[tuple[str, str | None, str, bytes]]) -> bytes:
     out = b""
     for name, filename, ctype, data in parts:
-        disp = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename is not None else "")
-        out += f"--{boundary}\r\nContent-Disposition: {disp}\r\nContent-Type: {ctype}\r\n\r\n".encode() + data + b"\r\n"
+        disp = f'form-data; name="{name}"' + (
+            f'; filename="{filename}"' if filename is not None else ""
+        )
+        out += (
+            f"--{boundary}\r\nContent-Disposition: {disp}\r\nContent-Type: {ctype}\r\n\r\n".encode()
+            + data
+            + b"\r\n"
+        )
     return out + f"--{boundary}--\r\n".encode()
 
 
@@ -68,7 +76,9 @@ def test_multipart_fields_and_files(site):
         ],
     )
     with serve(root) as client:
-        r = client.post("/echo", body, headers={"Content-Type": "multipart/form-data; boundary=XyZ"})
+        r = client.post(
+            "/echo", body, headers={"Content-Type": "multipart/form-data; boundary=XyZ"}
+        )
         data = r.json()
         assert data["form"] == [["title", "naïve"]]
         assert data["files"] == [
@@ -84,8 +94,16 @@ def test_bad_form_data_is_a_400_and_the_server_keeps_serving(site):
             (b"a=%ff", "application/x-www-form-urlencoded", "not valid UTF-8"),
             (b"--nope\r\n", "multipart/form-data", "without a boundary"),
             (b"garbage", "multipart/form-data; boundary=B", "never contains its boundary"),
-            (b"--B\r\nContent-Type: text/plain\r\n\r\nx\r\n--B--", "multipart/form-data; boundary=B", "Content-Disposition"),
-            ("&".join(f"f{i}=1" for i in range(1001)).encode(), "application/x-www-form-urlencoded", "too many form fields"),
+            (
+                b"--B\r\nContent-Type: text/plain\r\n\r\nx\r\n--B--",
+                "multipart/form-data; boundary=B",
+                "Content-Disposition",
+            ),
+            (
+                "&".join(f"f{i}=1" for i in range(1001)).encode(),
+                "application/x-www-form-urlencoded",
+                "too many form fields",
+            ),
         ]
         for body, ctype, message in bad:
             r = client.post("/echo", body, headers={"Content-Type": ctype})
@@ -115,7 +133,12 @@ def test_return_status_content_type_headers(site):
     )
     with serve(root, dev=True) as client:
         r = client.get("/teapot")
-        assert (r.status, r.headers["content-type"], r.headers["x-pot"], r.body) == (418, "text/plain", "tea", b"short and stout")
+        assert (r.status, r.headers["content-type"], r.headers["x-pot"], r.body) == (
+            418,
+            "text/plain",
+            "tea",
+            b"short and stout",
+        )
         r = client.get("/nothing")
         assert r.status == 500
         assert "nothing.py finished without giving a response" in r.text
@@ -155,7 +178,12 @@ def test_redirect_cookies_and_files(site):
         assert r.status == 303 and r.headers["location"] == "/there"
         r = client.get("/setc")
         cookie = r.headers["set-cookie"]
-        assert cookie.startswith("visits=1;") and "Max-Age=60" in cookie and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+        assert (
+            cookie.startswith("visits=1;")
+            and "Max-Age=60" in cookie
+            and "HttpOnly" in cookie
+            and "SameSite=Lax" in cookie
+        )
         client.get("/setc")
         assert client.cookies["visits"] == "2"
         r = client.get("/badc")
@@ -163,7 +191,11 @@ def test_redirect_cookies_and_files(site):
         client.get("/drop")
         assert "visits" not in client.cookies
         r = client.get("/file")
-        assert r.status == 200 and r.text == "a,b\n1,2\n" and r.headers["content-type"].startswith("text/csv")
+        assert (
+            r.status == 200
+            and r.text == "a,b\n1,2\n"
+            and r.headers["content-type"].startswith("text/csv")
+        )
 
 
 def test_streaming_body_is_chunked(site):

@@ -26,10 +26,15 @@ def every_url() -> list[str]:
     urls = ["/" + name for name in site.scripts]
     urls += [path for path in site.services if path != "/svc/mul"] + ["/svc/mul?n=4"]
     urls += ["/" + name.removesuffix(".html") for name in site.templates.env.list_templates()]
-    for directory, _, files in os.walk(PAGES):
+    for directory, dirs, files in os.walk(PAGES):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]  # tool caches (.ruff_cache)
         for f in files:
             rel = os.path.relpath(os.path.join(directory, f), PAGES)
-            if not rel.endswith((".py", ".pyc")) and not rel.startswith(("templates", "_")) and "__pycache__" not in rel:
+            if (
+                not rel.endswith((".py", ".pyc"))
+                and not rel.startswith(("templates", "_"))
+                and "__pycache__" not in rel
+            ):
                 urls.append("/" + rel)
     return sorted(urls)
 
@@ -98,13 +103,19 @@ def test_guess_pictures_and_hidden_field(client):
 
 
 def test_a_form_with_three_bad_fields_shows_one_page_naming_all_three(client):
-    r = client.post("/booking", {"name": "Ada", "email": "ada-at-example", "arrival": "31/12/2026", "nights": "-2"})
+    r = client.post(
+        "/booking",
+        {"name": "Ada", "email": "ada-at-example", "arrival": "31/12/2026", "nights": "-2"},
+    )
     assert r.status == 400
     text = html.unescape(r.text)
     for name, value in (("email", "ada-at-example"), ("arrival", "31/12/2026"), ("nights", "-2")):
         assert name in text and value in text
     assert "'Ada'" not in text  # the good field is not listed
-    ok = client.post("/booking", {"name": "Ada", "email": "ada@example.org", "arrival": "2026-12-31", "nights": "2"})
+    ok = client.post(
+        "/booking",
+        {"name": "Ada", "email": "ada@example.org", "arrival": "2026-12-31", "nights": "2"},
+    )
     assert ok.status == 200 and "we expect you on 2026-12-31 for 2 night(s)" in ok.text
 
 
@@ -117,5 +128,11 @@ def test_services_and_templates(client):
 
 
 def test_source_is_not_served(client):
-    for url in ("/_layout.py", "/_layout", "/hop_services", "/hop_services.py", "/templates/greet.html"):
+    for url in (
+        "/_layout.py",
+        "/_layout",
+        "/hop_services",
+        "/hop_services.py",
+        "/templates/greet.html",
+    ):
         assert client.get(url).status == 404, url

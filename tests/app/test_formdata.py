@@ -51,7 +51,9 @@ def encode_multipart(boundary: str, fields, files) -> bytes:
 
 # Names without quotes, backslashes or line breaks (browsers %-encode those in names).
 safe_names = st.text(
-    st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'), min_size=1, max_size=15
+    st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'),
+    min_size=1,
+    max_size=15,
 )
 boundaries = st.text(st.sampled_from("abcXYZ0129'()+_,-./:=?"), min_size=1, max_size=70).filter(
     lambda b: not b.endswith(" ")
@@ -65,7 +67,11 @@ boundaries = st.text(st.sampled_from("abcXYZ0129'()+_,-./:=?"), min_size=1, max_
 )
 def test_multipart_agrees_with_the_email_package(boundary, fields, files):
     body = encode_multipart(boundary, fields, files)
-    if any(f"--{boundary}".encode() in v.encode() or f"--{boundary}".encode() in d for _, v in fields for *_, d in files):
+    if any(
+        f"--{boundary}".encode() in v.encode() or f"--{boundary}".encode() in d
+        for _, v in fields
+        for *_, d in files
+    ):
         return  # a value containing the delimiter is not a valid encoding of that value
     got_fields, got_files = parse_multipart(body, boundary)
     assert got_fields == fields
@@ -76,7 +82,9 @@ def test_multipart_agrees_with_the_email_package(boundary, fields, files):
     )
     oracle = []
     for part in message.iter_parts():
-        oracle.append((part.get_param("name", header="content-disposition"), part.get_payload(decode=True)))
+        oracle.append(
+            (part.get_param("name", header="content-disposition"), part.get_payload(decode=True))
+        )
     ours = [(n, v.encode()) for n, v in fields] + [(n, d) for n, _, d in files]
     assert oracle == ours
 
@@ -84,7 +92,7 @@ def test_multipart_agrees_with_the_email_package(boundary, fields, files):
 def test_multipart_details():
     body = (
         b"preamble\r\n--B \t\r\n"
-        b"Content-Disposition: form-data; name=\"f\"; filename*=UTF-8''%E2%82%AC.txt; filename=\"e.txt\"\r\n\r\n"
+        b'Content-Disposition: form-data; name="f"; filename*=UTF-8\'\'%E2%82%AC.txt; filename="e.txt"\r\n\r\n'
         b"euro\r\n--B\r\n"
         b"Content-Disposition: form-data; name=latin\r\nContent-Type: text/plain; charset=latin-1\r\n\r\n"
         b"caf\xe9\r\n--B--\r\nepilogue"

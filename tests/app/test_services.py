@@ -11,7 +11,7 @@ from pyweb.app.services import Service, service
 from pyweb.app.site import check_site
 from pyweb.testing import serve
 
-SERVICES = '''
+SERVICES = """
 from __future__ import annotations   # string annotations must work too
 
 import datetime
@@ -70,7 +70,7 @@ async def none():
 @service("/getonly", methods=["GET"])
 async def getonly():
     return "ok"
-'''
+"""
 
 
 @pytest.fixture
@@ -84,8 +84,15 @@ def test_typed_parameters(client):
     assert client.get("/add?a=2&b=40").text == "42"
     assert client.post("/add", {"a": "-2", "b": "1"}).text == "-1"
     data = client.get("/typed?n=7&email=ada@example.org&when=2024-02-29").json()
-    assert data == {"n": 7, "email": "ada@example.org", "when": "2024-02-29", "size": "m",
-                    "note": None, "ratio": 1.5, "ok": False}
+    assert data == {
+        "n": 7,
+        "email": "ada@example.org",
+        "when": "2024-02-29",
+        "size": "m",
+        "note": None,
+        "ratio": 1.5,
+        "ok": False,
+    }
     data = client.get("/typed?n=7&email=a@b.co&when=2024-01-01&size=l&note=hi&ratio=2&ok=on").json()
     assert (data["size"], data["note"], data["ratio"], data["ok"]) == ("l", "hi", 2.0, True)
 
@@ -173,14 +180,18 @@ def test_load_errors(site):
     shown = [str(p) for p in problems]
     assert any("have the same URL" in s and "/same" in s for s in shown), shown
     assert any(s.startswith("site/c.py:3: ModuleNotFoundError") for s in shown), shown
-    assert any(s.startswith("site/d.py:1:") and "same URL as this script" in s for s in shown), shown
+    assert any(s.startswith("site/d.py:1:") and "same URL as this script" in s for s in shown), (
+        shown
+    )
 
 
 def test_decorator_errors_name_the_problem():
     with pytest.raises(TypeError, match="n"):
+
         @service
         async def f(n: complex):
             pass
+
     with pytest.raises(ValueError, match="'nope'"):
         service("nope")(lambda: None)
 

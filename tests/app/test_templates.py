@@ -17,7 +17,9 @@ FILES = {
 def test_template_pages(site):
     root = site(FILES)
     with serve(root, dev=True) as client:
-        r = client.get("/hello?name=<script>alert(1)</script>", )
+        r = client.get(
+            "/hello?name=<script>alert(1)</script>",
+        )
         assert r.status == 500  # 'greeting' is undefined: StrictUndefined names it
         assert "greeting" in r.text and "UndefinedError" in r.text
         root.joinpath("templates/hello.html").write_text(

@@ -54,6 +54,8 @@ def test_play_the_guessing_game_in_a_browser(browser_page, url):
             break
     assert titles[-1] == "Congratulations!", titles
     if url == "/guess":  # the script version shows the paper's pictures
-        assert page.evaluate("document.images[0].complete && document.images[0].naturalWidth") == 120
+        assert (
+            page.evaluate("document.images[0].complete && document.images[0].naturalWidth") == 120
+        )
     page.click("text=Play again?")
     assert page.title() == "Guess a number between 0 and 100"
