@@ -1,0 +1,152 @@
+"""The supervisor (pyweb.server.workers) with tiny real worker processes on a real socket.
+
+The workers here are a few lines of Python that answer each connection with their pid, so
+these tests are about supervision alone: the shared socket, restart with back-off,
+recycling, draining. ``tests/server/test_serve_workers.py`` runs real pyweb workers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+
+import pytest
+import trio
+
+from pyweb.server.workers import FIRST_DELAY, RECYCLE_EXIT, Supervisor, worker_table
+
+# A worker: accept on the inherited socket, answer with our pid; after `limit` answers exit
+# with RECYCLE_EXIT; on SIGTERM finish the current answer and exit 0.
+WORKER = f"""
+import os, signal, socket, sys
+sock = socket.socket(fileno=int(sys.argv[1]))
+limit = int(sys.argv[2])
+stop = False
+def on_term(*_):
+    global stop
+    stop = True
+    sock.close()
+signal.signal(signal.SIGTERM, on_term)
+served = 0
+while not stop:
+    try:
+        conn, _ = sock.accept()
+    except OSError:
+        break
+    body = str(os.getpid()).encode()
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n%s" % (len(body), body))
+    conn.close()
+    served += 1
+    if limit and served >= limit:
+        sys.exit({RECYCLE_EXIT})
+"""
+
+
+def listener() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    return sock
+
+
+async def ask(port: int) -> int:
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while chunk := await stream.receive_some():
+            data += chunk
+    return int(data.split(b"\r\n\r\n", 1)[1])
+
+
+def make(sock: socket.socket, count: int, limit: int = 0, said: list[str] | None = None):
+    return Supervisor(
+        sock,
+        count,
+        lambda index, fd: [sys.executable, "-c", WORKER, str(fd), str(limit)],
+        say=(said.append if said is not None else lambda _: None),
+    )
+
+
+@pytest.mark.timeout(30)
+def test_workers_share_the_port_and_a_dead_one_is_replaced():
+    sock = listener()
+    port = sock.getsockname()[1]
+    said: list[str] = []
+
+    async def main():
+        supervisor = make(sock, 2, said=said)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(supervisor.run)
+            await supervisor.wait_for_starts(2)
+            pids = {slot.pid for slot in supervisor.slots}
+            assert {row["pid"] for row in worker_table(supervisor.table_path)} == pids
+            answered = {await ask(port) for _ in range(20)}
+            assert answered <= pids
+            victim = supervisor.slots[0]
+            os.kill(victim.pid, signal.SIGKILL)
+            await supervisor.wait_for_starts(3)
+            assert victim.exits == [-signal.SIGKILL]
+            assert victim.pid not in pids
+            assert await ask(port) in {slot.pid for slot in supervisor.slots}
+            supervisor.stop()
+        return supervisor
+
+    supervisor = trio.run(main)
+    # Drained by SIGTERM, not killed (a worker still starting up dies of the SIGTERM itself).
+    assert {slot.process.returncode for slot in supervisor.slots} <= {0, -signal.SIGTERM}
+    assert not os.path.exists(supervisor.table_path)
+    assert any("exited with signal 9; restarting in 0.1 s" in line for line in said)
+
+
+@pytest.mark.timeout(30)
+def test_a_worker_that_keeps_dying_backs_off():
+    sock = listener()
+    said: list[str] = []
+
+    async def main():
+        supervisor = Supervisor(
+            sock, 1, lambda i, fd: [sys.executable, "-c", "raise SystemExit(3)"], say=said.append
+        )
+        async with trio.open_nursery() as nursery:
+            await nursery.start(supervisor.run)
+            await supervisor.wait_for_starts(4)
+            supervisor.stop()
+        return supervisor
+
+    supervisor = trio.run(main)
+    delays = [line.rsplit("restarting in ", 1)[1] for line in said if "restarting" in line]
+    assert delays[:3] == [f"{FIRST_DELAY:g} s", f"{FIRST_DELAY * 2:g} s", f"{FIRST_DELAY * 4:g} s"]
+    assert supervisor.slots[0].exits[:3] == [3, 3, 3]
+
+
+@pytest.mark.timeout(30)
+def test_max_requests_recycles_without_losing_a_request():
+    sock = listener()
+    port = sock.getsockname()[1]
+
+    async def main():
+        supervisor = make(sock, 2, limit=3)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(supervisor.run)
+            answers = [await ask(port) for _ in range(30)]  # every one answered
+            supervisor.stop()
+        return supervisor, answers
+
+    supervisor, answers = trio.run(main)
+    assert len(answers) == 30
+    assert len(set(answers)) >= 10  # 30 requests, 3 per worker life
+    assert RECYCLE_EXIT in supervisor.slots[0].exits + supervisor.slots[1].exits
+
+
+def test_worker_table_outside_a_supervisor(monkeypatch):
+    monkeypatch.delenv("PYWEB_WORKERS_FILE", raising=False)
+    assert worker_table() == []
+
+
+def test_zero_workers_is_refused():
+    with pytest.raises(ValueError, match="workers must be at least 1, got 0"):
+        Supervisor(listener(), 0, lambda i, fd: [])
