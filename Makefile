@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint bench bench-parse bench-render bench-events bench-peers bench-peers-short fuzz docs clean
+.PHONY: run test install dev lint bench bench-parse bench-render bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust fuzz docs clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -50,6 +50,18 @@ bench-peers-short: dev
 ## CML event benchmarks (CML §5 Tables 3-5 on trio)
 bench-events: dev
 	$(PY) benchmarks/bench_events.py
+
+## reply rate against offered rate with httperf: Hop Figs. 6-7, Marlow Fig. 1 (plots in docs/img)
+bench-sweep: dev
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) benchmarks/sweep.py --plots docs/img
+
+bench-sweep-short: dev
+	$(PY) benchmarks/sweep.py --short --servers pyweb,raw-trio
+
+## the locust user scenarios (guessing game, guest book, exchange), headless, for 20 s
+bench-locust: dev
+	$(PY) benchmarks/load.py --users 20 --time 20s
 
 bench: bench-parse bench-render bench-events bench-peers
 

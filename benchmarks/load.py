@@ -1,0 +1,125 @@
+"""Run the locust scenarios (benchmarks/locustfile.py) headless against pyweb (issue 8, item 6).
+
+Starts ``pyweb serve pages`` (pinned to CPU 0, access log off), runs locust on CPU 1 for a
+fixed time with a fixed number of users, prints locust's summary table and stops the
+server. locust lives in its own venv, ``benchmarks/.venv-locust`` (it brings gevent, which
+has no business in the project's venv), created on first use.
+
+Usage: .venv/bin/python benchmarks/load.py [--users 20] [--time 20s] [--host URL]
+       (--host: load an already running server instead of starting one)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peers  # noqa: E402 - free_port, pinned, RunningServer's way of waiting
+
+HERE = Path(__file__).resolve().parent
+VENV = HERE / ".venv-locust"
+LOCUST = "locust==2.47.0"
+
+
+def ensure_locust() -> Path:
+    python = VENV / "bin" / "python"
+    stamp = VENV / ".installed"
+    if not (python.exists() and stamp.exists() and stamp.read_text() == LOCUST):
+        print(f"installing {LOCUST} into {VENV.relative_to(peers.ROOT)} ...", flush=True)
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", LOCUST],
+            check=True,
+        )
+        stamp.write_text(LOCUST)
+    return VENV / "bin" / "locust"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--users", type=int, default=20)
+    p.add_argument("--time", default="20s", help="locust --run-time (default 20s)")
+    p.add_argument("--host", default=None, help="an already running server to load")
+    args = p.parse_args(argv)
+    locust = ensure_locust()
+    server = None
+    host = args.host
+    with tempfile.TemporaryDirectory(prefix="pyweb-load-") as tmp:
+        if host is None:
+            port = peers.free_port()
+            log = open(Path(tmp) / "server.log", "wb")  # noqa: SIM115 - closed below
+            server = subprocess.Popen(
+                peers.pinned(
+                    "0",
+                    [
+                        sys.executable,
+                        "-m",
+                        "pyweb",
+                        "serve",
+                        str(peers.ROOT / "pages"),
+                        "--port",
+                        str(port),
+                        "--access-log",
+                        "none",
+                    ],
+                ),  # fmt: skip
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=dict(os.environ, PYWEB_DATA_DIR=tmp),
+            )
+            host = f"http://{peers.HOST}:{port}"
+            wait_listening(server, port)
+        try:
+            done = subprocess.run(
+                peers.pinned(
+                    "1",
+                    [
+                        str(locust),
+                        "-f",
+                        str(HERE / "locustfile.py"),
+                        "--headless",
+                        "-H",
+                        host,
+                        "-u",
+                        str(args.users),
+                        "-r",
+                        str(args.users),
+                        "-t",
+                        args.time,
+                        "--only-summary",
+                        "--exit-code-on-error",
+                        "1",
+                    ],
+                ),  # fmt: skip
+            )
+        finally:
+            if server is not None:
+                server.terminate()
+                server.wait(10)
+    return done.returncode
+
+
+def wait_listening(process: subprocess.Popen, port: int, timeout: float = 20.0) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"pyweb exited with status {process.returncode}")
+        try:
+            socket.create_connection((peers.HOST, port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"pyweb is not listening on {port} after {timeout:.0f} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
