@@ -1,0 +1,153 @@
+"""``/_pyweb/status``: what the server is doing, for the operator (issue 8, item 5).
+
+Marlow's server (§5) answers "what happened?" with its logs; an operator also asks "what is
+happening now?": how many connections are open, how many requests were served, which pages
+are slow, which workers run. :class:`StatusHandler` wraps the site's handler, counts every
+request it passes on (per page: count, errors, total and worst time) and answers
+``/_pyweb/status`` itself with JSON.
+
+It is off unless ``--status`` is given, and then it answers only clients on the loopback
+interface, or anyone presenting the token (``--status-token``, as ``Authorization: Bearer
+TOKEN``), because page names and counts tell an attacker what to aim at.
+
+The per-page table keeps at most :data:`MAX_PAGES` paths; requests for further paths (a
+scanner trying thousands of URLs) are counted together under ``"(other)"`` so the table,
+and the server's memory, stay bounded (Marlow's constant memory).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyweb.protocol.response import Response
+
+from .context import RequestContext
+
+if TYPE_CHECKING:
+    from . import Server
+
+__all__ = ["StatusHandler", "PageStats", "STATUS_PATH", "MAX_PAGES"]
+
+STATUS_PATH = "/_pyweb/status"
+MAX_PAGES = 1000
+
+
+@dataclass
+class PageStats:
+    """What one path has cost so far."""
+
+    requests: int = 0
+    errors: int = 0
+    """Responses with a 5xx status, or handlers that raised."""
+    total_seconds: float = 0.0
+    max_seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        mean = self.total_seconds / self.requests if self.requests else 0.0
+        return {
+            "requests": self.requests,
+            "errors": self.errors,
+            "mean_ms": round(mean * 1000, 3),
+            "max_ms": round(self.max_seconds * 1000, 3),
+        }
+
+
+def _is_loopback(peer: str) -> bool:
+    host = peer.rsplit(":", 1)[0].strip("[]")
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "" or peer.startswith("/")  # a Unix socket is local
+
+
+class StatusHandler:
+    """The site's handler, counted, plus the status page."""
+
+    def __init__(
+        self,
+        inner: Callable[[RequestContext], Awaitable[Response]],
+        server: Server,
+        token: str | None = None,
+    ) -> None:
+        self.inner = inner
+        self.server = server
+        self.token = token
+        self.started = time.time()
+        self.requests = 0
+        self.pages: dict[str, PageStats] = {}
+
+    def _stats_for(self, path: str) -> PageStats:
+        stats = self.pages.get(path)
+        if stats is None:
+            if len(self.pages) >= MAX_PAGES:
+                path = "(other)"
+                stats = self.pages.get(path)
+            if stats is None:
+                stats = self.pages[path] = PageStats()
+        return stats
+
+    async def __call__(self, ctx: RequestContext) -> Response:
+        request = ctx.request
+        if request.path == STATUS_PATH:
+            return self.answer(ctx)
+        self.requests += 1
+        stats = self._stats_for(request.path)
+        stats.requests += 1
+        start = time.perf_counter()
+        try:
+            response = await self.inner(ctx)
+        except BaseException:
+            stats.errors += 1
+            raise
+        finally:
+            elapsed = time.perf_counter() - start
+            stats.total_seconds += elapsed
+            if elapsed > stats.max_seconds:
+                stats.max_seconds = elapsed
+        if response.status >= 500:
+            stats.errors += 1
+        return response
+
+    def allowed(self, ctx: RequestContext) -> bool:
+        if self.token is not None:
+            for name, value in ctx.request.headers:
+                if name == "authorization" and value.startswith("Bearer "):
+                    return hmac.compare_digest(value[7:].encode(), self.token.encode())
+        return _is_loopback(ctx.peer)
+
+    def answer(self, ctx: RequestContext) -> Response:
+        if not self.allowed(ctx):
+            return Response(
+                403,
+                [("content-type", "text/plain; charset=utf-8")],
+                b"403 Forbidden: the status page answers loopback clients and token holders\n",
+            )
+        body = json.dumps(self.snapshot(), indent=1).encode() + b"\n"
+        return Response(
+            200,
+            [("content-type", "application/json"), ("cache-control", "no-store")],
+            body,
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        from .workers import worker_table
+
+        server = self.server
+        config = server.config
+        return {
+            "pid": os.getpid(),
+            "worker": os.environ.get("PYWEB_WORKER_ID"),
+            "workers": worker_table(),
+            "scheduler": config.scheduler,
+            "uptime_s": round(time.time() - self.started, 3),
+            "connections_open": len(server.connections),
+            "requests_served": self.requests,
+            "pages": {path: s.as_json() for path, s in sorted(self.pages.items())},
+        }

@@ -1,0 +1,335 @@
+"""Operations, as an operator meets them (issue 8): ``pyweb serve`` in a subprocess, under a
+steady load of real requests, while it is reloaded (SIGHUP), its workers are killed or
+recycled, and it is stopped (SIGTERM). The load counts every failed request."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(90)
+
+BANNER = re.compile(r"pyweb serving .+ on http://127\.0\.0\.1:(\d+)/")
+
+
+def start(site: Path, *flags: str) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyweb", "serve", str(site), "--port", "0",
+         "--access-log", "none", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    banner = proc.stdout.readline()  # type: ignore[union-attr]
+    found = BANNER.match(banner)
+    if not found:
+        proc.kill()
+        raise AssertionError(f"no banner: {banner!r} {proc.stderr.read()}")  # type: ignore[union-attr]
+    return proc, int(found.group(1))
+
+
+def request(port: int, target: str, body: bytes | None = None, sock=None) -> tuple[int, bytes]:
+    """One request; on ``sock`` (kept alive) or on a new connection (closed after)."""
+    own = sock is None
+    if own:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        method = "GET" if body is None else "POST"
+        head = f"{method} {target} HTTP/1.1\r\nHost: x\r\n"
+        if body is not None:
+            head += f"Content-Length: {len(body)}\r\nContent-Type: text/plain\r\n"
+        if own:
+            head += "Connection: close\r\n"
+        sock.sendall(head.encode() + b"\r\n" + (body or b""))
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed before a reply")
+            data += chunk
+        head_bytes, rest = data.split(b"\r\n\r\n", 1)
+        length = int(re.search(rb"(?i)content-length: (\d+)", head_bytes).group(1))
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed in the middle of a reply")
+            rest += chunk
+        return int(head_bytes.split()[1]), rest[:length]
+    finally:
+        if own:
+            sock.close()
+
+
+class Load:
+    """``clients`` threads requesting ``target`` in a loop, one connection per request."""
+
+    def __init__(self, port: int, target: str = "/hello", clients: int = 4) -> None:
+        self.port, self.target = port, target
+        self.ok = 0
+        self.failures: list[str] = []
+        self.failed_at: list[float] = []
+        self.bodies: set[bytes] = set()
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run) for _ in range(clients)]
+        self._lock = threading.Lock()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                status, body = request(self.port, self.target)
+            except OSError as exc:
+                outcome = f"{type(exc).__name__}: {exc}"
+            else:
+                outcome = None if status == 200 else f"status {status}"
+            with self._lock:
+                if outcome is None:
+                    self.ok += 1
+                    self.bodies.add(body)
+                else:
+                    self.failures.append(outcome)
+                    self.failed_at.append(time.monotonic())
+
+    def __enter__(self) -> Load:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(20)
+
+    def wait_for(self, n: int, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        start = self.ok
+        while self.ok < start + n:
+            assert time.monotonic() < deadline, f"only {self.ok - start} of {n} requests"
+            time.sleep(0.01)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    (tmp_path / "hello.py").write_text('conn.return_("version 1")\n')
+    (tmp_path / "slow.py").write_text(
+        "import trio\nawait trio.sleep(float(conn.query.get('s', '1')))\n"
+        'conn.return_("slow version 1")\n'
+    )
+    (tmp_path / "upload.py").write_text("conn.return_(str(len(await conn.body())))\n")
+    return tmp_path
+
+
+def stop(proc: subprocess.Popen, signum: int = signal.SIGTERM) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signum)
+    try:
+        return proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def wait_until(predicate, timeout: float = 20, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+# --- configuration file ------------------------------------------------------------------
+
+
+def test_a_config_file_is_read_and_flags_override_it(site):
+    (site / "pyweb.toml").write_text("status = true\nmax_body = 10\nport = 1\n")
+    proc, port = start(site)  # --port 0 on the command line beats port = 1 in the file
+    try:
+        assert request(port, "/upload", b"x" * 5) == (200, b"5")
+        assert request(port, "/upload", b"x" * 11)[0] == 413
+        status, body = request(port, "/_pyweb/status")
+        # The 413 came from the parser, before any page ran: one request reached /upload.
+        assert status == 200 and json.loads(body)["pages"]["/upload"]["requests"] == 1
+    finally:
+        assert stop(proc) == 0
+
+
+def test_a_bad_config_file_is_refused_at_start_with_its_line(site):
+    (site / "pyweb.toml").write_text("port = 0\nkeepalive_timeout = 'soon'\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pyweb", "serve", str(site)], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert f"{site / 'pyweb.toml'}:2: --keepalive-timeout: not a number of seconds" in done.stderr
+
+
+# --- reload (Marlow §6) --------------------------------------------------------------------
+
+
+def test_reload_under_load_new_connections_see_the_new_settings(site):
+    (site / "pyweb.toml").write_text("max_body = 100\n")
+    proc, port = start(site)
+    try:
+        old = socket.create_connection(("127.0.0.1", port), timeout=10)  # opened before
+        assert request(port, "/upload", b"x" * 50, sock=old) == (200, b"50")
+        slow = {}
+        slow_thread = threading.Thread(target=lambda: slow.update(r=request(port, "/slow?s=1.5")))
+        with Load(port) as load:
+            load.wait_for(20)
+            slow_thread.start()
+            time.sleep(0.3)  # the slow request is running with version 1
+            (site / "pyweb.toml").write_text("max_body = 10\n")
+            (site / "hello.py").write_text('conn.return_("version 2")\n')
+            (site / "slow.py").write_text('conn.return_("slow version 2")\n')
+            proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: request(port, "/hello") == (200, b"version 2"), what="reload")
+            load.wait_for(20)
+        slow_thread.join(10)
+        assert load.failures == []
+        assert load.bodies == {b"version 1", b"version 2"}
+        assert slow["r"] == (200, b"slow version 1")  # in progress: finished with the old page
+        assert request(port, "/upload", b"x" * 50)[0] == 413  # a new connection: new limit
+        assert request(port, "/upload", b"x" * 50, sock=old) == (200, b"50")  # old: old limit
+        old.close()
+    finally:
+        assert stop(proc) == 0
+    assert "SIGHUP: reloaded" in proc.stderr.read()
+
+
+def test_an_invalid_reload_is_refused_and_the_old_settings_stay(site):
+    (site / "pyweb.toml").write_text("max_body = 100\n")
+    proc, port = start(site)
+    try:
+        (site / "pyweb.toml").write_text("max_body = 'lots'\n")
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        (site / "pyweb.toml").write_text("max_body = 10\n")  # good settings, a broken page
+        (site / "hello.py").write_text("def broken(:\n")
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert request(port, "/hello") == (200, b"version 1")
+        assert request(port, "/upload", b"x" * 50) == (200, b"50")
+    finally:
+        assert stop(proc) == 0
+    errors = proc.stderr.read()
+    assert "reload refused, keeping the old settings" in errors
+    assert "pyweb.toml:1: --max-body: not a whole number: 'lots'" in errors
+    assert "reload refused, keeping the old pages" in errors
+
+
+# --- workers under a supervisor -------------------------------------------------------------
+
+
+def status_of(port: int) -> dict:
+    status, body = request(port, "/_pyweb/status")
+    assert status == 200, body
+    return json.loads(body)
+
+
+def test_workers_share_the_port_and_a_killed_one_is_replaced(site):
+    proc, port = start(site, "--workers", "2", "--status")
+    try:
+        wait_until(lambda: len(status_of(port)["workers"]) == 2, what="two workers")
+        pids = {w["pid"] for w in status_of(port)["workers"]}
+        with Load(port) as load:
+            load.wait_for(30)
+            victim = sorted(pids)[0]
+            os.kill(victim, signal.SIGKILL)
+            wait_until(
+                lambda: {w["pid"] for w in status_of(port)["workers"]} - pids,
+                what="a replacement worker",
+            )
+            load.wait_for(30)
+        # Only requests the killed worker had accepted can fail (4 clients: at most 4).
+        assert len(load.failures) <= 4, load.failures
+        now = {w["pid"] for w in status_of(port)["workers"]}
+        assert victim not in now and len(now) == 2
+    finally:
+        assert stop(proc) == 0
+
+
+def test_sigterm_under_load_answers_every_accepted_request(site):
+    proc, port = start(site, "--workers", "2")
+    answered = []
+
+    def slow_request():
+        answered.append(request(port, "/slow?s=1"))
+
+    try:
+        with Load(port) as load:
+            load.wait_for(20)
+            slow = [threading.Thread(target=slow_request) for _ in range(3)]
+            for thread in slow:
+                thread.start()
+            time.sleep(0.3)  # the slow requests are in progress
+            signalled = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            for thread in slow:
+                thread.join(10)
+        assert answered == [(200, b"slow version 1")] * 3  # in progress: answered
+        assert proc.wait(20) == 0
+        # Nothing failed before the signal. After it, connections are refused, or reset if
+        # they were still waiting in the kernel's backlog when the last worker closed the
+        # socket (no worker had accepted them: docs/production.md).
+        assert all(t >= signalled for t in load.failed_at)
+        assert all("Refused" in f or "Reset" in f for f in load.failures), load.failures
+    finally:
+        stop(proc)
+
+
+@pytest.mark.xfail(
+    reason="TODO(coordinator): a draining worker closes a just-accepted connection whose "
+    "request is already in its buffer; fix in connection.py after the events rewrite",
+    strict=False,
+)
+def test_max_requests_recycles_workers_without_failing_a_request(site):
+    proc, port = start(site, "--workers", "2", "--max-requests", "25", "--status")
+    try:
+        with Load(port) as load:
+            load.wait_for(200)
+        assert load.failures == []
+        assert len(load.bodies) == 1
+    finally:
+        assert stop(proc) == 0
+    assert "recycled; starting another" in proc.stderr.read()
+
+
+def test_max_requests_without_workers_is_an_error(site):
+    done = subprocess.run(
+        [sys.executable, "-m", "pyweb", "serve", str(site), "--max-requests", "5"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "--max-requests needs --workers" in done.stderr
+
+
+# --- status page ----------------------------------------------------------------------------
+
+
+def test_status_page_is_off_by_default_and_counts_per_page(site):
+    proc, port = start(site)
+    try:
+        assert request(port, "/_pyweb/status")[0] == 404
+    finally:
+        stop(proc)
+    proc, port = start(site, "--status")
+    try:
+        for _ in range(3):
+            request(port, "/hello")
+        request(port, "/nope")
+        data = status_of(port)
+        assert data["scheduler"] == "one-to-one"
+        assert data["requests_served"] == 4
+        assert data["pages"]["/hello"]["requests"] == 3
+        assert data["pages"]["/nope"]["requests"] == 1
+        assert data["connections_open"] >= 1  # ours
+        assert data["workers"] == [] and data["pid"] == proc.pid
+    finally:
+        assert stop(proc) == 0
