@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -21,6 +22,8 @@ from pyweb.app.site import Site, SiteError, check_site
 from pyweb.protocol.parser import Limits
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import SCHEDULERS
+from pyweb.server.configfile import ConfigFileError, find_config_file, read_config_file
+from pyweb.server.workers import RECYCLE_EXIT, Supervisor
 
 __all__ = ["main", "build_parser"]
 
@@ -153,6 +156,41 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"connections served at once (default: {d.max_connections})",
     )
+    serve.add_argument(
+        "--config",
+        metavar="PATH",
+        help="settings file (default: DIR/pyweb.toml if it exists); its keys are these "
+        "flags with underscores, flags given here override it; SIGHUP re-reads it",
+    )
+    serve.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="serve with N processes sharing the port, under a supervisor that restarts a "
+        "worker that dies (default: 1, no supervisor)",
+    )
+    serve.add_argument(
+        "--max-requests",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --workers: a worker drains and is replaced after N requests",
+    )
+    serve.add_argument(
+        "--status",
+        action="store_true",
+        help="answer /_pyweb/status (JSON: connections, requests, per-page latency, workers) "
+        "to loopback clients",
+    )
+    serve.add_argument(
+        "--status-token",
+        default=None,
+        metavar="SECRET",
+        help="also answer /_pyweb/status to clients sending 'Authorization: Bearer SECRET'",
+    )
+    # Internal: how the supervisor hands its listening socket to a worker.
+    serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
     check = commands.add_parser(
         "check",
         help="compile every page, library module and template of a site and list the errors",
@@ -206,14 +244,76 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_connections=args.max_connections,
         access_log=args.access_log,
         error_log=args.error_log,
+        status=args.status or args.status_token is not None,
+        status_token=args.status_token,
+        listen_fd=args.listen_fd,
+        max_requests=args.max_requests if args.listen_fd is not None else None,
     )
 
 
-async def serve_until_signalled(server: Server) -> int:
-    """Run ``server``; the first SIGINT/SIGTERM shuts it down gracefully (exit status 0),
-    a second one cancels everything at once (exit status 1)."""
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:  # argparse keeps its subparsers in a private action
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]
+    raise LookupError(name)  # pragma: no cover
+
+
+def parse_command_line(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; for ``serve``, the configuration file's values are the defaults that
+    the flags override (``config_path`` says which file was read, or None). Raises
+    :class:`~pyweb.server.configfile.ConfigFileError` for a bad file."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.config_path = None
+    if args.command == "serve" and os.path.isdir(args.dir):
+        path = find_config_file(args.dir, args.config)
+        if path is not None:
+            serve = _subcommand(parser, "serve")
+            serve.set_defaults(**read_config_file(path, serve))
+            args = parser.parse_args(argv)
+            args.config_path = path
+    return args
+
+
+def build_site(args: argparse.Namespace, config: ServerConfig) -> Site:
+    """The site ``pyweb serve`` serves (raises SiteError for a broken one outside --dev)."""
+    return Site(args.dir, dev=config.dev)
+
+
+def _say(text: str) -> None:
+    print(f"pyweb: {text}", file=sys.stderr, flush=True)
+
+
+def reload(server: Server, argv: Sequence[str] | None) -> bool:
+    """SIGHUP (Marlow §6): read the configuration file and the pages again. New connections
+    get the new settings and pages, requests in progress finish with the old ones. A bad
+    file or a broken site is refused, and the old settings stay."""
+    try:
+        args = parse_command_line(argv)
+        config = config_from_args(args)
+        site = build_site(args, config)
+    except (ConfigFileError, ValueError) as exc:
+        _say(f"SIGHUP: reload refused, keeping the old settings: {exc}")
+        return False
+    except SiteError as err:
+        _say(f"SIGHUP: reload refused, keeping the old pages: {len(err.problems)} error(s)")
+        for problem in err.problems:
+            print(problem, file=sys.stderr)
+        return False
+    for name in server.reconfigure(config, site):
+        _say(f"SIGHUP: {name} changed; it needs a restart and keeps its old value")
+    _say(f"SIGHUP: reloaded {args.config_path or 'the command line'} and the pages")
+    return True
+
+
+async def serve_until_signalled(server: Server, argv: Sequence[str] | None = None) -> int:
+    """Run ``server``; the first SIGINT/SIGTERM shuts it down gracefully (exit status 0, or
+    :data:`~pyweb.server.workers.RECYCLE_EXIT` after ``--max-requests``), a second one
+    cancels everything at once (exit status 1); SIGHUP reloads (:func:`reload`); SIGUSR1
+    reopens the log files (the logrotate convention)."""
     forced = False
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
+    with trio.open_signal_receiver(*watched) as signals:
         async with trio.open_nursery() as nursery:
 
             async def serve(
@@ -224,41 +324,83 @@ async def serve_until_signalled(server: Server) -> int:
 
             await nursery.start(serve)
             config = server.config
-            print(
-                f"pyweb serving {config.site_dir} on {server.url} "
-                f"(scheduler {config.scheduler}, dev mode {'on' if config.dev else 'off'})",
-                flush=True,
-            )
+            worker = os.environ.get("PYWEB_WORKER_ID")
+            if config.listen_fd is not None and worker is not None:
+                print(f"pyweb worker {worker} (pid {os.getpid()}) ready", flush=True)
+            else:
+                print(
+                    f"pyweb serving {config.site_dir} on {server.url} "
+                    f"(scheduler {config.scheduler}, dev mode {'on' if config.dev else 'off'})",
+                    flush=True,
+                )
             async for signum in signals:
-                if not server.closing:
-                    print(
-                        f"pyweb: {signal.Signals(signum).name}, shutting down",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                if signum == signal.SIGHUP:
+                    if not server.closing:
+                        reload(server, argv)
+                elif signum == signal.SIGUSR1:  # logrotate moved the files: open new ones
+                    if server.log is not None:
+                        server.log.reopen()
+                elif not server.closing:
+                    _say(f"{signal.Signals(signum).name}, shutting down")
                     server.shutdown()
                 else:
-                    print("pyweb: second signal, stopping now", file=sys.stderr, flush=True)
+                    _say("second signal, stopping now")
                     forced = True
                     nursery.cancel_scope.cancel()
-    return 1 if forced else 0
+    if forced:
+        return 1
+    return RECYCLE_EXIT if server.recycled else 0
+
+
+def supervise(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``--workers N``: one listening socket, N worker processes (pyweb.server.workers)."""
+    try:
+        listener = socket.create_server((args.host, args.port), backlog=128)
+    except OSError as exc:
+        print(f"pyweb: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    host, port = listener.getsockname()[:2]
+
+    def command(index: int, fd: int) -> list[str]:
+        # Later flags win in argparse: the worker serves the shared socket, alone.
+        return [sys.executable, "-m", "pyweb", *argv, "--workers", "1", "--listen-fd", str(fd)]
+
+    supervisor = Supervisor(listener, args.workers, command)
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"pyweb serving {args.dir} on http://{shown}:{port}/ with {args.workers} workers "
+        f"(supervisor pid {os.getpid()}; SIGHUP reloads, SIGTERM drains)",
+        flush=True,
+    )
+    try:
+        return trio.run(supervisor.run)
+    finally:
+        listener.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parse_command_line(argv)
+    except ConfigFileError as exc:
+        print(f"pyweb: error: {exc}", file=sys.stderr)
+        return 2
     if not os.path.isdir(args.dir):
         print(f"pyweb: error: site directory {args.dir!r} does not exist", file=sys.stderr)
         return 2
     if args.command == "check":
         return run_check(args.dir)
     if args.command == "serve":
+        if args.max_requests is not None and args.workers == 1 and args.listen_fd is None:
+            print("pyweb: error: --max-requests needs --workers", file=sys.stderr)
+            return 2
         try:
             config = config_from_args(args)
         except ValueError as exc:
-            parser.error(str(exc))
+            print(f"pyweb: error: {exc}", file=sys.stderr)
+            return 2
         try:
-            site = Site(args.dir, dev=config.dev)
+            site = build_site(args, config)
         except SiteError as err:
             for problem in err.problems:
                 print(problem, file=sys.stderr)
@@ -270,15 +412,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         for problem in site.problems:  # only in --dev: served anyway, shown on the page
             print(f"pyweb: warning: {problem}", file=sys.stderr)
+        if args.workers > 1 and args.listen_fd is None:
+            return supervise(args, argv)
         server = Server(config, site)
         status = 1
         try:
-            status = trio.run(serve_until_signalled, server)
+            status = trio.run(serve_until_signalled, server, argv)
         except* OSError as group:  # typically: the port is in use, or the host is not ours
             exc = group.exceptions[0]
             print(f"pyweb: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return status
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover
+    print(f"pyweb: error: unknown command {args.command!r}", file=sys.stderr)  # pragma: no cover
     return 2
 
 

@@ -21,7 +21,7 @@ What the supervisor does, and why:
 * **Recycles.** With ``--max-requests N`` a worker shuts down gracefully after N requests
   and exits with status :data:`RECYCLE_EXIT`; the supervisor replaces it at once.
 * **Forwards signals.** SIGHUP goes to every worker (each re-reads its configuration and
-  pages: Marlow §6). SIGTERM or SIGINT is forwarded too; each worker drains (finishes the
+  pages: Marlow §6), and so does SIGUSR1 (each reopens its log files). SIGTERM or SIGINT is forwarded too; each worker drains (finishes the
   requests it accepted) and the supervisor exits 0 when the last one has. A second
   SIGTERM/SIGINT kills the workers (exit 1).
 """
@@ -160,16 +160,17 @@ class Supervisor:
         """Supervise until SIGTERM/SIGINT; returns the exit status (0 after a drain)."""
         forced = False
         try:
-            with trio.open_signal_receiver(signal.SIGHUP, signal.SIGTERM, signal.SIGINT) as signals:
+            watched = (signal.SIGHUP, signal.SIGUSR1, signal.SIGTERM, signal.SIGINT)
+            with trio.open_signal_receiver(*watched) as signals:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     for slot in self.slots:
                         nursery.start_soon(self._run_slot, slot)
                     task_status.started(self)
                     async for signum in signals:
-                        if signum == signal.SIGHUP:
-                            self.say("SIGHUP: workers re-read their configuration")
-                            self._signal_all(signal.SIGHUP)
+                        if signum in (signal.SIGHUP, signal.SIGUSR1):
+                            # Reload / reopen the logs: each worker does it for itself.
+                            self._signal_all(signum)
                         elif not self.stopping:
                             self.say(f"{signal.Signals(signum).name}: draining the workers")
                             self.stop()

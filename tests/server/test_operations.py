@@ -333,3 +333,29 @@ def test_status_page_is_off_by_default_and_counts_per_page(site):
         assert data["workers"] == [] and data["pid"] == proc.pid
     finally:
         assert stop(proc) == 0
+
+
+# --- log rotation ---------------------------------------------------------------------------
+
+
+def test_sigusr1_reopens_the_logs_after_logrotate_moved_them(site, tmp_path):
+    log = tmp_path / "access.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyweb", "serve", str(site), "--port", "0",
+         "--access-log", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    port = int(BANNER.match(proc.stdout.readline()).group(1))  # type: ignore[union-attr]
+    try:
+        request(port, "/hello?before")
+        wait_until(lambda: log.exists() and "/hello?before" in log.read_text(), what="log line")
+        log.rename(tmp_path / "access.log.1")  # what logrotate does first
+        proc.send_signal(signal.SIGUSR1)  # then its postrotate script
+        time.sleep(0.2)
+        request(port, "/hello?after")
+        wait_until(lambda: log.exists() and "/hello?after" in log.read_text(), what="new log")
+        assert "/hello?after" not in (tmp_path / "access.log.1").read_text()
+    finally:
+        assert stop(proc) == 0
