@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint bench bench-parse bench-render bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust fuzz docs clean
+.PHONY: run test install dev lint bench bench-parse bench-render bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 fuzz docs clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -62,6 +62,10 @@ bench-sweep-short: dev
 ## the locust user scenarios (guessing game, guest book, exchange), headless, for 20 s
 bench-locust: dev
 	$(PY) benchmarks/load.py --users 20 --time 20s
+
+## SMLserver's Table 1: the eight scripts on pyweb (3 modes), Flask and Starlette, 8 clients
+bench-table1: dev
+	$(PY) benchmarks/table1.py
 
 bench: bench-parse bench-render bench-events bench-peers
 

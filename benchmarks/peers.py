@@ -63,8 +63,11 @@ PEER_REQUIREMENTS = [
     "trio==0.35.0",
     "gunicorn==27.0.1",
     "flask==3.1.3",
+    "starlette==1.10.0",  # benchmarks/table1.py: Table 1's pages for Starlette
 ]
-PEER_DISTRIBUTIONS = ["uvicorn", "uvloop", "httptools", "hypercorn", "trio", "gunicorn", "flask"]
+PEER_DISTRIBUTIONS = [
+    "uvicorn", "uvloop", "httptools", "hypercorn", "trio", "gunicorn", "flask", "starlette"
+]  # fmt: skip
 
 HOST = "127.0.0.1"
 WRK_THREADS = 1  # wrk has one core, so one thread
