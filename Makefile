@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint bench bench-parse bench-render bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 fuzz docs clean
+.PHONY: run test install dev lint asan-test bench-regions bench bench-parse bench-render bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 fuzz docs clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -31,6 +31,22 @@ test: dev
 
 lint: dev
 	$(PY) -m ruff check pyweb tests benchmarks
+
+## the regions tests against pyweb_regions built with AddressSanitizer (libasan preloaded,
+## Python's own allocator off so ASan sees every object); the in-tree build is not touched
+ASAN_SO := build/asan/_regions$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+asan-test: dev
+	mkdir -p build/asan
+	gcc -shared -fPIC -O1 -g -fsanitize=address -fno-omit-frame-pointer -Wall \
+	  -I$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
+	  pyweb_regions/_regions.c -o $(ASAN_SO)
+	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
+	  PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(ASAN_SO) \
+	  $(PY) -m pytest tests/regions -q -p no:cacheprovider $(ASAN_ARGS)
+
+## snapshot check+restore, arena assembly, bytes per request, RSS soak (200,000 requests)
+bench-regions: dev
+	$(PY) benchmarks/bench_regions.py $(BENCH_REGIONS_ARGS)
 
 ## micro-benchmarks of the request parser (pyweb vs h11 vs httptools, same run)
 bench-parse: dev

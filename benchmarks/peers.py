@@ -128,6 +128,7 @@ SERVERS = {
     "pyweb": "pyweb.server.Server, one-to-one scheduler (default)",
     "pyweb-pool": "pyweb.server.Server, pool scheduler (16 tasks)",
     "pyweb-nothread": "pyweb.server.Server, nothread scheduler",
+    "pyweb-noarena": "pyweb.server.Server, one-to-one, reads with recv() (PYWEB_ARENA=0)",
 }
 DEFAULT_SERVERS = ["uvicorn", "hypercorn", "gunicorn", "raw-trio", "pyweb"]
 
@@ -190,7 +191,9 @@ def server_command(name: str, port: int) -> list[str]:
         return [project, "raw_trio.py", "--host", HOST, "--port", str(port)]
     if name.startswith("pyweb"):
         scheduler = {"pyweb": "one-to-one", "pyweb-pool": "pool", "pyweb-nothread": "nothread"}
-        return [
+        # pyweb-noarena: the receive path without the region page (pyweb/server/recvbuf.py)
+        prefix = ["env", "PYWEB_ARENA=0"] if name == "pyweb-noarena" else []
+        return prefix + [
             project,
             "pyweb_app.py",
             "--host",
@@ -198,7 +201,7 @@ def server_command(name: str, port: int) -> list[str]:
             "--port",
             str(port),
             "--scheduler",
-            scheduler[name],
+            scheduler.get(name, "one-to-one"),
         ]
     raise ValueError(f"unknown server {name!r}")
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import trio
 
+import pyweb_regions
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.protocol.parser import Limits
 from pyweb.server import Server, ServerConfig
@@ -189,8 +190,41 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECRET",
         help="also answer /_pyweb/status to clients sending 'Authorization: Bearer SECRET'",
     )
+    serve.add_argument(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="the database of pyweb.db: sqlite:///PATH, postgresql://USER@HOST/DB or "
+        "mysql://USER@HOST/DB (default: sqlite:///DIR/data/pyweb.sqlite3, created on first "
+        "use); the site's schema.sql runs on first use",
+    )
     # Internal: how the supervisor hands its listening socket to a worker.
     serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
+    regions = serve.add_argument_group(
+        "regions", "module snapshots and allocation accounting (docs/regions.md)"
+    )
+    regions.add_argument(
+        "--strict-regions",
+        action="store_true",
+        help="a page that changes a library module's global fails with 500 (default: a "
+        "warning in the error log, and a banner on the page in --dev)",
+    )
+    regions.add_argument(
+        "--no-script-cache",
+        action="store_true",
+        help="compile the page script again on every request (SMLserver Table 1, column 5)",
+    )
+    regions.add_argument(
+        "--exec-library",
+        action="store_true",
+        help="re-run the library's initialisation before every request instead of "
+        "restoring its snapshot (SMLserver Table 1, column 6)",
+    )
+    regions.add_argument(
+        "--profile-alloc",
+        action="store_true",
+        help="count the bytes each page allocates (C extension only); shown at /_pyweb/stats",
+    )
     check = commands.add_parser(
         "check",
         help="compile every page, library module and template of a site and list the errors",
@@ -201,7 +235,51 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "dir", nargs="?", default=".", metavar="DIR", help="site directory (default: .)"
     )
+    database = commands.add_parser(
+        "db",
+        help="database commands (pyweb.db): `pyweb db init [DIR]` runs the site's schema.sql",
+        description="`pyweb db init [DIR] [--db URL]` runs DIR/schema.sql (or "
+        "schema.DIALECT.sql) on the database; schema files are written to be run again "
+        "safely (CREATE TABLE IF NOT EXISTS).",
+    )
+    database.add_argument("action", choices=["init"], help="init: run the site's schema")
+    database.add_argument(
+        "dir", nargs="?", default=".", metavar="DIR", help="site directory (default: .)"
+    )
+    database.add_argument(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="database URL (default: sqlite:///DIR/data/pyweb.sqlite3)",
+    )
     return parser
+
+
+def run_db_init(directory: str, url: str | None) -> int:
+    """``pyweb db init DIR``: run the site's schema file on its database."""
+    from pyweb import db
+
+    url = url or db.default_url(directory)
+    try:
+        database = db.Database(url)
+    except (ValueError, ImportError) as exc:
+        print(f"pyweb: error: {exc}", file=sys.stderr)
+        return 2
+    schema = db.schema_file(directory, database.dialect)
+    if schema is None:
+        print(f"pyweb: error: no schema.sql in {directory}", file=sys.stderr)
+        return 1
+    with open(schema, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        trio.run(database.script, text)
+    except db.DbError as exc:
+        print(f"pyweb: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        database.close()
+    print(f"pyweb db init: ran {schema} on {database.url}")
+    return 0
 
 
 def run_check(directory: str) -> int:
@@ -277,7 +355,14 @@ def parse_command_line(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def build_site(args: argparse.Namespace, config: ServerConfig) -> Site:
     """The site ``pyweb serve`` serves (raises SiteError for a broken one outside --dev)."""
-    return Site(args.dir, dev=config.dev)
+    return Site(
+        args.dir,
+        dev=config.dev,
+        strict_regions=args.strict_regions,
+        no_script_cache=args.no_script_cache,
+        exec_library=args.exec_library,
+        profile_alloc=args.profile_alloc,
+    )
 
 
 def _say(text: str) -> None:
@@ -330,7 +415,8 @@ async def serve_until_signalled(server: Server, argv: Sequence[str] | None = Non
             else:
                 print(
                     f"pyweb serving {config.site_dir} on {server.url} "
-                    f"(scheduler {config.scheduler}, dev mode {'on' if config.dev else 'off'})",
+                    f"(scheduler {config.scheduler}, dev mode {'on' if config.dev else 'off'}, "
+                    f"regions {pyweb_regions.IMPLEMENTATION})",
                     flush=True,
                 )
             async for signum in signals:
@@ -390,6 +476,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "check":
         return run_check(args.dir)
+    if args.command == "db":
+        return run_db_init(args.dir, args.db)
     if args.command == "serve":
         if args.max_requests is not None and args.workers == 1 and args.listen_fd is None:
             print("pyweb: error: --max-requests needs --workers", file=sys.stderr)
@@ -399,6 +487,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             print(f"pyweb: error: {exc}", file=sys.stderr)
             return 2
+        if args.db is not None:  # else pages get the site's default on first use
+            from pyweb import db
+
+            try:
+                db.configure(args.db, site=args.dir)
+            except (ValueError, ImportError) as exc:
+                print(f"pyweb: error: --db: {exc}", file=sys.stderr)
+                return 2
         try:
             site = build_site(args, config)
         except SiteError as err:

@@ -35,6 +35,8 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from pyweb.regions import GuardedLoader
+
 __all__ = [
     "Script",
     "compile_script",
@@ -142,14 +144,21 @@ class LibraryFinder(importlib.abc.MetaPathFinder):
             return None
         for root in self.roots:
             package = os.path.join(root, fullname, "__init__.py")
+            # GuardedLoader: a plain source loader that snapshots the module's state once
+            # its initialisation is done (pyweb.regions, SMLserver §2.1's initial heap).
             if os.path.isfile(package):
                 return importlib.util.spec_from_file_location(
-                    fullname, package, submodule_search_locations=[os.path.dirname(package)]
+                    fullname,
+                    package,
+                    loader=GuardedLoader(fullname, package),
+                    submodule_search_locations=[os.path.dirname(package)],
                 )
             if fullname.startswith("_"):
                 module = os.path.join(root, fullname + ".py")
                 if os.path.isfile(module):
-                    return importlib.util.spec_from_file_location(fullname, module)
+                    return importlib.util.spec_from_file_location(
+                        fullname, module, loader=GuardedLoader(fullname, module)
+                    )
         return None
 
 

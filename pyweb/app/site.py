@@ -43,6 +43,7 @@ from urllib.parse import unquote
 from pyweb import forms
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
+from pyweb.regions import SiteRegions, stats_json, stats_page
 from pyweb.server.context import RequestContext
 from pyweb.server.errorpage import error_response
 from pyweb.server.static import StaticFiles
@@ -85,13 +86,14 @@ class SiteError(Exception):
 def _hidden(decoded: str) -> bool:
     """Source files of the site, never served as static files."""
     segments = decoded.split("/")
-    if len(segments) > 1 and segments[1] == "templates":
+    # templates/ is source; data/ holds the site's SQLite database (pyweb.db's default).
+    if len(segments) > 1 and segments[1] in ("templates", "data"):
         return True
     for segment in segments:
         if segment.startswith("_"):
             return True
     last = segments[-1]
-    return last.endswith((".py", ".pyc"))
+    return last.endswith((".py", ".pyc", ".sql"))
 
 
 class Site:
@@ -103,6 +105,11 @@ class Site:
         *,
         dev: bool = False,
         form_limits: FormLimits = _DEFAULT_LIMITS,
+        regions: bool = True,
+        strict_regions: bool = False,
+        exec_library: bool = False,
+        no_script_cache: bool = False,
+        profile_alloc: bool = False,
     ) -> None:
         if not os.path.isdir(root):
             raise NotADirectoryError(f"site directory {os.fspath(root)!r} does not exist")
@@ -120,7 +127,22 @@ class Site:
         self.problems: list[Problem] = []
         self._broken: dict[str, Problem] = {}  # script path -> its syntax error (dev)
         self._stamps: dict[str, int] = {}  # watched path -> mtime_ns (dev)
+        self.no_script_cache = no_script_cache
+        """Recompile the script on every request (SMLserver Table 1, column five)."""
+        self.regions: SiteRegions | None = None
+        """Module snapshots and allocation counts (:mod:`pyweb.regions`); before loading,
+        so library modules imported by service modules are snapshotted too."""
+        if regions or exec_library or profile_alloc:
+            self.regions = SiteRegions(
+                self.root,
+                dev=dev,
+                strict=strict_regions,
+                exec_library=exec_library,
+                profile_alloc=profile_alloc,
+            )
         self._load()
+        if self.regions is not None:
+            self.regions.scan()
         if self.problems and not dev:
             raise SiteError(self.root, self.problems)
 
@@ -328,13 +350,19 @@ class Site:
 
     async def __call__(self, ctx: RequestContext) -> Response:
         request = ctx.request
-        if self.dev:
-            self.refresh()
+        if self.dev and self.refresh() and self.regions is not None:
+            self.regions.reload()
         path = request.path
         decoded = unquote(path) if "%" in path else path
 
         if not decoded.startswith("/"):  # "OPTIONS *": no page answers the server itself
             return self._static(ctx)
+        if decoded.startswith("/_pyweb/stats") and self.regions is not None:
+            if self.dev or self.regions.profile_alloc or self.regions.alloc_message:
+                if decoded == "/_pyweb/stats":
+                    return stats_page(self.regions)
+                if decoded == "/_pyweb/stats.json":
+                    return stats_json(self.regions)
         svc = self.services.get(decoded)
         if svc is not None:
             if request.method not in svc.methods:
@@ -353,6 +381,11 @@ class Site:
         script = self._dev_script(name) if self.dev else self.scripts.get(name)
         if isinstance(script, Problem):
             return error_response(500, dev=True, detail=f"the page does not compile: {script}")
+        if script is not None and self.no_script_cache:
+            try:  # Table 1, column five: compile the script again for every request
+                script = pages.compile_script(script.path, script.name)
+            except (OSError, SyntaxError) as err:
+                return error_response(500, dev=True, detail=f"the page does not compile: {err}")
         if script is not None:
             return await self.run_page(ctx, script.run, script.name, script.path)
 
@@ -409,7 +442,20 @@ class Site:
         page: str,
         filename: str | None = None,
     ) -> Response:
-        """Run one page (script, service or template) for one request: see the module doc."""
+        """Run one page (script, service or template) for one request: see the module doc.
+        With regions on, the page runs inside one (:meth:`pyweb.regions.SiteRegions.run`):
+        library state is checked and restored after it, its allocations counted."""
+        if self.regions is None:
+            return await self._run_page(ctx, run, page, filename)
+        return await self.regions.run(ctx, page, lambda: self._run_page(ctx, run, page, filename))
+
+    async def _run_page(
+        self,
+        ctx: RequestContext,
+        run: Callable[[Conn], Awaitable[None]],
+        page: str,
+        filename: str | None,
+    ) -> Response:
         request = ctx.request
         content_type = request.header("content-type")
         body = None

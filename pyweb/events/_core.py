@@ -68,10 +68,11 @@ def seed(value: int | None) -> None:
 class _Sync:
     """The state of one ``sync`` in progress: waiting until ``done``."""
 
-    __slots__ = ("task", "offers", "done", "chosen", "value")
+    __slots__ = ("task", "offers", "done", "chosen", "value", "scope")
 
     def __init__(self, task: Any) -> None:
         self.task = task
+        self.scope: Any = None  # set while the task waits in _wait_alone
         self.offers: list[Offer] = []
         self.done = False
         self.chosen = 0  # index of the winning leaf
@@ -115,7 +116,10 @@ def complete(offer: Offer, value: Any) -> None:
         if other is not offer:
             other.withdraw()
     s.offers = []
-    rt.unpark(s.task)
+    if s.scope is not None:
+        s.scope.cancel()  # the task waits on a socket in _wait_alone, not parked
+    else:
+        rt.unpark(s.task)
 
 
 class _Failure:
@@ -161,8 +165,11 @@ class BaseEvent(Event[T]):
     Timers instead set ``deadline`` (trio clock) and never enqueue.
 
     An event that no partner can complete (socket readiness) may also define
-    ``async wait_alone()``: when it is the only non-timer branch of a sync,
-    the sync awaits it directly instead of enqueueing an offer.
+    ``async wait_alone()``: when it is the only such branch of a sync, the
+    sync awaits it directly instead of enqueueing an offer (the other
+    branches still get offers; a partner taking one interrupts the wait).
+    Its result must not consume anything: a partner's commit that races with
+    it wins and the ``wait_alone`` result is dropped.
     """
 
     __slots__ = ()
@@ -546,6 +553,63 @@ async def poll(evt: Event[T]) -> T | None:
     return await _sync(evt, False)
 
 
+async def _wait_alone(
+    s: _Sync,
+    leaves: list[tuple[BaseEvent[Any], tuple[Any, ...], tuple[Nack, ...]]],
+    waiting: list[int],
+    alone: int,
+    deadline: float,
+    timer: int,
+    created: list[Nack],
+) -> None:
+    """Block on a sync one of whose leaves only this task can wait for (socket
+    readiness, ``wait_alone``): await that leaf directly, with no helper task.
+
+    The other waiting leaves get offers as usual.  The wait runs in a cancel
+    scope that carries the earliest timer, and a partner that takes one of the
+    offers cancels that scope (``complete`` sees ``s.scope``) instead of
+    unparking the task.  Since readiness is not consumed by waiting for it, a
+    partner's commit always wins over a readiness that arrived at the same time.
+    This is what lets the server wait for "bytes, the keep-alive deadline or
+    the shutdown message" at the cost of one cancel scope.
+    """
+    others = [i for i in waiting if i != alone]
+    if not others and timer < 0:
+        s.chosen = alone
+        try:
+            s.value = await leaves[alone][0].wait_alone()  # type: ignore[misc]
+        except BaseException:
+            _fire(created, ())
+            raise
+        return
+    for i in others:
+        leaves[i][0].enqueue(s, i)
+    result = None
+    try:
+        with rt.DeadlineScope(deadline=deadline) as scope:
+            if others:
+                s.scope = scope
+            result = await leaves[alone][0].wait_alone()  # type: ignore[misc]
+    except BaseException as exc:
+        s.scope = None
+        if not (s.done and isinstance(exc, rt.Cancelled)):
+            s.withdraw_all()
+            _fire(created, ())
+            raise
+        # A partner committed (its value is in s) just as an outer scope was
+        # cancelled: keep the value, nothing may be lost; trio raises the
+        # cancellation again at this task's next checkpoint.
+        return
+    s.scope = None
+    if s.done:
+        return  # a partner took one of the offers: s.chosen and s.value are set
+    s.withdraw_all()
+    if scope.cancelled_caught:
+        s.chosen, s.value = timer, None
+    else:
+        s.chosen, s.value = alone, result
+
+
 async def _sync(evt: Event[Any], block: bool) -> Any:
     await rt.checkpoint_if_cancelled()
     leaves: list[tuple[BaseEvent[Any], tuple[Any, ...], tuple[Nack, ...]]] = []
@@ -591,39 +655,34 @@ async def _sync(evt: Event[Any], block: bool) -> Any:
         deadline = float("inf")
         timer = -1
         waiting = []
+        alone_leaf = -1
         for i, leaf in enumerate(leaves):
             d = leaf[0].deadline
             if d is None:
                 waiting.append(i)
+                if leaf[0].wait_alone is not None:
+                    # Two such leaves: neither can be awaited directly (helper tasks).
+                    alone_leaf = i if alone_leaf == -1 else -2
             elif d < deadline:
                 deadline, timer = d, i
-        alone = leaves[waiting[0]][0].wait_alone if len(waiting) == 1 else None
-        if alone is None:
+        if alone_leaf < 0:
             for i in waiting:
                 leaves[i][0].enqueue(s, i)
-            wait = rt.park(s.withdraw_all)
+            try:
+                if timer < 0:
+                    await rt.park(s.withdraw_all)
+                else:
+                    # The earliest timer is a trio deadline on the wait itself;
+                    # expiry goes through the same withdrawal as a cancellation.
+                    with rt.DeadlineScope(deadline=deadline) as scope:
+                        await rt.park(s.withdraw_all)
+                    if scope.cancelled_caught:
+                        s.chosen, s.value = timer, None
+            except BaseException:
+                _fire(created, ())
+                raise
         else:
-            # Nobody else can commit this branch: just wait for it (under the
-            # deadline), no offer and no helper task needed.
-            s.chosen = waiting[0]
-            wait = alone()
-        result = None
-        try:
-            if timer < 0:
-                result = await wait
-            else:
-                # The earliest timer is a trio deadline on the wait itself;
-                # expiry goes through the same withdrawal as a cancellation.
-                with rt.DeadlineScope(deadline=deadline) as scope:
-                    result = await wait
-                if scope.cancelled_caught:
-                    s.chosen, s.value = timer, None
-                    alone = None
-        except BaseException:
-            _fire(created, ())
-            raise
-        if alone is not None:
-            s.value = result
+            await _wait_alone(s, leaves, waiting, alone_leaf, deadline, timer, created)
         idx = s.chosen
         value = s.value
         _fire(created, leaves[idx][2])

@@ -62,6 +62,14 @@ class Mailbox(Generic[T]):
     async def recv(self) -> T:
         return await sync(_MailboxRecv(self))
 
+    def drain(self) -> list[T]:
+        """Take every buffered message at once, without blocking (``[]`` when empty):
+        for a consumer that works in batches, like the server's logging task, which
+        syncs on ``recv_evt()`` for the first message and drains the rest (Marlow §5)."""
+        items = list(self._items)
+        self._items.clear()
+        return items
+
 
 class _MailboxRecv(BaseEvent[Any]):
     __slots__ = ("box",)

@@ -23,11 +23,13 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from pyweb.events import Multicast
 from pyweb.protocol.response import Response
 
 from .config import ServerConfig
-from .connection import Connection, watch_deadlines
+from .connection import Connection
 from .context import RequestContext
+from .control import RELOAD, SHUTDOWN
 from .schedulers import Scheduler, make_scheduler
 
 __all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
@@ -43,7 +45,13 @@ class Server:
         # The handler is always given: the server does not know about pages or sites
         # (DESIGN.md: server/ does not import app/); `pyweb serve` passes a pyweb.app Site.
         self.config = config
-        self.handler: Handler = handler
+        self.status = None
+        """The :class:`~pyweb.server.status.StatusHandler` when ``config.status`` is on."""
+        self.served = 0
+        """Requests handed to the handler so far (counted only with ``max_requests``)."""
+        self.recycled = False
+        """True when :meth:`shutdown` came from ``max_requests`` (the worker is recycled)."""
+        self.handler: Handler = self._layers(config, handler)
         self.scheduler: Scheduler = make_scheduler(
             config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
         )
@@ -56,7 +64,9 @@ class Server:
         self.log = None
         self.host = config.host
         self.port = config.port
-        self._stopped: trio.Event | None = None  # created inside the trio run, in serve()
+        self.broadcast: Multicast[str] = Multicast()
+        """Control messages to every waiting task (control.py, CML §3.1): :data:`SHUTDOWN`
+        from :meth:`shutdown`, :data:`RELOAD` from :meth:`reconfigure`; ``port()`` listens."""
 
     @property
     def url(self) -> str:
@@ -74,37 +84,75 @@ class Server:
 
         config = self.config
         self.log = log = ServerLog(config.access_log, config.error_log)
-        self._stopped = trio.Event()
-        if self.closing:  # shutdown() came before serve()
-            self._stopped.set()
+        stop_port = self.broadcast.port()  # serve() itself waits for SHUTDOWN
         async with trio.open_nursery() as outer:
             await outer.start(log.run)
             try:
-                self.listener = await open_listener(config.host, config.port, config.backlog)
+                if config.listen_fd is not None:  # a worker: the supervisor's shared socket
+                    self.listener = socket.socket(fileno=config.listen_fd)
+                    self.listener.setblocking(False)
+                else:
+                    self.listener = await open_listener(config.host, config.port, config.backlog)
                 try:
                     address = self.listener.getsockname()
                     self.host, self.port = address[0], address[1]
-                    # One watchdog enforces every connection's timeouts (connection.py).
-                    shortest = min(
-                        config.header_timeout, config.keepalive_timeout,
-                        config.body_timeout, config.send_timeout,
-                    )  # fmt: skip
-                    watchdog = trio.CancelScope()
-                    outer.start_soon(self._watch, watchdog, min(0.25, shortest / 4))
                     async with trio.open_nursery() as nursery:
                         await self.scheduler.accept(self, nursery)
                         task_status.started(self)
-                        await self._stopped.wait()
+                        while not self.closing:  # (shutdown() may come before serve())
+                            await stop_port.recv()
                         # From here the nursery only waits for connections to finish.
-                    watchdog.cancel()
                 finally:
                     close_socket(self.listener)
             finally:
                 log.close()
 
-    async def _watch(self, scope: trio.CancelScope, tick: float) -> None:
-        with scope:
-            await watch_deadlines(self.connections, tick)
+    # Settings that belong to the listening socket, the scheduler or the open log files: a
+    # reload cannot change them (Marlow §6 re-reads what new connections use); they need a
+    # restart (log files are reopened with SIGUSR1).
+    FIXED_ON_RELOAD = (
+        "host", "port", "scheduler", "pool_size", "backlog", "listen_fd", "access_log", "error_log"
+    )  # fmt: skip
+
+    def reconfigure(self, config: ServerConfig, handler: Handler) -> list[str]:
+        """Reload (SIGHUP, Marlow §6): connections accepted from now on use ``config`` and
+        ``handler``; those already open finish with the settings they started with. Returns
+        the names of settings that differ but need a restart (they keep their old value)."""
+        ignored = [
+            name for name in self.FIXED_ON_RELOAD
+            if getattr(config, name) != getattr(self.config, name)
+        ]  # fmt: skip
+        for name in ignored:
+            setattr(config, name, getattr(self.config, name))
+        self.handler = self._layers(config, handler)
+        self.config = config
+        self.broadcast.send(RELOAD)  # open connections keep their settings (control.py)
+        return ignored
+
+    def _layers(self, config: ServerConfig, handler: Handler) -> Handler:
+        """The site's handler with the server's own layers around it: the status page
+        (its counts survive reloads) and the ``max_requests`` counter."""
+        if config.status:
+            from .status import StatusHandler
+
+            if self.status is None:
+                self.status = StatusHandler(handler, self, config.status_token)
+            self.status.inner, self.status.token = handler, config.status_token
+            handler = self.status
+        if config.max_requests is None:
+            return handler
+        limit = config.max_requests
+
+        async def counted(ctx: RequestContext) -> Response:
+            # --max-requests: the request that reaches the limit is served, its reply says
+            # close, and the server drains; the supervisor starts a fresh worker.
+            self.served += 1
+            if self.served >= limit and not self.closing:
+                self.recycled = True
+                self.shutdown()
+            return await handler(ctx)
+
+        return counted
 
     def shutdown(self) -> None:
         """Graceful shutdown (call from a task in the server's trio run): stop accepting,
@@ -113,12 +161,11 @@ class Server:
         if self.closing:
             return
         self.closing = True
+        # One message wakes every waiter: the accept loops stop, idle connections close,
+        # serve() starts waiting for the busy ones (control.py).
+        self.broadcast.send(SHUTDOWN)
         self.scheduler.stop()
         if self.listener is not None:
             from .listener import close_socket
 
-            close_socket(self.listener)  # wakes the task blocked in accept
-        for connection in list(self.connections):
-            connection.close_if_idle()
-        if self._stopped is not None:
-            self._stopped.set()
+            close_socket(self.listener)  # a task still blocked in accept gets an error

@@ -57,6 +57,15 @@ class ServerConfig:
     error_log: str | TextIO | None = "-"
     """Error log: a file path, ``"-"`` for stderr, ``None`` for nowhere, or an open text
     stream (Marlow §5.1)."""
+    status: bool = False
+    """Answer ``/_pyweb/status`` (loopback clients, or with ``status_token``)."""
+    status_token: str | None = None
+    """A secret that lets non-loopback clients read the status page (``Bearer`` token)."""
+    listen_fd: int | None = None
+    """Serve on this already listening socket (a worker under ``--workers``) instead of
+    binding ``host:port``."""
+    max_requests: int | None = None
+    """Shut down gracefully after this many requests (the supervisor starts a fresh worker)."""
 
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:
@@ -65,6 +74,8 @@ class ServerConfig:
             )
         if self.pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, got {self.pool_size}")
+        if self.max_requests is not None and self.max_requests < 1:
+            raise ValueError(f"max_requests must be at least 1, got {self.max_requests}")
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
         for name in ("header_timeout", "keepalive_timeout", "body_timeout", "send_timeout"):

@@ -20,23 +20,33 @@ Marlow's worker thread serves one connection with a five-step pipeline::
 run the handler (``genResponse``), send the reply (``sendResponse``), log it
 (``logAccess``) and go round again while the connection is persistent.
 
-Timeouts (Marlow §4, "clients which hang ... can be disconnected, and the resources
-associated with the connection freed"). Marlow wraps actions in a ``timeout`` combinator;
-the direct trio translation, a cancel scope per read, costs an allocation per request, and
-even moving one scope's ``deadline`` costs about 1.8 µs per move in trio 0.35 (a
-generator-based context manager re-registers the deadline), two moves per request, ~10% of
-a whole hello request. So each connection has exactly one :class:`trio.CancelScope`
-around its whole life, its deadline lives in a plain attribute (``Connection.deadline``,
-a float store per phase change), and one watchdog task per server
-(:func:`watch_deadlines`) wakes a few times a second and cancels the scope of every
-connection whose deadline has passed. The loop sets the deadline to
-``now + keepalive_timeout`` while waiting for a request, ``now + header_timeout`` once part
-of a head has arrived, ``now + body_timeout`` while the handler waits for the body,
-``now + send_timeout`` while a reply waits for a client that doesn't read, and to infinity
-while the handler runs. When the watchdog cancels, the scope absorbs the cancellation and
-``phase`` says what was going on: a partial request gets a 408, an idle one is just
-closed. A timeout fires at most one watchdog tick late (a quarter of the shortest timeout,
-at most 0.25 s). One connection waiting never holds up another: each waits in its own task.
+Timeouts and shutdown are first-class events (Marlow §4, "clients which hang ... can be
+disconnected"; CML §2, pyweb.events). Where Marlow wraps a read in a ``timeout``
+combinator, a connection that must wait for bytes synchronizes on a choice, exactly as a
+CML thread would::
+
+    choose(
+        readable_evt(sock),                          # bytes (or EOF): go and read them
+        wrap(guard(at_deadline), lambda _: TIMED_OUT),   # keep-alive or header timeout
+        port.recv_evt(),                             # the server's broadcast: SHUTDOWN...
+    )
+
+The cheap formulation, because this is the hot path: the event is built once per
+connection (at its first wait) and kept; the ``guard`` reads the deadline the loop keeps
+in a plain attribute (``Connection.deadline``, one float store per phase change:
+``now + keepalive_timeout`` while idle, ``now + header_timeout`` once part of a head has
+arrived) and makes the timer at each sync; and the connection only syncs when ``recv``
+said it would block: a request already in the kernel buffer costs no event at all. In
+the sync, the socket branch is awaited directly and the port branch is an offer that
+interrupts it (``pyweb.events._core._wait_alone``), so the whole choice costs one cancel
+scope (which carries the timer) and no helper task. A timed-out wait in the middle of a
+request head gets a 408, an idle one is just closed; SHUTDOWN closes an idle connection
+and is ignored half-way through a head (that request is finished, with
+``Connection: close``). The handler phases use the same idiom with ``timeout``:
+``select(readable_evt(sock), timeout(body_timeout))`` while the handler waits for its
+body (a 408), ``select(writable_evt(fd), timeout(send_timeout))`` while a reply waits for
+a client that doesn't read (the connection is dropped). While the handler runs there is
+no deadline. One connection waiting never holds up another: each waits in its own task.
 
 Replies (Hop §3.2, §3.3.1): ``bytes`` bodies go out with Content-Length, head and body in
 one ``send`` when small; async-iterator bodies are chunked on HTTP/1.1 (and delimited by
@@ -58,6 +68,19 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from pyweb.events import (
+    Event,
+    at_time,
+    choose,
+    guard,
+    readable_evt,
+    select,
+    sync,
+    timeout,
+    wrap,
+    writable_evt,
+)
+from pyweb.events.library import Port
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.events import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
 from pyweb.protocol.parser import RequestParser
@@ -71,18 +94,20 @@ from pyweb.protocol.response import (
 )
 
 from .context import RequestContext
+from .control import SHUTDOWN
 from .errorpage import error_response
+from .gone import ClientWatch
 from .listener import close_socket
 from .logging import AccessRecord
+from .recvbuf import receive
 
 if TYPE_CHECKING:
     from . import Server
 
-__all__ = ["Connection", "DRAIN_LIMIT", "watch_deadlines"]
+__all__ = ["Connection", "DRAIN_LIMIT"]
 
 _INF = math.inf
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)  # Linux; elsewhere two segments
-wait_readable = trio.lowlevel.wait_readable
 _RECV_SIZE = 65536
 
 # How small a reply must be for head and body to be joined into one send: the copy is
@@ -96,7 +121,7 @@ client did not ask for ``100 Continue``. Otherwise the reply says ``Connection: 
 reading an unbounded body just to keep a connection is a waste (and a client waiting for
 ``100 Continue`` never sends the body at all, so the server must not wait for it)."""
 
-# What the connection is doing, for the timeout handler and for graceful shutdown.
+# What the connection is doing, for the timeouts and for graceful shutdown.
 IDLE = 0  # waiting for the first byte of a request: close silently on timeout/shutdown
 HEAD = 1  # part of a request head has arrived: 408 on timeout
 BODY = 2  # waiting for more of a request body: 408 on timeout
@@ -109,12 +134,24 @@ class _Abort(Exception):
     """The reply cannot be completed (broken stream, vanished file): close the connection."""
 
 
+class _TimedOut(Exception):
+    """The header or keep-alive deadline passed while waiting for bytes (see ``phase``)."""
+
+
+_TIMED_OUT = object()  # the value of a wait's timer branch
+
+
+def _timed_out(_: object) -> object:
+    return _TIMED_OUT
+
+
 class Connection:
     """One client connection and its ``talk`` loop. ``await conn.run()`` serves it to the
     end and closes the socket."""
 
     __slots__ = (
-        "server", "sock", "fd", "peer", "parser", "scope", "deadline", "phase", "handler", "log",
+        "server", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "log",
+        "port", "request_evt", "fresh", "watch",
     )  # fmt: skip
 
     def __init__(self, server: Server, sock: socket.socket, peer: str) -> None:
@@ -123,12 +160,20 @@ class Connection:
         self.fd = sock.fileno()
         self.peer = peer
         self.parser = RequestParser(server.config.limits)
-        self.scope = trio.CancelScope()
         self.deadline = _INF
-        """When the watchdog cancels ``scope`` (trio clock); infinity while the handler runs."""
+        """When a wait for a request stops waiting (trio clock), read by the guard of
+        :attr:`request_evt`."""
         self.phase = IDLE
         self.handler = server.handler
         self.log = server.log
+        self.port: Port[str] | None = None
+        """This connection's port on ``server.broadcast`` (made at the first wait)."""
+        self.request_evt: Event[object] | None = None
+        """bytes | deadline | broadcast message: what an idle connection waits for."""
+        self.fresh = True
+        """No request has been read yet (graceful shutdown waits for the first one)."""
+        self.watch: ClientWatch | None = None
+        """Watches for the client leaving, once a handler asks (``ctx.client_gone_evt()``)."""
 
     # ---------------------------------------------------------------- life of a connection
 
@@ -139,11 +184,12 @@ class Connection:
         server = self.server
         server.connections.add(self)
         try:
-            with self.scope:
+            try:
                 await self.talk()
-            if self.scope.cancelled_caught and self.phase in (HEAD, BODY):
-                # A client stopped half-way through a request: tell it why we hang up.
-                await self._send_last_words(self.error_page(408), None)
+            except _TimedOut:
+                if self.phase == HEAD:
+                    # A client stopped half-way through a request: tell it why we hang up.
+                    await self._send_last_words(self.error_page(408), None)
         except OSError:
             pass  # the client went away (reset, broken pipe): nothing to answer
         except _Abort:
@@ -152,13 +198,54 @@ class Connection:
             self.log.error(f"internal error on connection from {self.peer}", exc=exc)
         finally:
             server.connections.discard(self)
+            if self.port is not None:
+                self.port.close()
             close_socket(self.sock)
 
-    def close_if_idle(self) -> None:
-        """Graceful shutdown: an idle persistent connection closes now; a busy one finishes
-        its request and replies with ``Connection: close``."""
-        if self.phase == IDLE:
-            self.scope.cancel()
+    def client_watch(self) -> ClientWatch:
+        """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
+        if self.watch is None:
+            self.watch = ClientWatch(self.sock)
+        return self.watch
+
+    # ------------------------------------------------------------- waiting for a request
+
+    def _deadline_evt(self) -> Event[None]:
+        # The guard of request_evt: the deadline of *this* wait, set by the loop.
+        return at_time(self.deadline)
+
+    async def wait_for_request(self) -> bool:
+        """Wait until the socket has bytes (True), the deadline passes (an idle connection:
+        False; half a head: raises :class:`_TimedOut`) or a SHUTDOWN arrives while idle
+        (False). Called only after ``recv`` said it would block."""
+        # Graceful shutdown: an idle persistent connection stops waiting. A fresh one is not
+        # idle: its client has just connected and is about to send its request (closing it
+        # would reset a request already on its way), so it gets the header timeout.
+        idle = self.phase == IDLE and not self.fresh
+        if idle and self.server.closing:
+            return False
+        evt = self.request_evt
+        if evt is None:
+            # First wait of this connection: subscribe to the broadcast, then build the
+            # event once; every later wait reuses it (the guard re-reads the deadline).
+            self.port = port = self.server.broadcast.port()
+            evt = self.request_evt = choose(
+                readable_evt(self.sock),
+                wrap(guard(self._deadline_evt), _timed_out),
+                port.recv_evt(),
+            )
+        while True:
+            what = await sync(evt)
+            if what is None:
+                return True
+            if what is _TIMED_OUT:
+                if self.phase == IDLE:
+                    return False
+                raise _TimedOut
+            if what == SHUTDOWN and idle:
+                return False
+            # RELOAD, or SHUTDOWN half-way through a head: finish the request (its reply
+            # will say Connection: close, since server.closing is set).
 
     async def talk(self) -> None:
         """Marlow's ``talk``: read → parse → respond → log → keep-alive (module doc)."""
@@ -181,19 +268,21 @@ class Connection:
                         self.phase = HEAD
                         self.deadline = trio.current_time() + config.header_timeout
                     else:
-                        if server.closing:
-                            return
+                        # (When the server is closing, a request already in the kernel
+                        # buffer is still served: wait_for_request stops only a real wait.)
                         self.phase = IDLE
                         self.deadline = trio.current_time() + (
                             config.header_timeout if first else config.keepalive_timeout
                         )
                     while True:
                         try:  # the system call first; wait only if it would block
-                            data = sock.recv(_RECV_SIZE)
+                            # recv_into this thread's region page, fed to the parser (Hop
+                            # §3.1: no 64 KiB bytes object per read; see recvbuf.py)
+                            receive(sock, parser)
                         except BlockingIOError:
-                            await wait_readable(sock)
+                            if not await self.wait_for_request():
+                                return
                             continue
-                        parser.feed(data)
                         event = parser.next_event()
                         if event is not NEED_DATA:
                             break
@@ -201,7 +290,6 @@ class Connection:
                             # The first bytes of a head: now the header timeout runs.
                             self.phase = HEAD
                             self.deadline = trio.current_time() + config.header_timeout
-                    self.deadline = _INF
             except ProtocolError as err:
                 await self.reject(err, None)
                 return
@@ -210,7 +298,7 @@ class Connection:
                     return
                 raise RuntimeError(f"parser produced {event!r} where a request head belongs")
             request = event
-            first = False
+            first = self.fresh = False
 
             # ---- genResponse: the handler, in no deadline
             self.phase = HANDLER
@@ -254,6 +342,9 @@ class Connection:
 
             # ---- sendResponse
             status, sent, keep_alive = await self.respond(request, response, keep_alive)
+            if self.watch is not None:  # the reply is out: nobody waits for a hang-up now
+                self.watch.stop()
+                self.watch = None
 
             # ---- logAccess
             if log_access:
@@ -262,13 +353,11 @@ class Connection:
                 return
             if drain:
                 self.phase = DRAIN
-                self.deadline = trio.current_time() + config.body_timeout
-                try:
+                try:  # receive_body gives each wait body_timeout, then a 408 error
                     async for _ in ctx.stream():
                         pass
                 except ProtocolError:
-                    return
-                self.deadline = _INF
+                    return  # no second reply after the first one: just close
 
     # ----------------------------------------------------------------------- request bodies
 
@@ -287,20 +376,28 @@ class Connection:
                 raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
 
     async def receive_body(self) -> None:
-        """Wait (at most ``body_timeout``) for more of the request body; for RequestContext."""
+        """Wait (at most ``body_timeout``) for more of the request body; for RequestContext.
+        A body that stops arriving raises a 408 :class:`~pyweb.protocol.ProtocolError`."""
         phase = self.phase
         if phase == HANDLER:
-            self.phase = BODY  # a timeout now means "your body stopped": 408
-        self.deadline = trio.current_time() + self.server.config.body_timeout
+            self.phase = BODY
+        body_timeout = self.server.config.body_timeout
+        watch = self.watch
+        if watch is not None:
+            watch.stop()  # one task at a time may wait on the socket: now it is this one
         while True:
             try:
                 data = self.sock.recv(_RECV_SIZE)
                 break
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(self.sock)
+                if await select(readable_evt(self.sock), wrap(timeout(body_timeout), _timed_out)):
+                    raise ProtocolError(
+                        f"the request body stopped arriving for {body_timeout:g} s", status=408
+                    ) from None
         self.parser.feed(data)
-        self.deadline = _INF
         self.phase = phase
+        if watch is not None and watch.waiters:
+            watch.start()
         # A large upload whose bytes keep arriving would otherwise never let other
         # connections run (recv above only yields when it has to wait).
         await trio.lowlevel.checkpoint()
@@ -448,12 +545,13 @@ class Connection:
             view = view[n:]
 
     async def _wait_writable(self) -> None:
+        """Wait until the client accepts more bytes, at most ``send_timeout``: a client that
+        doesn't read is dropped (a TimeoutError, an OSError: the connection just closes)."""
         phase = self.phase
         self.phase = SEND
-        old_deadline = self.deadline
-        self.deadline = trio.current_time() + self.server.config.send_timeout
-        await trio.lowlevel.wait_writable(self.fd)
-        self.deadline = old_deadline
+        send_timeout = self.server.config.send_timeout
+        if await select(writable_evt(self.fd), wrap(timeout(send_timeout), _timed_out)):
+            raise TimeoutError(f"{self.peer} did not read its reply for {send_timeout:g} s")
         self.phase = phase
 
     # ------------------------------------------------------------------------------- errors
@@ -468,12 +566,9 @@ class Connection:
     async def reject(self, err: ProtocolError, request: Request | None) -> None:
         """Marlow's ``Left resp``: answer a protocol error with its status, then close
         (after a framing error the rest of the byte stream cannot be trusted)."""
-        self.deadline = _INF  # the page gets its own limit in _send_last_words
         self.log.error(
             f"{err.status} for {self.peer}: {err.message}",
-            request_line=(
-                request_line(request) if request else ""
-            ),
+            request_line=(request_line(request) if request else ""),
         )
         await self._send_last_words(self.error_page(err.status, err), request)
 
@@ -533,14 +628,3 @@ class Connection:
 def request_line(request: Request) -> str:
     """``GET /path HTTP/1.1``: how the error log names a request."""
     return f"{request.method} {request.target} HTTP/{request.http_version}"
-
-
-async def watch_deadlines(connections: set[Connection], tick: float) -> None:
-    """The timeout watchdog (see the module doc): every ``tick`` seconds, cancel the
-    connections whose deadline has passed. Runs until cancelled."""
-    while True:
-        await trio.sleep(tick)
-        now = trio.current_time()
-        for connection in connections:  # no await in this loop: the set cannot change
-            if connection.deadline <= now:
-                connection.scope.cancel()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from pyweb.events import Event
 from pyweb.protocol.events import NEED_DATA, Data, EndOfMessage, Request
 
 if TYPE_CHECKING:
@@ -69,6 +70,27 @@ class RequestContext:
                 return
             else:  # pragma: no cover - the parser emits EndOfMessage before the next Request
                 raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
+
+    def client_gone_evt(self) -> Event[None]:
+        """An event (:mod:`pyweb.events`) enabled once the client has closed or reset its
+        connection while this request is being answered: put it in a choice so that a
+        long wait ends when nobody listens any more (see ``pyweb/server/gone.py``)::
+
+            msg = await select(port.recv_evt(), timeout(30), ctx.client_gone_evt())
+        """
+        return self._conn.client_watch().evt()
+
+    def log_error(self, message: str, exc: BaseException | None = None) -> None:
+        """Write ``message`` (and ``exc``'s traceback) to the server's error log, naming
+        this request. Never blocks, never raises (it is queued for the logging task)."""
+        r = self.request
+        log = self._conn.log
+        if log is not None:
+            log.error(
+                f"{message} [from {self.peer}]",
+                request_line=f"{r.method} {r.target} HTTP/{r.http_version}",
+                exc=exc,
+            )
 
     def __repr__(self) -> str:
         r = self.request

@@ -26,6 +26,10 @@ import socket
 
 import trio
 
+from pyweb.events import Port, readable_evt, select
+
+from .control import SHUTDOWN
+
 __all__ = ["open_listener", "accept", "close_socket"]
 
 
@@ -49,16 +53,23 @@ async def open_listener(host: str, port: int, backlog: int = 128) -> socket.sock
     return sock
 
 
-async def accept(listener: socket.socket) -> tuple[socket.socket, str]:
+async def accept(
+    listener: socket.socket, port: Port[str] | None = None
+) -> tuple[socket.socket, str] | None:
     """Wait for the next connection; return its non-blocking socket (Nagle off) and the
-    peer as text. Raises ``trio.ClosedResourceError`` if the listener is closed meanwhile
-    (graceful shutdown), ``OSError`` if accept fails (EMFILE...)."""
+    peer as text, or ``None`` when ``port`` (on ``Server.broadcast``) says SHUTDOWN
+    first: the accept loop waits on ``select(readable_evt(listener), port.recv_evt())``.
+    Raises ``trio.ClosedResourceError`` if the listener is closed meanwhile, ``OSError`` if
+    accept fails (EMFILE...)."""
     while True:
         try:
             sock, address = listener.accept()
             break
         except BlockingIOError:
-            await trio.lowlevel.wait_readable(listener)
+            if port is None:
+                await trio.lowlevel.wait_readable(listener)
+            elif await select(readable_evt(listener), port.recv_evt()) == SHUTDOWN:
+                return None  # (a RELOAD just goes round again)
     sock.setblocking(False)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -10,13 +10,16 @@ exception of any kind, it attempts to restart itself by re-opening the log file.
 pyweb does the same with one trio task:
 
 * a connection calls :meth:`ServerLog.access` with an :class:`AccessRecord` (or
-  :meth:`ServerLog.error`); that only puts the record in a memory channel with
-  ``send_nowait``. It never blocks and never raises. Unlike Marlow's channel ours is
-  *bounded* (10 000 records by default): when the logger falls behind, records are
-  dropped and counted, so memory stays constant under any load (Marlow §1, §8);
-* :meth:`ServerLog.run`, the logging task, takes everything waiting in the channel,
-  formats it and writes each log's share of the batch with one ``write()`` call (in a
-  worker thread, so a slow disk or a stalled stderr pipe never stalls the server);
+  :meth:`ServerLog.error`); that only puts the record in a :class:`~pyweb.events.Mailbox`,
+  the buffered channel of CML's Figure 3, whose ``send`` never blocks. Marlow's channel
+  is unbounded, and so is the Mailbox; the logger adds the bound itself (10 000 records
+  by default): ``access`` looks at ``len(mailbox)`` first and, when the logging task has
+  fallen that far behind, drops the record and counts it, so memory stays constant under
+  any load (Marlow §1, §8) and a connection never waits for the disk;
+* :meth:`ServerLog.run`, the logging task, syncs on the mailbox's ``recv_evt()`` for
+  the first record, drains what else is waiting, formats it and writes each log's share
+  of the batch with one ``write()`` call (in a worker thread, so a slow disk or a
+  stalled stderr pipe never stalls the server);
 * a failed write (a full disk: ``ENOSPC``) drops that batch's lines, counts them and says
   so once on stderr; a log file that was removed or renamed (log rotation) is noticed by
   comparing the inode of the path with the inode of the open file, at most once a second,
@@ -30,8 +33,10 @@ them (see :func:`format_access` and docs/logging.md)::
 
 from __future__ import annotations
 
+import logging as pylogging
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -40,7 +45,16 @@ from typing import Any
 
 import trio
 
-__all__ = ["AccessRecord", "ServerLog", "format_access", "format_error", "log_time"]
+from pyweb.events import Mailbox
+
+__all__ = [
+    "AccessRecord",
+    "PythonLogBridge",
+    "ServerLog",
+    "format_access",
+    "format_error",
+    "log_time",
+]
 
 
 @dataclass(slots=True)
@@ -151,10 +165,12 @@ def format_error(
     request_line: str = "",
     exc: BaseException | None = None,
     when: float | None = None,
+    level: str = "error",
 ) -> str:
     """``[22/Nov/2026:05:47:35 +0000] [error] message (request: GET / HTTP/1.1)``, then
-    the traceback of ``exc`` if there is one. Always ends with a newline."""
-    line = f"[{log_time(time.time() if when is None else when)}] [error] {message}"
+    the traceback of ``exc`` if there is one. Always ends with a newline. ``level`` is
+    ``error``, or ``warning``/``critical`` for records from Python's ``logging``."""
+    line = f"[{log_time(time.time() if when is None else when)}] [{level}] {message}"
     if request_line:
         line += f" (request: {_escape(request_line)})"
     line += "\n"
@@ -268,6 +284,9 @@ def _stderr(message: str) -> None:
         pass  # nowhere left to complain
 
 
+_CLOSE = object()  # the last message: run() writes what came before it and returns
+
+
 class _ErrorEntry:
     __slots__ = ("text",)
 
@@ -302,7 +321,8 @@ class ServerLog:
         self._access = _Sink(access, "access", reopen_interval) if access is not None else None
         self._error = _Sink(error, "error", reopen_interval) if error is not None else None
         self.access_enabled = self._access is not None
-        self._send, self._receive = trio.open_memory_channel[Any](buffer)
+        self._mailbox: Mailbox[Any] = Mailbox()
+        self._buffer = buffer
         self.dropped_full = 0
         self._reported_full = 0
         self._reopen_requested = False
@@ -312,28 +332,35 @@ class ServerLog:
 
     def access(self, record: AccessRecord) -> None:
         """Queue ``record`` for the access log; drop it (and count) if the queue is full."""
-        if self._access is None:
+        if self._access is None or self._closed:
+            return  # (closed: the server is shutting down)
+        if len(self._mailbox) >= self._buffer:
+            self.dropped_full += 1  # the bound Marlow's unbounded channel doesn't have
             return
-        try:
-            self._send.send_nowait(record)
-        except trio.WouldBlock:
-            self.dropped_full += 1
-        except Exception:
-            pass  # closed: the server is shutting down
+        self._mailbox.send(record)
 
     def error(
-        self, message: str, *, request_line: str = "", exc: BaseException | None = None
+        self,
+        message: str,
+        *,
+        request_line: str = "",
+        exc: BaseException | None = None,
+        level: str = "error",
     ) -> None:
-        """Queue an error-log entry (with ``exc``'s traceback, formatted now while it exists)."""
-        if self._error is None:
+        """Queue an error-log entry (with ``exc``'s traceback, formatted now while it exists).
+        Call it from the server's trio thread (other threads: :class:`PythonLogBridge`)."""
+        if self._error is None or self._closed:
+            return
+        if len(self._mailbox) >= self._buffer:
+            self.dropped_full += 1
             return
         try:
-            entry = _ErrorEntry(format_error(message, request_line=request_line, exc=exc))
-            self._send.send_nowait(entry)
-        except trio.WouldBlock:
-            self.dropped_full += 1
+            entry = _ErrorEntry(
+                format_error(message, request_line=request_line, exc=exc, level=level)
+            )
         except Exception:
-            pass
+            return  # an exception whose traceback cannot be formatted: never raise here
+        self._mailbox.send(entry)
 
     def reopen(self) -> None:
         """Reopen the log files before the next write (after log rotation; SIGUSR1)."""
@@ -341,8 +368,9 @@ class ServerLog:
 
     def close(self) -> None:
         """Stop accepting records; :meth:`run` writes what is queued, then returns."""
-        self._closed = True
-        self._send.close()
+        if not self._closed:
+            self._closed = True
+            self._mailbox.send(_CLOSE)  # past the bound: it must get through
 
     @property
     def dropped(self) -> int:
@@ -360,36 +388,33 @@ class ServerLog:
         sinks = [s for s in (self._access, self._error) if s is not None]
         for sink in sinks:
             sink.open()
+        bridge = PythonLogBridge(self) if self._error is not None else None
         task_status.started()
         batch: list[Any] = []
+        mailbox = self._mailbox
+        closing = False
         try:
-            while True:
-                try:
-                    first = await self._receive.receive()
-                except (trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-                batch = self._take_batch(first)
-                # In a thread: a file on a slow disk or a stderr pipe nobody reads would
-                # otherwise stall every connection. While it writes, the next batch grows.
-                await trio.to_thread.run_sync(self._write_batch, batch)
+            while not closing:
+                first = await mailbox.recv()  # sync(mailbox.recv_evt())
+                batch = [first, *mailbox.drain()]
+                if _CLOSE in batch:
+                    closing = True
+                    batch = [item for item in batch if item is not _CLOSE]
+                if batch:
+                    # In a thread: a file on a slow disk or a stderr pipe nobody reads would
+                    # otherwise stall every connection. While it writes, the next batch grows.
+                    await trio.to_thread.run_sync(self._write_batch, batch)
                 batch = []
         finally:
             # Cancelled or closed: the batch in hand and whatever is still queued are
             # written here, synchronously, so nothing accepted is lost.
-            leftover = batch + self._take_batch(None)
-            if leftover:
+            if bridge is not None:
+                bridge.remove()
+            leftover = [item for item in batch + mailbox.drain() if item is not _CLOSE]
+            if leftover or self.dropped_full != self._reported_full:
                 self._write_batch(leftover)
-                for sink in sinks:
-                    sink.close()
-
-    def _take_batch(self, first: Any) -> list[Any]:
-        batch = [] if first is None else [first]
-        receive_nowait = self._receive.receive_nowait
-        while True:
-            try:
-                batch.append(receive_nowait())
-            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                return batch
+            for sink in sinks:
+                sink.close()
 
     def _write_batch(self, batch: list[Any]) -> None:
         if self._reopen_requested:
@@ -415,3 +440,41 @@ class ServerLog:
             self._access.write("".join(access_lines), len(access_lines))
         if error_lines and self._error is not None:
             self._error.write("".join(error_lines), len(error_lines))
+
+
+class PythonLogBridge(pylogging.Handler):
+    """Sends ``logging.getLogger("pyweb")`` records of level WARNING and up to the server's
+    error log, while the server's logging task runs (installed and removed by
+    :meth:`ServerLog.run`). So a library module just writes::
+
+        log = logging.getLogger("pyweb.cache")
+        log.warning("redis unreachable, caching in memory")
+
+    and the line lands in the error log as ``[warning] pyweb.cache: redis unreachable...``.
+    Records from another thread (``trio.to_thread``, a database driver's thread) go through
+    the server's trio token, since the log's mailbox belongs to the trio thread. With
+    several servers in one process (tests), each server's log gets every record.
+    """
+
+    def __init__(self, log: ServerLog, name: str = "pyweb", level: int = pylogging.WARNING):
+        super().__init__(level)
+        self.log = log
+        self.logger = pylogging.getLogger(name)
+        self.thread = threading.get_ident()
+        self.token = trio.lowlevel.current_trio_token()
+        self.logger.addHandler(self)
+
+    def remove(self) -> None:
+        self.logger.removeHandler(self)
+
+    def emit(self, record: pylogging.LogRecord) -> None:
+        try:
+            message = f"{record.name}: {record.getMessage()}"
+            exc = record.exc_info[1] if record.exc_info else None
+            level = record.levelname.lower()
+            if threading.get_ident() == self.thread:
+                self.log.error(message, exc=exc, level=level)
+            else:
+                self.token.run_sync_soon(lambda: self.log.error(message, exc=exc, level=level))
+        except Exception:  # the run is over, a bad format string...: logging must not raise
+            self.handleError(record)

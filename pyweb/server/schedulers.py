@@ -74,18 +74,21 @@ class Scheduler:
         (Apache's prefork server does the same across processes with its "accept mutex".)
         """
         listener = server.listener
+        port = server.broadcast.port()  # SHUTDOWN wakes this task in accept
         while not server.closing:
             try:
                 async with accept_lock:
                     if server.closing:
                         return
-                    sock, peer = await socket_accept(listener)
+                    accepted = await socket_accept(listener, port)
             except (trio.ClosedResourceError, OSError) as exc:
                 if server.closing:
                     return  # shutdown closed the listener under us
                 await _accept_failed(server, exc)
                 continue
-            await Connection(server, sock, peer).run()
+            if accepted is None:
+                return  # SHUTDOWN
+            await Connection(server, *accepted).run()
 
 
 class OneToOneScheduler(Scheduler):
@@ -100,6 +103,7 @@ class OneToOneScheduler(Scheduler):
 
     def __init__(self, max_connections: int) -> None:
         self.slots = trio.Semaphore(max_connections)
+        # Graceful shutdown while the loop waits for a free slot: stop waiting.
         self.cancel_scope = trio.CancelScope()
 
     async def accept(self, server: Server, nursery: trio.Nursery) -> None:
@@ -108,14 +112,15 @@ class OneToOneScheduler(Scheduler):
     async def _accept_loop(self, server: Server, nursery: trio.Nursery) -> None:
         listener = server.listener
         slots = self.slots
-        with self.cancel_scope:  # graceful shutdown cancels this scope: accepting stops
+        port = server.broadcast.port()  # SHUTDOWN wakes the loop in accept (control.py)
+        with self.cancel_scope:  # and cancels a wait for a free slot
             while True:
                 try:  # a free slot costs no trip through the scheduler
                     slots.acquire_nowait()
                 except trio.WouldBlock:
                     await slots.acquire()  # at the limit: clients wait in the backlog
                 try:
-                    sock, peer = await socket_accept(listener)
+                    accepted = await socket_accept(listener, port)
                 except (trio.ClosedResourceError, OSError) as exc:
                     slots.release()
                     if server.closing:
@@ -125,7 +130,10 @@ class OneToOneScheduler(Scheduler):
                 except BaseException:
                     slots.release()
                     raise
-                self.spawn(nursery, Connection(server, sock, peer))
+                if accepted is None:  # SHUTDOWN
+                    slots.release()
+                    return
+                self.spawn(nursery, Connection(server, *accepted))
 
     def spawn(self, nursery: trio.Nursery, connection: Connection) -> None:
         nursery.start_soon(self._serve, connection)

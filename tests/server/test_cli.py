@@ -46,7 +46,8 @@ def test_serve_a_directory_then_stop_with_a_signal(site, signum):
     proc, banner = _start(str(site), "--port", "0", "--access-log", "none")
     try:
         m = re.fullmatch(
-            r"pyweb serving (.+) on http://127\.0\.0\.1:(\d+)/ \(scheduler one-to-one, dev mode off\)\n",
+            r"pyweb serving (.+) on http://127\.0\.0\.1:(\d+)/ "
+            r"\(scheduler one-to-one, dev mode off, regions (c|python)\)\n",
             banner,
         )
         assert m, banner
@@ -71,7 +72,7 @@ def test_options_reach_the_server(site):
         "--max-connections", "5",
     )  # fmt: skip
     try:
-        assert "(scheduler pool, dev mode on)" in banner
+        assert "(scheduler pool, dev mode on, regions " in banner
         port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             s.sendall(b"POST /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n")

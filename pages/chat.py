@@ -1,0 +1,28 @@
+# A chat room with server push (Hop's diffuse web; CML events): see _chat.py.
+#
+#   GET  /chat               the page (its script long-polls for new messages)
+#   GET  /chat?after=N       JSON {"messages": [...]}: waits until there is a message after N
+#                            (or 30 s, or the browser leaving)
+#   POST /chat name=..&text=..   say something (JSON answer with ?json, else back to the page)
+#   GET  /chat?waiting       JSON {"waiting": n}: how many requests are waiting now
+from pyweb.forms import get_nat, get_string
+
+import _chat
+
+if conn.method == "POST":
+    name = get_string("name", max_length=40)
+    text = get_string("text", max_length=500)
+    message = _chat.post(name, text)
+    if "json" in conn.query:
+        conn.return_(message)
+    else:
+        conn.redirect("/chat", status=303)
+elif "after" in conn.query:
+    after = get_nat("after")
+    news = await _chat.wait_for_messages(after, conn.client_gone_evt())  # noqa: F704
+    # None: the client has gone; the answer goes nowhere, but a page answers exactly once.
+    conn.return_({"messages": news or [], "gone": news is None})
+elif "waiting" in conn.query:
+    conn.return_({"waiting": _chat.waiting()})
+else:
+    conn.return_(_chat.PAGE)  # plain HTML, no placeholders: built once in the library

@@ -1,0 +1,45 @@
+# SMLserver §3: the currency exchange service. The dollar rate is read from a foreign page
+# with fetch_url (Ns.fetchUrl) and a regular expression, and kept in a typed cache with
+# TimeOut(300): the foreign site is asked at most once every five minutes, and the rate is
+# never older than that. If the site is down, the page says so.
+#
+# The foreign page is PYWEB_RATE_URL, by default this site's own /rate (pages/rate.py).
+import os
+import re
+
+from _layout import page
+from pyweb import qq
+from pyweb.cache import Option, Real, String, TimeOut, get, memoize
+from pyweb.fetch import fetch_url
+from pyweb.forms import get_real, wrap_opt
+
+c = get(String, Option(Real), "currency", TimeOut(300))
+
+form = qq("""<form method="post" action="/exchange">
+  <b>Dollar amount</b><br><input type="text" name="a">
+  <input type="submit" value="Value in Danish Kroner">
+</form>""")
+
+
+async def fetch_rate(url):
+    pg = await fetch_url(url, timeout=5)
+    if pg is None:
+        return None
+    m = re.search(r"USDDKK\D+([0-9]+)\.([0-9]+)", pg)
+    return float(f"{m[1]}.{m[2]}") if m else None
+
+
+fetch = memoize(c, fetch_rate)
+url = os.environ.get("PYWEB_RATE_URL") or f"http://{conn.headers.get('host', '127.0.0.1')}/rate"
+
+a = wrap_opt(get_real)("a")
+if a is None:
+    body = form
+else:
+    rate = await fetch(url)
+    if rate is None:
+        body = qq("<p>The service is currently not available</p>")
+    else:
+        dkk = f"{a * rate:.2f}"
+        body = qq("<p>{a} USD gives {dkk} DKK.</p>") + form
+conn.return_(page("Currency Exchange Service", body))

@@ -1,0 +1,155 @@
+"""Pools of database handles, SMLserver §4, and why a request cannot deadlock on them.
+
+"A database handle identifies a connection to an RDBMS and a pool is a set of database
+handles. When the Web server is started, a configurable number of pools are created. At
+any time, a database handle is owned by at most one script. Moreover, the database
+handles owned by a script at any one time belong to different pools." (SMLserver §4)
+
+Why several pools: with one pool of two handles, two requests that each hold a handle and
+each ask for a second one (a ``fold`` inside a ``fold``) wait for each other forever. Here
+a task's first handle comes from pool 0, a handle asked for while holding it from pool 1,
+and so on: every task takes pools in the same increasing order, so no cycle of waiting
+tasks can form (the classic lock-ordering argument). Nesting deeper than the number of
+pools is a :class:`~pyweb.db.errors.NestingError`, at once, instead of a hang.
+
+A pool here is trio-side: a semaphore counting free handles and a list of idle
+connections. Connections are opened lazily (a site whose database is down still starts,
+and its other pages work) and checked before being lent: a broken one (lost, or busy after
+a cancelled query) is closed and replaced, so a database restart heals by itself.
+Waiting for a handle is bounded by a timeout; then :class:`~pyweb.db.errors.PoolTimeout`
+(HTTP 503).
+
+trio primitives belong to one ``trio.run``; pyweb runs several (a notebook's server
+thread and a test's, one after the other or side by side), so a :class:`PoolSet` is made
+for each run that uses the database (:func:`pools_for_run`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import trio
+
+from .driver import Connection, Driver
+from .errors import PoolTimeout
+
+__all__ = ["Pool", "PoolSet", "RunPools"]
+
+
+class Pool:
+    """One pool of ``size`` handles (connections) to one database."""
+
+    def __init__(self, driver: Driver, index: int, size: int) -> None:
+        self.driver = driver
+        self.index = index
+        self.size = size
+        self._free = trio.Semaphore(size)
+        self._idle: list[Connection] = []
+
+    @property
+    def in_use(self) -> int:
+        """Handles lent out now."""
+        return self.size - self._free.value
+
+    @property
+    def idle(self) -> int:
+        """Open connections waiting in the pool."""
+        return len(self._idle)
+
+    async def acquire(self, timeout: float) -> Connection:
+        """A live connection: an idle one, or a new one. PoolTimeout after ``timeout`` s."""
+        with trio.move_on_after(timeout) as waited:
+            await self._free.acquire()
+        if waited.cancelled_caught:
+            raise PoolTimeout(
+                f"no handle of database pool {self.index} ({self.size} handles, all busy) "
+                f"became free within {timeout:g} s"
+            )
+        try:
+            while self._idle:
+                conn = self._idle.pop()
+                if conn.alive():
+                    return conn
+                conn.close()  # lost while idle (database restarted, backend killed)
+            return await self.driver.connect()
+        except BaseException:
+            self._free.release()
+            raise
+
+    async def replace(self, conn: Connection) -> Connection:
+        """Close a broken ``conn`` held by the caller and open a new one in its place."""
+        conn.close()
+        try:
+            return await self.driver.connect()
+        except BaseException:
+            self._free.release()  # the caller's handle is gone: give its slot back
+            raise
+
+    def release(self, conn: Connection | None) -> None:
+        """Give a handle back; a broken one is closed, never lent again."""
+        if conn is not None:
+            if conn.broken or not conn.alive():
+                conn.close()
+            else:
+                self._idle.append(conn)
+        self._free.release()
+
+    def close(self) -> None:
+        """Close the idle connections (lent ones are closed when given back broken)."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+class PoolSet:
+    """The pools of one database in one ``trio.run``."""
+
+    def __init__(self, driver: Driver, pools: int, handles: int) -> None:
+        self.pools = [Pool(driver, i, handles) for i in range(pools)]
+        self.schema_lock = trio.Lock()
+
+    def close(self) -> None:
+        for pool in self.pools:
+            pool.close()
+
+
+class RunPools:
+    """A :class:`PoolSet` for each trio run, made on first use in that run."""
+
+    def __init__(self, make: Callable[[], PoolSet]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._runs: dict[trio.lowlevel.TrioToken, PoolSet] = {}
+
+    def current(self) -> PoolSet:
+        token = trio.lowlevel.current_trio_token()
+        found = self._runs.get(token)
+        if found is not None:
+            return found
+        with self._lock:
+            self._sweep()
+            found = self._runs[token] = self._make()
+        return found
+
+    def _sweep(self) -> None:
+        """Close the pools of runs that have ended."""
+        for token in list(self._runs):
+            try:
+                token.run_sync_soon(_nothing)
+            except trio.RunFinishedError:
+                self._runs.pop(token).close()
+
+    def close(self) -> None:
+        with self._lock:
+            runs, self._runs = self._runs, {}
+        for pool_set in runs.values():
+            pool_set.close()
+
+    def all(self) -> list[PoolSet]:
+        with self._lock:
+            return list(self._runs.values())
+
+
+def _nothing() -> None:
+    pass

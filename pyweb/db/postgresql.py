@@ -1,0 +1,174 @@
+"""The PostgreSQL driver: asyncpg on the driver loop of :mod:`pyweb.db.bridge` (issue 7).
+
+Each handle owns one ``asyncpg.Connection``, created on the loop thread and used only
+there; a trio task hands it a whole query (``fetch``/``execute``) and gets all the rows
+back: one crossing per query. Antiquotes are bound as ``$1, $2, ...`` (asyncpg's
+paramstyle), so values travel apart from the SQL text in PostgreSQL's extended protocol.
+
+Cancellation is PostgreSQL's own: when the trio request is cancelled, the bridge cancels
+the asyncio task, asyncpg sends a cancel request to the server (which stops the query) and
+waits for the server to acknowledge it; the bridge waits for that, so the connection is
+idle again before the pool sees it. A connection asyncpg had to close is marked broken.
+
+A lost connection (``pg_terminate_backend``, a server restart) shows up as a closed
+asyncpg connection: the pool replaces it before lending it again, and a read that was
+already on it is run once more on a fresh connection (:mod:`pyweb.db`).
+
+URL: ``postgresql://user:password@host:port/database`` (``postgres://`` also works); options
+are PostgreSQL settings for the session: ``...?search_path=guestbook`` uses that schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import asyncpg
+
+from .bridge import loop_thread
+from .driver import Connection, Driver, Params, Url
+from .errors import DbUnavailable, SqlError
+
+__all__ = ["PostgresDriver", "PostgresConnection"]
+
+T = TypeVar("T")
+
+_LOST = (asyncpg.exceptions.ConnectionDoesNotExistError, ConnectionError, OSError)
+
+
+class PostgresConnection(Connection):
+    def __init__(self, conn: asyncpg.Connection, where: str) -> None:
+        self._conn = conn
+        self._where = where
+
+    async def _on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Runs on the loop: the call, and after a cancellation the wait for the server."""
+        conn = self._conn
+        try:
+            return await make()
+        except asyncio.CancelledError:
+            # asyncpg has sent a cancel request; wait (bounded) until it is acknowledged.
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 2.0
+            while conn._cancellations and loop.time() < deadline:
+                await asyncio.sleep(0.005)
+            if conn._cancellations or conn.is_closed():
+                self.broken = True
+                conn.terminate()
+            raise
+
+    async def _run(self, sql: str, params: Params, make: Callable[[], Awaitable[T]]) -> T:
+        if self.broken:
+            raise DbUnavailable(f"postgresql ({self._where}): connection closed", sql=sql)
+        try:
+            return await loop_thread.call(self._on_loop(make))
+        except asyncpg.PostgresError as exc:
+            if self._conn.is_closed():  # e.g. "terminating connection due to administrator
+                self.broken = True  # command": the server closed it
+                raise DbUnavailable(
+                    f"postgresql ({self._where}): connection lost: {exc}", sql=sql
+                ) from exc
+            message = str(exc)
+            detail = getattr(exc, "detail", None)
+            if detail:
+                message += f" ({detail})"
+            raise SqlError(
+                f"{message} [SQLSTATE {exc.sqlstate}]",
+                sql=sql,
+                params=params,
+                database="postgresql",
+                driver_error=exc,
+            ) from exc
+        except (asyncpg.InterfaceError, *_LOST) as exc:
+            if self._conn.is_closed() or isinstance(exc, _LOST):
+                self.broken = True
+                raise DbUnavailable(
+                    f"postgresql ({self._where}): connection lost: {exc}", sql=sql
+                ) from exc
+            raise SqlError(
+                str(exc), sql=sql, params=params, database="postgresql", driver_error=exc
+            ) from exc
+
+    async def query(self, sql: str, params: Params) -> tuple[list[str], list[tuple[Any, ...]]]:
+        conn = self._conn
+        args = params or ()
+
+        async def run() -> tuple[list[str], list[tuple[Any, ...]]]:
+            records = await conn.fetch(sql, *args)
+            columns = list(records[0].keys()) if records else []
+            return columns, [tuple(r) for r in records]
+
+        return await self._run(sql, params, run)
+
+    async def execute(self, sql: str, params: Params) -> int:
+        conn = self._conn
+        args = params or ()
+
+        async def run() -> int:
+            status = await conn.execute(sql, *args)  # "INSERT 0 3", "UPDATE 2", "CREATE TABLE"
+            last = status.rsplit(" ", 1)[-1]
+            return int(last) if last.isdigit() else -1
+
+        return await self._run(sql, params, run)
+
+    async def script(self, text: str) -> None:
+        conn = self._conn
+        await self._run(text, None, lambda: conn.execute(text))  # simple protocol: many ok
+
+    async def begin(self) -> None:
+        await self.execute("BEGIN", None)
+
+    async def commit(self) -> None:
+        await self.execute("COMMIT", None)
+
+    async def rollback(self) -> None:
+        await self.execute("ROLLBACK", None)
+
+    def alive(self) -> bool:
+        return not self.broken and not self._conn.is_closed()
+
+    def close(self) -> None:
+        self.broken = True
+        conn = self._conn
+
+        async def close() -> None:
+            try:
+                await asyncio.wait_for(conn.close(), 2.0)
+            except Exception:
+                conn.terminate()
+
+        try:
+            loop_thread.submit(close())
+        except RuntimeError:  # the loop is closed (interpreter exit)
+            pass
+
+
+class PostgresDriver(Driver):
+    """``postgresql://user:password@host:port/database``."""
+
+    name = "postgresql"
+    paramstyle = "numeric_dollar"
+
+    def __init__(self, url: Url, *, connect_timeout: float = 5.0) -> None:
+        self.url = url
+        self.connect_timeout = connect_timeout
+
+    async def connect(self) -> Connection:
+        url = self.url
+        try:
+            conn = await loop_thread.call(
+                asyncpg.connect(
+                    host=url.host,
+                    port=url.port or 5432,
+                    user=url.user,
+                    password=url.password,
+                    database=url.database,
+                    timeout=self.connect_timeout,
+                    # URL options are server settings: ?search_path=myschema
+                    server_settings=dict(url.options) or None,
+                )
+            )
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise DbUnavailable(f"cannot connect to {url}: {exc}") from exc
+        return PostgresConnection(conn, str(url))

@@ -1,0 +1,477 @@
+"""Regions for a site: every request starts from the state the library had after its
+initialisation, and what a request costs in allocations is measured (SMLserver §2.1, §5;
+Hop §3.1). The mechanisms are in :mod:`pyweb_regions` (C, or its pure-Python fallback);
+this module applies them to a :class:`~pyweb.app.site.Site`.
+
+What "module state" means for a site. A page *script* already runs in fresh globals for
+every request, so nothing it assigns can survive. What can survive is the state of the
+site's **library** (``_name.py`` modules and packages, imported once per process) and of
+its **service modules**: a page that does ``_counter.count += 1`` or
+``_store.items.append(x)`` changes the process for every later request. SMLserver makes
+that impossible by restoring the initial heap after each request; pyweb approximates it:
+
+1. When a library module finishes its initialisation (the import of the outermost library
+   module returns), a :class:`pyweb_regions.ModuleGuard` snapshots it: its bindings and the
+   contents of its top-level lists, dicts, sets and bytearrays. Service modules are
+   snapshotted when the site loads; package submodules when a request first sees them.
+2. After every request the guards are checked (in C: one integer compare per module when
+   nothing changed). A change is **reported** at once: a warning in the error log, in
+   development mode a banner on the page, and with ``strict=True`` the request fails with
+   500 and the same message.
+3. The state is **restored** (rebinding names, refilling containers in place) as soon as no
+   other request is in flight in this process: restoring while another request runs would
+   pull state from under it. With overlapping requests the report names the request that
+   finished first, which may not be the one that made the change; docs/regions.md says more.
+
+What it cannot see (one level only): attributes of objects and classes, nested containers,
+closures, caches of other modules. It is a teaching aid and a hygiene check, not isolation.
+
+Table 1's columns: ``exec_library=True`` re-runs every library module's initialisation
+before each request instead of restoring snapshots (column six); the script-cache switch
+(column five) lives in the site.
+
+Allocation accounting (``profile_alloc=True``, C only): the allocator hook is installed
+once, and a trio :class:`~trio.abc.Instrument` charges the bytes allocated during each task
+step to the request that task is serving, so interleaved requests on one thread are each
+charged their own bytes. :meth:`SiteRegions.stats` is what ``/_pyweb/stats`` shows.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.machinery
+import logging
+import os
+import sys
+import types
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+import pyweb_regions
+from pyweb.protocol.response import Response
+from pyweb.server.errorpage import error_response
+
+__all__ = ["SiteRegions", "Mutation", "IMPLEMENTATION", "GuardedLoader"]
+
+IMPLEMENTATION = pyweb_regions.IMPLEMENTATION
+"""``"c"`` or ``"python"``: which implementation of :mod:`pyweb_regions` is in use."""
+
+_log = logging.getLogger("pyweb.regions")
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    """One change a request made to a library module's state."""
+
+    module: str
+    """The module's name (``_counter``)."""
+    kind: str
+    """``rebound``, ``added``, ``deleted``, ``mutated`` (a container's contents), or
+    ``not restored`` (a bytearray with a live view could not be resized back)."""
+    name: str
+    """The global's name (``counter``)."""
+
+    def __str__(self) -> str:
+        return f"`{self.name}` ({self.kind}, in {self.module})"
+
+
+def describe(mutations: list[Mutation], restored: bool) -> str:
+    """The sentence a student reads: what changed, what happened to it, what to do."""
+    names = ", ".join(str(m) for m in mutations)
+    plural = len(mutations) > 1
+    what = f"module global{'s' if plural else ''} {names}"
+    if restored:
+        done = "they were reset" if plural else "it was reset"
+    else:
+        done = (
+            "they will be reset" if plural else "it will be reset"
+        ) + " when no other request is in flight"
+    return f"this page changed {what}; {done}: keep state in the cache or the database"
+
+
+# ---- snapshot right after initialisation ------------------------------------------------
+
+_sites: weakref.WeakValueDictionary[str, SiteRegions] = weakref.WeakValueDictionary()
+_import_depth = 0
+_imported: list[types.ModuleType] = []
+
+
+def _module_root(module: types.ModuleType) -> SiteRegions | None:
+    file = getattr(module, "__file__", None)
+    if not file:
+        return None
+    for root, regions in list(_sites.items()):
+        if file.startswith(root + os.sep):
+            return regions
+    return None
+
+
+class GuardedLoader(importlib.machinery.SourceFileLoader):
+    """The library's loader: after the outermost library import has run, snapshot every
+    library module it initialised (a module's init may set up another's state, so the
+    snapshots wait until all of them are done)."""
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        global _import_depth
+        _import_depth += 1
+        try:
+            super().exec_module(module)
+            _imported.append(module)
+        finally:
+            _import_depth -= 1
+            if _import_depth == 0:
+                done = _imported[:]
+                _imported.clear()
+                for m in done:
+                    regions = _module_root(m)
+                    if regions is not None:
+                        regions.guard(m)
+
+
+# ---- allocation accounting under trio ---------------------------------------------------
+
+
+class _AllocInstrument(trio.abc.Instrument):
+    """Charges each task step's allocations to the request its task is serving."""
+
+    def __init__(self) -> None:
+        self.slots: dict[trio.lowlevel.Task, list[int]] = {}
+        self.start = (0, 0)
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task in self.slots:
+            self.start = pyweb_regions.alloc_counts()
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        slot = self.slots.get(task)
+        if slot is not None:
+            b, c = pyweb_regions.alloc_counts()
+            slot[0] += b - self.start[0]
+            slot[1] += c - self.start[1]
+
+
+# ---- the site's regions -------------------------------------------------------------------
+
+
+class SiteRegions:
+    """The regions of one site directory: guards, the per-request check, allocation stats."""
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        dev: bool = False,
+        strict: bool = False,
+        exec_library: bool = False,
+        profile_alloc: bool = False,
+    ) -> None:
+        self.root = os.path.realpath(root)
+        self.dev = dev
+        self.strict = strict
+        self.exec_library = exec_library
+        self.guards: dict[str, Any] = {}
+        """Module name → its :class:`pyweb_regions.ModuleGuard`, in initialisation order."""
+        self.in_flight = 0
+        self.pending: dict[str, Any] = {}  # module name -> guard waiting for a quiet moment
+        self.reported: set[Mutation] = set()  # already reported, not restored yet
+        self.mutations = 0
+        """Mutations reported since start (each counted once)."""
+        self.restores = 0
+        self._modules_seen = -1
+        self._codes: dict[str, types.CodeType] = {}
+        self.profile_alloc = False
+        self.alloc_message = ""
+        self.page_allocs: dict[str, list[int]] = {}  # page -> [requests, bytes, calls]
+        self._instrument: _AllocInstrument | None = None
+        self._instrument_run: object = None
+        self._thread_base: tuple[int, int] | None = None
+        self.requests = 0
+        self._requests_base = 0
+        if profile_alloc:
+            self._start_profiling()
+        _sites[self.root] = self
+
+    # -- guards
+
+    def guard(self, module: types.ModuleType) -> None:
+        """Snapshot ``module`` now (its initialisation has just finished)."""
+        name = module.__name__
+        guard = self.guards.get(name)
+        if guard is not None and guard.module is module:
+            return
+        self.guards[name] = pyweb_regions.ModuleGuard(module)
+        self.pending.pop(name, None)
+
+    def _library(self) -> list[types.ModuleType]:
+        prefix = self.root + os.sep
+        return [
+            m
+            for m in list(sys.modules.values())
+            if (getattr(m, "__file__", None) or "").startswith(prefix)
+        ]
+
+    def scan(self) -> None:
+        """Guard library and service modules not guarded yet; forget replaced ones (dev
+        reload). Runs when ``sys.modules`` changed size, so it costs nothing per request."""
+        self._modules_seen = len(sys.modules)
+        live = {m.__name__: m for m in self._library()}
+        for name in list(self.guards):
+            if live.get(name) is not self.guards[name].module:
+                del self.guards[name]
+                self.pending.pop(name, None)
+        for name, module in live.items():
+            if name not in self.guards:
+                self.guard(module)
+
+    def reload(self) -> None:
+        """The site was reloaded (dev): every guard is rebuilt from the new modules."""
+        self.guards.clear()
+        self.pending.clear()
+        self.reported.clear()
+        self._codes.clear()
+        self.scan()
+
+    # -- around one request
+
+    async def run(self, ctx: Any, page: str, call: Callable[[], Awaitable[Response]]) -> Response:
+        """Run one page (``call``) inside the region: re-run the library first with
+        ``exec_library``, count its allocations, then check, report and restore."""
+        if self.exec_library:
+            self._exec_library()
+        slot = self._alloc_begin() if self.profile_alloc else None
+        self.in_flight += 1
+        mutations: list[Mutation] = []
+        restored = False
+        try:
+            response = await call()
+        finally:
+            self.in_flight -= 1
+            if slot is not None:
+                self._alloc_end(page, slot)
+            if len(sys.modules) != self._modules_seen:
+                self.scan()
+            if not self.exec_library:
+                mutations, restored = self._after_request()
+            if mutations:
+                self._log(ctx, page, mutations, restored)
+        if mutations:
+            message = describe(mutations, restored)
+            if self.strict:
+                return error_response(500, dev=True, detail=f"{page}: {message}")
+            if self.dev:
+                return _with_banner(response, message)
+        return response
+
+    def _after_request(self) -> tuple[list[Mutation], bool]:
+        new: list[Mutation] = []
+        for name, guard in self.guards.items():
+            if guard.changed():
+                self.pending[name] = guard
+                for kind, global_name in guard.diff():
+                    m = Mutation(name, kind, global_name)
+                    if m not in self.reported:
+                        self.reported.add(m)
+                        new.append(m)
+        self.mutations += len(new)
+        if not self.pending or self.in_flight:
+            return new, False
+        for guard in self.pending.values():
+            for kind, global_name in guard.restore():
+                if kind == "not restored":
+                    new.append(Mutation(guard.module.__name__, kind, global_name))
+                    self.mutations += 1
+        self.pending.clear()
+        self.reported.clear()
+        self.restores += 1
+        return new, True
+
+    def _log(self, ctx: Any, page: str, mutations: list[Mutation], restored: bool) -> None:
+        message = f"{page}: {describe(mutations, restored)}"
+        log_error = getattr(ctx, "log_error", None)
+        if log_error is not None:
+            log_error(message)
+        else:
+            _log.warning(message)
+
+    def _exec_library(self) -> None:
+        """Table 1, column six: run every library module's initialisation again."""
+        if len(sys.modules) != self._modules_seen:
+            self.scan()
+        for name, guard in self.guards.items():
+            module = guard.module
+            code = self._codes.get(name)
+            if code is None:
+                loader = getattr(module.__spec__, "loader", None)
+                get_code = getattr(loader, "get_code", None)
+                if get_code is None:
+                    continue
+                code = self._codes[name] = get_code(name)
+            exec(code, module.__dict__)  # noqa: S102 - the module's own code
+            guard.retake()
+
+    # -- allocation accounting
+
+    def _start_profiling(self) -> None:
+        if not pyweb_regions.ALLOC_AVAILABLE:
+            self.alloc_message = (
+                "allocation accounting is not available: pyweb_regions uses its Python "
+                "fallback (the C extension was not built, or PYWEB_REGIONS=python)"
+            )
+            return
+        if not pyweb_regions.alloc_install():
+            self.alloc_message = "allocation accounting is not available: the hook is gone"
+            return
+        pyweb_regions.alloc_enable(True)
+        self.profile_alloc = True
+        self._instrument = _AllocInstrument()
+
+    def _alloc_begin(self) -> list[int] | None:
+        instrument = self._instrument
+        assert instrument is not None
+        root = trio.lowlevel.current_root_task()
+        if self._instrument_run is not root:  # a new trio.run (tests start several)
+            trio.lowlevel.add_instrument(instrument)
+            self._instrument_run = root
+            self._thread_base = pyweb_regions.alloc_counts()
+            self._requests_base = self.requests
+        self.requests += 1
+        task = trio.lowlevel.current_task()
+        if task in instrument.slots:  # a page calling a page: the outer one pays
+            return None
+        slot = [0, 0]
+        instrument.slots[task] = slot
+        instrument.start = pyweb_regions.alloc_counts()  # this step started now for us
+        return slot
+
+    def _alloc_end(self, page: str, slot: list[int]) -> None:
+        instrument = self._instrument
+        assert instrument is not None
+        b, c = pyweb_regions.alloc_counts()
+        slot[0] += b - instrument.start[0]
+        slot[1] += c - instrument.start[1]
+        del instrument.slots[trio.lowlevel.current_task()]
+        totals = self.page_allocs.setdefault(page, [0, 0, 0])
+        totals[0] += 1
+        totals[1] += slot[0]
+        totals[2] += slot[1]
+
+    def stats(self) -> dict[str, Any]:
+        """Everything ``/_pyweb/stats`` shows, as plain data. The ``server_thread`` numbers
+        are the calling thread's counters: meaningful when called by the server (the page).
+        """
+        data: dict[str, Any] = {
+            "implementation": pyweb_regions.IMPLEMENTATION,
+            "version_tag": pyweb_regions.VERSION_TAG,
+            "modules": {
+                name: {"names": g.names, "containers": g.containers}
+                for name, g in self.guards.items()
+            },
+            "mutations_reported": self.mutations,
+            "restores": self.restores,
+            "arena_pool": pyweb_regions.pool_stats(),
+            "alloc_available": self.profile_alloc,
+            "alloc_message": self.alloc_message
+            or ("" if self.profile_alloc else "allocation accounting is off (--profile-alloc)"),
+        }
+        if self.profile_alloc:
+            data["pages"] = {
+                page: {
+                    "requests": n,
+                    "bytes_per_request": round(b / n, 1),
+                    "calls_per_request": round(c / n, 2),
+                }
+                for page, (n, b, c) in sorted(self.page_allocs.items())
+            }
+            if self._thread_base is not None:
+                b, c = pyweb_regions.alloc_counts()
+                n = max(1, self.requests - self._requests_base)
+                data["server_thread"] = {
+                    "requests": self.requests - self._requests_base,
+                    "bytes": b - self._thread_base[0],
+                    "calls": c - self._thread_base[1],
+                    "bytes_per_request": round((b - self._thread_base[0]) / n, 1),
+                }
+        return data
+
+
+def _with_banner(response: Response, message: str) -> Response:
+    """Development mode: the page itself says what it did (HTML pages get a banner, every
+    response an ``X-Pyweb-Regions`` header)."""
+    response.headers.append(("X-Pyweb-Regions", message))
+    body = response.body
+    ctype = next((v for k, v in response.headers if k.lower() == "content-type"), "")
+    if not isinstance(body, bytes) or "html" not in ctype.lower():
+        return response
+    banner = (
+        '<div class="pyweb-regions" style="background:#fff3cd;border:1px solid #c90;'
+        'padding:.5em;margin:.5em;font-family:sans-serif">'
+        f"pyweb (development mode): {html.escape(message)}</div>"
+    ).encode()
+    lower = body[:4096].lower()
+    at = lower.find(b"<body")
+    if at >= 0:
+        end = body.find(b">", at)
+        if end >= 0:
+            response.body = body[: end + 1] + banner + body[end + 1 :]
+            return response
+    response.body = banner + body
+    return response
+
+
+def stats_page(regions: SiteRegions) -> Response:
+    """``/_pyweb/stats``: the guarded modules, the arena pool, allocations per page."""
+    data = regions.stats()
+    rows = []
+    if data.get("pages"):
+        rows.append(
+            "<table><tr><th>page</th><th>requests</th><th>bytes/request</th>"
+            "<th>allocations/request</th></tr>"
+        )
+        for page, p in data["pages"].items():
+            rows.append(
+                f"<tr><td>{html.escape(page)}</td><td>{p['requests']}</td>"
+                f"<td>{p['bytes_per_request']}</td><td>{p['calls_per_request']}</td></tr>"
+            )
+        rows.append("</table>")
+        st = data.get("server_thread")
+        if st:
+            rows.append(
+                f"<p>Server thread since the first request: {st['bytes']} bytes in "
+                f"{st['calls']} allocations for {st['requests']} requests "
+                f"({st['bytes_per_request']} bytes per request, everything included).</p>"
+            )
+    else:
+        rows.append(f"<p>Allocations: {html.escape(data['alloc_message'])}.</p>")
+    modules = "".join(
+        f"<li>{html.escape(name)}: {m['names']} names, {m['containers']} containers</li>"
+        for name, m in data["modules"].items()
+    )
+    pool = ", ".join(f"{k} {v}" for k, v in data["arena_pool"].items())
+    body = (
+        "<!doctype html><html><head><meta charset=utf-8><title>pyweb stats</title></head>"
+        f"<body><h1>pyweb stats</h1><p>pyweb_regions implementation: "
+        f"{data['implementation']}</p>"
+        "<h2>Allocations per page</h2>" + "".join(rows) + "<h2>Module snapshots</h2>"
+        f"<ul>{modules or '<li>none yet</li>'}</ul>"
+        f"<p>Mutations reported: {data['mutations_reported']}, restores: {data['restores']}</p>"
+        f"<h2>Arena page pool</h2><p>{pool}</p></body></html>"
+    )
+    return Response(
+        200,
+        [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
+        body.encode(),
+    )
+
+
+def stats_json(regions: SiteRegions) -> Response:
+    import json
+
+    return Response(
+        200,
+        [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+        json.dumps(regions.stats()).encode(),
+    )

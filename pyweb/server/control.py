@@ -1,0 +1,25 @@
+"""The server's control broadcast: shutdown and reload as messages (CML §3.1, Marlow §6).
+
+Reppy's buffered multicast channel (CML §3.1) gives every reader its own port that sees
+every message sent after the port was made, in order. The server owns one
+:class:`~pyweb.events.Multicast` (``Server.broadcast``); the accept loop of each scheduler
+task and each connection that waits for a request hold a port and put its ``recv_evt()``
+in the choice they block on (``select(readable_evt(sock), deadline, port.recv_evt())``,
+see connection.py). So graceful shutdown is one message, not a walk over every
+connection: whoever is waiting wakes up and decides for itself what the message means
+(an idle connection closes; one half-way through a request head finishes it first).
+
+Messages are plain strings so that anyone may listen (a page, a notebook, a test).
+"""
+
+from __future__ import annotations
+
+__all__ = ["RELOAD", "SHUTDOWN"]
+
+SHUTDOWN = "shutdown"
+"""Graceful shutdown: stop accepting; idle connections close now; requests in flight finish
+with ``Connection: close``."""
+
+RELOAD = "reload"
+"""The configuration was re-read (SIGHUP): connections already open keep the settings they
+started with (Marlow §6), so they ignore it; it is there for listeners that care."""

@@ -1,0 +1,161 @@
+"""``client_gone_evt``: an event enabled when the client hangs up (CML §2.3, Hop §2.4).
+
+A handler that waits for something slow (a long poll, a stream of server-sent events)
+should stop as soon as nobody is listening any more: a closed browser tab must free its
+waiter at once, not when the next message or the 30-second timeout comes. In CML terms
+the connection offers one more base event, like ``syncOnInput`` (§2.3), that a handler
+puts in its choice::
+
+    msg = await select(port.recv_evt(), timeout(30), ctx.client_gone_evt())
+
+How it is noticed. While the handler runs nobody reads the socket, so the kernel keeps
+what the client sends. The client going away shows up as the socket becoming readable
+with nothing to read: ``recv(MSG_PEEK)`` returns ``b""`` (FIN) or fails (RST). On Linux
+``poll(POLLRDHUP)`` also sees a FIN behind bytes that are already buffered (a pipelined
+request, an unread body); elsewhere such a connection is checked by polling every
+``RECHECK`` seconds. Nothing is consumed: the connection loop reads the socket again
+after the reply as usual.
+
+A *half-close* counts as gone: a client that sends its request and then shuts down its
+sending side (``shutdown(SHUT_WR)``, rare among HTTP clients) is treated as having left.
+
+The watching costs nothing until a handler asks: the first ``client_gone_evt()`` sync of a
+request starts one small system task that waits on the socket; the connection stops it
+when the reply has been sent (or before it reads the request body, since trio lets only
+one task wait on a socket at a time, and starts it again after).
+"""
+
+from __future__ import annotations
+
+import errno
+import select
+import socket
+from collections import deque
+from typing import Any
+
+import trio
+
+from pyweb.events import BaseEvent
+from pyweb.events._core import Offer, _Sync, complete
+
+__all__ = ["ClientWatch", "RECHECK"]
+
+RECHECK = 0.25
+"""Seconds between checks while bytes the handler has not read sit in the socket (a
+readable socket cannot be waited on: it is readable at once)."""
+
+_POLLRDHUP = getattr(select, "POLLRDHUP", 0)
+
+
+def client_has_gone(sock: socket.socket) -> bool | None:
+    """True if the peer closed or reset the connection, False if it is still there,
+    ``None`` if unread bytes hide the answer (and POLLRDHUP is not available)."""
+    if sock.fileno() < 0:
+        return True
+    if _POLLRDHUP and hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | _POLLRDHUP)
+        events = poller.poll(0)
+        if not events:
+            return False
+        mask = events[0][1]
+        if mask & (_POLLRDHUP | select.POLLHUP | select.POLLERR | select.POLLNVAL):
+            return True
+        # Readable without a FIN: bytes are waiting and the client is still there.
+        return False
+    try:
+        data = sock.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return False
+    except OSError as exc:
+        return exc.errno != errno.EINTR
+    return True if data == b"" else None
+
+
+class ClientWatch:
+    """Watches one connection's socket for the client leaving, for the current request."""
+
+    __slots__ = ("sock", "gone", "waiters", "scope", "running")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.gone = False
+        self.waiters: deque[Offer] = deque()
+        self.scope: trio.CancelScope | None = None
+        self.running = False
+
+    def evt(self) -> ClientGoneEvt:
+        return ClientGoneEvt(self)
+
+    def check(self) -> bool:
+        if not self.gone and client_has_gone(self.sock):
+            self._fire()
+        return self.gone
+
+    def _fire(self) -> None:
+        self.gone = True
+        waiters = self.waiters
+        while waiters:
+            complete(waiters.popleft(), None)
+
+    def start(self) -> None:
+        if self.running or self.gone:
+            return
+        self.running = True
+        self.scope = trio.CancelScope()
+        trio.lowlevel.spawn_system_task(self._watch, self.scope, name="client_gone watch")
+
+    def stop(self) -> None:
+        """Stop watching (the reply is out, or the connection is about to read the socket).
+        Synchronous: the socket is free for another waiter on return."""
+        if self.scope is not None:
+            self.scope.cancel()
+            self.scope = None
+        self.running = False
+
+    async def _watch(self, scope: trio.CancelScope) -> None:
+        with scope:
+            try:
+                while not self.check():
+                    if not self.waiters:
+                        return  # every waiter chose another branch: nobody is listening
+                    if self._readable():
+                        # Bytes wait unread, so the socket is readable at once: waiting on
+                        # it would spin. Check again a little later instead.
+                        await trio.sleep(RECHECK)
+                    else:
+                        await trio.lowlevel.wait_readable(self.sock)
+            except Exception:  # closed under us, busy: the client is as good as gone
+                self._fire()
+        if scope is self.scope:
+            self.running = False
+            self.scope = None
+
+    def _readable(self) -> bool:
+        if not hasattr(select, "poll"):
+            return True  # no poll(2): always recheck on a timer
+        poller = select.poll()
+        poller.register(self.sock, select.POLLIN)
+        return bool(poller.poll(0))
+
+
+class ClientGoneEvt(BaseEvent[None]):
+    """Enabled (for good) once the client has closed or reset its connection."""
+
+    __slots__ = ("watch",)
+
+    def __init__(self, watch: ClientWatch) -> None:
+        self.watch = watch
+
+    def ready(self) -> bool:
+        return self.watch.check()
+
+    def commit_now(self) -> Any:
+        return None
+
+    def enqueue(self, sync: _Sync, leaf: int) -> None:
+        watch = self.watch
+        offer = Offer(sync, leaf, watch.waiters)
+        watch.waiters.append(offer)
+        sync.offers.append(offer)
+        watch.start()

@@ -1,0 +1,59 @@
+"""Fixtures for the cache tests: each test runs on both backends with a fake clock."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+
+import pytest
+
+from pyweb import cache
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def redis_up() -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+def need_redis() -> None:
+    """Skip when Redis is unreachable, unless CI=true (then the test must fail)."""
+    if not redis_up() and os.environ.get("CI") != "true":
+        pytest.skip("Redis is not running on 127.0.0.1:6379")
+
+
+def unique_prefix() -> str:
+    return f"pyweb-test:{uuid.uuid4().hex[:12]}:"
+
+
+def configure(url: str, clock=None) -> None:
+    if url == "memory":
+        cache.configure("memory", clock=clock)
+    else:
+        need_redis()
+        cache.configure(url, clock=clock, prefix=unique_prefix())
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend_url(request):
+    url = "memory" if request.param == "memory" else REDIS_URL
+    yield url
+    cache.configure("memory")
+
+
+@pytest.fixture
+def clock(backend_url):
+    fake = cache.FakeClock()
+    configure(backend_url, fake)
+    return fake
+
+
+@pytest.fixture
+def name():
+    """A cache name no other test uses (the registry is per process)."""
+    return f"t-{uuid.uuid4().hex[:10]}"

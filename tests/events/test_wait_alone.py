@@ -1,0 +1,84 @@
+"""A socket-readiness branch in a choice with channel branches (``_core._wait_alone``).
+
+The server waits for "request bytes, the keep-alive deadline or the shutdown message" on
+every idle connection, so that choice must not cost a helper task: the readiness branch is
+awaited directly and a partner that takes another branch's offer interrupts the wait.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from pyweb import events as ev
+from pyweb.events import Channel, Mailbox, Multicast, select, sync, timeout, wrap
+from pyweb.events import _runtime as rt
+
+
+@pytest.fixture
+def no_helpers(monkeypatch):
+    def refuse(*args):
+        raise AssertionError("a helper task was spawned")
+
+    monkeypatch.setattr(rt, "spawn_background", refuse)
+
+
+async def later(delay, fn, *args):
+    await trio.sleep(delay)
+    result = fn(*args)
+    if hasattr(result, "__await__"):
+        await result
+
+
+async def test_mailbox_message_interrupts_a_socket_wait(no_helpers):
+    a, b = trio.socket.socketpair()
+    box = Mailbox()
+    with a, b:
+        async with trio.open_nursery() as n:
+            n.start_soon(later, 1, box.send, "stop")
+            got = await select(wrap(ev.readable_evt(a), lambda _: "data"), box.recv_evt())
+            assert got == "stop"
+            assert len(box) == 0 and not box._receivers
+            # The socket is free again: waiting on it is allowed at once.
+            n.start_soon(later, 1, b.send, b"x")
+            got = await select(wrap(ev.readable_evt(a), lambda _: "data"), box.recv_evt())
+            assert got == "data" and not box._receivers
+
+
+async def test_timer_and_channel_and_socket(no_helpers):
+    a, b = trio.socket.socketpair()
+    ch = Channel()
+    with a, b:
+        got = await select(ev.readable_evt(a), ch.recv_evt(), wrap(timeout(3), lambda _: "timeout"))
+        assert got == "timeout" and not ch._receivers
+        async with trio.open_nursery() as n:
+            n.start_soon(later, 1, ch.send, "msg")
+            assert await select(ev.readable_evt(a), ch.recv_evt(), timeout(3)) == "msg"
+
+
+async def test_multicast_port_message_is_not_lost_when_the_socket_wins(no_helpers):
+    a, b = trio.socket.socketpair()
+    mc = Multicast()
+    port = mc.port()
+    with a, b:
+        await b.send(b"x")
+        # Readable at once: the socket branch commits and the port keeps its message.
+        mc.send("later")
+        ev.seed(1)
+        seen = []
+        for _ in range(2):
+            seen.append(await select(wrap(ev.readable_evt(a), lambda _: "data"), port.recv_evt()))
+            if seen[-1] == "later":
+                break
+        assert "later" in seen or await sync(port.recv_evt()) == "later"
+
+
+async def test_outer_cancel_withdraws_the_offers(no_helpers):
+    a, b = trio.socket.socketpair()
+    box = Mailbox()
+    with a, b:
+        with trio.move_on_after(1):
+            await select(ev.readable_evt(a), box.recv_evt())
+        assert not box._receivers
+        box.send(1)  # buffered, not given to the cancelled sync
+        assert len(box) == 1

@@ -1,0 +1,76 @@
+"""``pyweb serve`` names the regions implementation in its banner; ``PYWEB_REGIONS=python``
+forces the fallback; the regions flags reach the site (a real subprocess, real sockets)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pyweb_regions
+
+from .conftest import write_site
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _serve(root: Path, *flags: str, env: dict[str, str] | None = None):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyweb", "serve", str(root), "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    banner = proc.stdout.readline()  # type: ignore[union-attr]
+    return proc, banner
+
+
+def _get(port: int, target: str) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        out = b""
+        while data := s.recv(65536):
+            out += data
+    return out
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return write_site(
+        tmp_path / "site",
+        {
+            "_lib.py": "hits = 0\n",
+            "bump.py": """
+                import _lib
+                _lib.hits += 1
+                conn.return_(f"hits={_lib.hits}", content_type="text/plain")
+            """,
+        },
+    )
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_banner_names_the_implementation(root, forced):
+    env = {"PYWEB_REGIONS": "python"} if forced else {"PYWEB_REGIONS": ""}
+    proc, banner = _serve(root, "--access-log", "none", "--strict-regions", env=env)
+    try:
+        expected = "python" if forced else pyweb_regions.IMPLEMENTATION
+        assert banner.endswith(f", regions {expected})\n"), banner
+        port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
+        reply = _get(port, "/bump")
+        assert reply.startswith(b"HTTP/1.1 500 ") and b"`hits`" in reply
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        err = proc.stderr.read()  # type: ignore[union-attr]
+        assert "this page changed module global `hits`" in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,260 @@
+"""Regions in a served site, over real sockets (both implementations): library state is
+snapshotted after initialisation, a page that changes it is reported (error log; banner in
+--dev; 500 with --strict-regions) and the state is restored when no other request is in
+flight; --exec-library, --no-script-cache and --profile-alloc (SMLserver §2.1, §6 Table 1;
+Hop §3.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import pyweb.testing
+from pyweb.app.site import Site
+
+from .conftest import write_site
+
+LIB = """
+hits = 0
+names = []
+settings = {"theme": "light"}
+"""
+
+PAGES = {
+    "_lib.py": LIB,
+    "bump.py": """
+        import _lib
+        _lib.hits += 1
+        _lib.names.append(conn.form.get("name", "?"))
+        conn.return_(f"<html><body><p>hits={_lib.hits} names={len(_lib.names)}</p></body></html>")
+    """,
+    "read.py": """
+        import _lib
+        conn.return_(f"hits={_lib.hits} names={len(_lib.names)}", content_type="text/plain")
+    """,
+    "slow.py": """
+        import trio
+        import _lib
+        _lib.names.append("slow")
+        await trio.sleep(float(conn.form.get("t", "0.5")))
+        conn.return_("slow done", content_type="text/plain")
+    """,
+    "clean.py": """
+        import _lib
+        conn.return_(f"theme={_lib.settings['theme']}", content_type="text/plain")
+    """,
+}
+
+
+@pytest.fixture
+def site_dir(tmp_path: Path) -> Path:
+    return write_site(tmp_path / "site", PAGES)
+
+
+def serve(site_dir: Path, error_log: Path | None = None, dev: bool = False, **options):
+    site = Site(site_dir, dev=dev, **options)
+    return pyweb.testing.serve(site, dev=dev, error_log=str(error_log) if error_log else None), site
+
+
+def test_a_mutating_page_is_reset_and_reported_in_dev(site_dir, tmp_path, use_impl):
+    log = tmp_path / "error.log"
+    server, site = serve(site_dir, log, dev=True)
+    with server as client:
+        for _ in range(3):
+            r = client.get("/bump?name=ada")
+            assert r.status == 200
+            assert "hits=1 names=1" in r.text  # every request starts from the initial state
+            assert "this page changed module globals" in r.text  # the banner
+            assert "`hits` (rebound, in _lib)" in r.text
+            assert "`names` (mutated, in _lib)" in r.text
+            assert "keep state in the cache or the database" in r.text
+            assert r.text.index("pyweb-regions") > r.text.index("<body>")
+            assert "hits" in r.headers["x-pyweb-regions"]
+        r = client.get("/read")
+        assert r.text == "hits=0 names=0"
+        assert "x-pyweb-regions" not in r.headers  # a page that changes nothing: no banner
+        assert client.get("/clean").text == "theme=light"
+    text = log.read_text()
+    assert text.count("changed module globals") == 3, text
+    assert "it was reset" in text or "they were reset" in text
+
+
+def test_production_resets_without_a_banner(site_dir, use_impl):
+    server, site = serve(site_dir)
+    with server as client:
+        for _ in range(2):
+            r = client.get("/bump")
+            assert r.status == 200 and "hits=1" in r.text
+            assert "pyweb-regions" not in r.text and "x-pyweb-regions" not in r.headers
+    assert site.regions is not None and site.regions.mutations == 4  # 2 globals x 2 requests
+
+
+def test_strict_regions_fail_with_500(site_dir, use_impl):
+    server, _ = serve(site_dir, strict_regions=True)
+    with server as client:
+        r = client.get("/bump")
+        assert r.status == 500
+        assert "this page changed module global" in r.text and "`hits`" in r.text
+        assert client.get("/read").text == "hits=0 names=0"  # reset anyway
+        assert client.get("/clean").status == 200
+
+
+def test_no_restore_while_another_request_is_in_flight(site_dir, use_impl):
+    server, site = serve(site_dir)
+    with server as client:
+        results = {}
+
+        def slow() -> None:
+            with pyweb.testing.Client(client.base_url) as other:
+                results["slow"] = other.get("/slow?t=1.0").text
+
+        t = threading.Thread(target=slow)
+        t.start()
+        deadline = time.monotonic() + 5
+        while site.regions.in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # The slow request is in flight and has appended to _lib.names: a request that
+        # finishes now must not pull that state from under it.
+        r = client.get("/read")
+        assert r.text == "hits=0 names=1"
+        assert site.regions.pending  # reported, waiting for a quiet moment
+        t.join()
+        assert results["slow"] == "slow done"
+        assert client.get("/read").text == "hits=0 names=0"  # restored once quiet
+
+
+def test_exec_library_runs_the_initialisation_every_request(tmp_path, use_impl):
+    root = write_site(
+        tmp_path / "site",
+        {
+            "_clock.py": """
+                import itertools
+                runs = []
+                runs.append(1)
+                started = len(runs)
+            """,
+            "page.py": """
+                import _clock
+                _clock.runs.append(2)
+                conn.return_(f"runs={_clock.runs}", content_type="text/plain")
+            """,
+        },
+    )
+    server, site = serve(root, exec_library=True)
+    with server as client:
+        assert client.get("/page").text == "runs=[1, 2]"
+        assert client.get("/page").text == "runs=[1, 2]"  # re-initialised, not restored
+    assert site.regions.mutations == 0
+
+
+def test_no_script_cache_recompiles_every_request(tmp_path, use_impl):
+    root = write_site(tmp_path / "site", {"p.py": 'conn.return_("one", content_type="text/plain")'})
+    server, _ = serve(root, no_script_cache=True)
+    with server as client:
+        assert client.get("/p").text == "one"
+        (root / "p.py").write_text('conn.return_("two", content_type="text/plain")')
+        assert client.get("/p").text == "two"
+    server, _ = serve(root)  # the default: compiled once, at load
+    with server as client:
+        assert client.get("/p").text == "two"
+        (root / "p.py").write_text('conn.return_("three", content_type="text/plain")')
+        assert client.get("/p").text == "two"
+
+
+def test_a_library_changed_by_another_library_s_init_is_not_a_mutation(tmp_path, use_impl):
+    root = write_site(
+        tmp_path / "site",
+        {
+            "_registry.py": "entries = []\n",
+            "_plugin.py": "import _registry\n_registry.entries.append('plugin')\n",
+            "p.py": """
+                import _plugin, _registry
+                conn.return_(f"{_registry.entries}", content_type="text/plain")
+            """,
+        },
+    )
+    server, site = serve(root, strict_regions=True)
+    with server as client:
+        assert client.get("/p").text == "['plugin']"
+        assert client.get("/p").text == "['plugin']"
+    assert set(site.regions.guards) == {"_registry", "_plugin"}
+
+
+def test_service_modules_are_guarded(tmp_path, use_impl):
+    root = write_site(
+        tmp_path / "site",
+        {
+            "svc.py": """
+                from pyweb.app.services import service
+                calls = []
+
+                @service("/count")
+                def count() -> str:
+                    calls.append(1)
+                    return f"calls={len(calls)}"
+            """,
+        },
+    )
+    server, site = serve(root)
+    with server as client:
+        assert client.get("/count").text.endswith("calls=1")
+        assert client.get("/count").text.endswith("calls=1")
+    assert site.regions.mutations == 2
+
+
+def test_dev_reload_rebuilds_the_snapshots(site_dir, use_impl):
+    server, site = serve(site_dir, dev=True)
+    with server as client:
+        assert client.get("/read").text == "hits=0 names=0"
+        assert client.get("/read").text == "hits=0 names=0"  # now the site watches _lib.py
+        lib = site_dir / "_lib.py"
+        lib.write_text("hits = 10\nnames = []\nsettings = {}\n")
+        st = lib.stat()
+        os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+        r = client.get("/read")
+        assert r.text == "hits=10 names=0" and "x-pyweb-regions" not in r.headers
+        assert "hits=11" in client.get("/bump").text
+        assert client.get("/read").text == "hits=10 names=0"
+
+
+def test_stats_page(site_dir, use_impl):
+    server, site = serve(site_dir, profile_alloc=True)
+    with server as client:
+        for _ in range(5):
+            client.get("/clean")
+        r = client.get("/_pyweb/stats")
+        assert r.status == 200 and "pyweb stats" in r.text
+        data = json.loads(client.get("/_pyweb/stats.json").text)
+    assert data["implementation"] == use_impl
+    assert "_lib" in data["modules"]
+    if use_impl == "c":
+        page = data["pages"]["pages/clean.py".replace("pages", "site")]
+        assert page["requests"] == 5
+        assert 0 < page["bytes_per_request"] < 1_000_000
+        assert data["server_thread"]["requests"] >= 5
+        assert "bytes/request" in r.text
+    else:
+        assert "not available" in data["alloc_message"] and "not available" in r.text
+
+
+def test_stats_page_is_not_served_by_default(site_dir, use_impl):
+    server, _ = serve(site_dir)
+    with server as client:
+        assert client.get("/_pyweb/stats").status == 404
+
+
+def test_the_example_counter_pages(use_impl):
+    pages = Path(__file__).resolve().parents[2] / "pages"
+    server, _ = serve(pages, dev=True)
+    with server as client:
+        for _ in range(3):
+            r = client.get("/counter")
+            assert "visited 1 time(s)" in r.text
+            assert "module globals `hits` (rebound, in _visits)" in r.text
+        for n in (1, 2, 3):
+            assert f"You visited this page {n} time(s)" in client.get("/counter_fixed").text
