@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test bench-regions bench bench-parse bench-render bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 fuzz docs clean
+.PHONY: run test install dev lint asan-test bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db fuzz docs clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -56,6 +56,10 @@ bench-parse: dev
 bench-render: dev
 	$(PY) -m pytest benchmarks/bench_render.py --benchmark-only --benchmark-columns=min,median,ops -p no:timeout $(BENCH_RENDER_ARGS)
 
+## micro-benchmarks of pyweb.cache (memory and Redis) vs a dict and cachetools.TTLCache
+bench-cache: dev
+	$(PY) -m pytest benchmarks/bench_cache.py --benchmark-only --benchmark-columns=min,median,ops -p no:timeout $(BENCH_CACHE_ARGS)
+
 ## whole-server comparison with uvicorn, hypercorn, gunicorn+Flask and a raw trio server
 bench-peers: dev
 	$(PY) benchmarks/peers.py
@@ -82,6 +86,10 @@ bench-locust: dev
 ## SMLserver's Table 1: the eight scripts on pyweb (3 modes), Flask and Starlette, 8 clients
 bench-table1: dev
 	$(PY) benchmarks/table1.py
+
+## per-query cost of pyweb.db's fold against sqlite3, asyncpg and aiomysql alone (same run)
+bench-db: dev
+	$(PY) benchmarks/bench_db.py $(BENCH_DB_ARGS)
 
 bench: bench-parse bench-render bench-events bench-peers
 

@@ -22,7 +22,6 @@ Timings are min-of-rounds on a shared 2-core machine: noisy; ratios in one run m
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import socket
 import subprocess

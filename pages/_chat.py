@@ -4,13 +4,16 @@ Hop's "diffuse web" (Hop §1, §2) has the server push to the browser; here by l
 A browser asks ``/chat?after=N`` and the request *waits* until there is a message it has
 not seen. Every waiting request holds a port on the room's :class:`~pyweb.events.Multicast`
 (CML §3.1: each port sees every later message, in order) and synchronizes on a choice of
-three events (CML §2)::
+events (CML §2)::
 
-    select(port.recv_evt(), timeout(30), conn.client_gone_evt())
+    select(port.recv_evt(), timeout(30), conn.client_gone_evt(), conn.shutdown_evt())
 
 Exactly one commits: a new message (answer with it), the timeout (answer "nothing new", the
-browser asks again) or the client leaving (a closed tab frees its waiter at once instead of
-holding a task and a port for up to 30 s).
+browser asks again), the client leaving (a closed tab frees its waiter at once instead of
+holding a task and a port for up to 30 s) or the server shutting down (answer now, so a
+graceful shutdown does not wait for the poll). ``/chat?stream`` offers the same as
+server-sent events: one response that stays open, the same choice inside an async
+generator (Hop §3.2's chunked replies).
 
 This is a library module (its name starts with ``_``): imported once per site load, so the
 room outlives each request (docs/pages.md); the scripts run per request. The room is
@@ -24,13 +27,15 @@ a restart empties the room.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from typing import Any
 
-from pyweb.events import Event, Multicast, select, timeout, wrap
+from pyweb.events import Event, Multicast, never, select, timeout, wrap
 
-__all__ = ["PAGE", "ROOM", "Room", "post", "since", "wait_for_messages", "waiting"]
+__all__ = ["PAGE", "ROOM", "Room", "post", "since", "stream", "wait_for_messages", "waiting"]
 
 WAIT_SECONDS = 30.0
 """How long one long poll waits before answering "nothing new" (the browser asks again)."""
@@ -111,10 +116,14 @@ def waiting() -> int:
 
 
 async def wait_for_messages(
-    after: int, client_gone: Event[None], seconds: float = WAIT_SECONDS
+    after: int,
+    client_gone: Event[None],
+    stopping: Event[None] | None = None,
+    seconds: float = WAIT_SECONDS,
 ) -> list[dict[str, Any]] | None:
     """Messages after ``after``: at once if there are some; otherwise wait for the next one
-    (a list), the timeout (``[]``) or the client leaving (``None``)."""
+    (a list), the timeout or a server shutdown (``[]``: the browser asks again), or the
+    client leaving (``None``)."""
     port = ROOM.news.port()  # subscribe *before* looking: a message sent after it is seen
     try:
         news = since(after)
@@ -126,8 +135,46 @@ async def wait_for_messages(
                 wrap(port.recv_evt(), lambda _message: since(after)),
                 wrap(timeout(seconds), lambda _: []),
                 wrap(client_gone, lambda _: None),
+                wrap(stopping or never(), lambda _: []),
             )
         finally:
             ROOM.waiting -= 1
     finally:
+        port.close()
+
+
+def _event(message: dict[str, Any]) -> str:
+    return f"id: {message['seq']}\ndata: {json.dumps(message)}\n\n"
+
+
+async def stream(
+    after: int, client_gone: Event[None], stopping: Event[None] | None = None
+) -> AsyncIterator[str]:
+    """Server-sent events (``text/event-stream``): the messages after ``after``, then each
+    new one as it comes, on one response that stays open. One port for the whole stream:
+    it sees every later message, in order. A comment line every ``WAIT_SECONDS`` keeps
+    proxies from closing an idle stream; the stream ends when the client leaves or the
+    server shuts down (the browser's EventSource reconnects with ``Last-Event-ID``)."""
+    port = ROOM.news.port()
+    ROOM.waiting += 1
+    try:
+        for message in since(after):
+            after = message["seq"]
+            yield _event(message)
+        while True:
+            got = await select(
+                port.recv_evt(),
+                wrap(timeout(WAIT_SECONDS), lambda _: "heartbeat"),
+                wrap(client_gone, lambda _: "gone"),
+                wrap(stopping or never(), lambda _: "gone"),
+            )
+            if got == "gone":
+                return
+            if got == "heartbeat":
+                yield ": still here\n\n"
+            elif got["seq"] > after:  # (a message the history part already sent is skipped)
+                after = got["seq"]
+                yield _event(got)
+    finally:
+        ROOM.waiting -= 1
         port.close()

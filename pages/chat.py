@@ -4,6 +4,7 @@
 #   GET  /chat?after=N       JSON {"messages": [...]}: waits until there is a message after N
 #                            (or 30 s, or the browser leaving)
 #   POST /chat name=..&text=..   say something (JSON answer with ?json, else back to the page)
+#   GET  /chat?stream[&after=N]  server-sent events (text/event-stream): every new message
 #   GET  /chat?waiting       JSON {"waiting": n}: how many requests are waiting now
 from pyweb.forms import get_nat, get_string
 
@@ -17,9 +18,18 @@ if conn.method == "POST":
         conn.return_(message)
     else:
         conn.redirect("/chat", status=303)
+elif "stream" in conn.query:
+    # EventSource sends the last id it saw when it reconnects.
+    last = conn.headers.get("last-event-id") or conn.query.get("after") or "0"
+    after = int(last) if last.isdigit() else 0
+    conn.return_(
+        _chat.stream(after, conn.client_gone_evt(), conn.shutdown_evt()),
+        content_type="text/event-stream",
+        headers=[("Cache-Control", "no-cache")],
+    )
 elif "after" in conn.query:
     after = get_nat("after")
-    news = await _chat.wait_for_messages(after, conn.client_gone_evt())  # noqa: F704
+    news = await _chat.wait_for_messages(after, conn.client_gone_evt(), conn.shutdown_evt())  # noqa: F704
     # None: the client has gone; the answer goes nowhere, but a page answers exactly once.
     conn.return_({"messages": news or [], "gone": news is None})
 elif "waiting" in conn.query:

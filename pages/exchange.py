@@ -7,11 +7,12 @@
 import os
 import re
 
-from _layout import page
 from pyweb import qq
 from pyweb.cache import Option, Real, String, TimeOut, get, memoize
 from pyweb.fetch import fetch_url
 from pyweb.forms import get_real, wrap_opt
+
+from _layout import page
 
 c = get(String, Option(Real), "currency", TimeOut(300))
 
@@ -36,7 +37,7 @@ a = wrap_opt(get_real)("a")
 if a is None:
     body = form
 else:
-    rate = await fetch(url)
+    rate = await fetch(url)  # noqa: F704 - a page may await at top level
     if rate is None:
         body = qq("<p>The service is currently not available</p>")
     else:

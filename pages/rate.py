@@ -9,8 +9,9 @@
 import os
 import tempfile
 
-from _layout import page
 from pyweb.html import TABLE, TD, TR, P
+
+from _layout import page
 
 DEFAULT = "6.4321"
 path = os.environ.get("PYWEB_RATE_FILE") or os.path.join(tempfile.gettempdir(), "pyweb-rate.txt")

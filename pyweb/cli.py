@@ -198,6 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
         "mysql://USER@HOST/DB (default: sqlite:///DIR/data/pyweb.sqlite3, created on first "
         "use); the site's schema.sql runs on first use",
     )
+    serve.add_argument(
+        "--cache",
+        default=None,
+        metavar="URL",
+        help="where pyweb.cache keeps entries: memory (default, per process) or "
+        "redis://HOST:PORT/DB (shared by every worker; also the PYWEB_CACHE variable)",
+    )
     # Internal: how the supervisor hands its listening socket to a worker.
     serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
     regions = serve.add_argument_group(
@@ -487,6 +494,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             print(f"pyweb: error: {exc}", file=sys.stderr)
             return 2
+        if args.cache is not None:
+            from pyweb import cache
+
+            try:
+                cache.configure(args.cache)
+            except ValueError as exc:
+                print(f"pyweb: error: --cache: {exc}", file=sys.stderr)
+                return 2
+            os.environ["PYWEB_CACHE"] = args.cache  # worker processes configure from it
         if args.db is not None:  # else pages get the site's default on first use
             from pyweb import db
 

@@ -43,6 +43,7 @@ import importlib.machinery
 import logging
 import os
 import sys
+import threading
 import types
 import weakref
 from collections.abc import Awaitable, Callable
@@ -96,8 +97,17 @@ def describe(mutations: list[Mutation], restored: bool) -> str:
 # ---- snapshot right after initialisation ------------------------------------------------
 
 _sites: weakref.WeakValueDictionary[str, SiteRegions] = weakref.WeakValueDictionary()
-_import_depth = 0
-_imported: list[types.ModuleType] = []
+
+
+class _ImportState(threading.local):
+    """Per thread: how deep in library imports we are, and what they initialised."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.imported: list[types.ModuleType] = []
+
+
+_imports = _ImportState()
 
 
 def _module_root(module: types.ModuleType) -> SiteRegions | None:
@@ -116,16 +126,16 @@ class GuardedLoader(importlib.machinery.SourceFileLoader):
     snapshots wait until all of them are done)."""
 
     def exec_module(self, module: types.ModuleType) -> None:
-        global _import_depth
-        _import_depth += 1
+        state = _imports
+        state.depth += 1
         try:
             super().exec_module(module)
-            _imported.append(module)
+            state.imported.append(module)
         finally:
-            _import_depth -= 1
-            if _import_depth == 0:
-                done = _imported[:]
-                _imported.clear()
+            state.depth -= 1
+            if state.depth == 0:
+                done = state.imported[:]
+                state.imported.clear()
                 for m in done:
                     regions = _module_root(m)
                     if regions is not None:
@@ -267,6 +277,16 @@ class SiteRegions:
         return response
 
     def _after_request(self) -> tuple[list[Mutation], bool]:
+        try:
+            return self._check_and_restore()
+        except Exception:  # a bug here must not take the request (or the server) down
+            _log.exception("pyweb.regions: checking the library's state failed; snapshots dropped")
+            self.guards.clear()
+            self.pending.clear()
+            self.reported.clear()
+            return [], False
+
+    def _check_and_restore(self) -> tuple[list[Mutation], bool]:
         new: list[Mutation] = []
         for name, guard in self.guards.items():
             if guard.changed():
@@ -401,7 +421,12 @@ class SiteRegions:
 def _with_banner(response: Response, message: str) -> Response:
     """Development mode: the page itself says what it did (HTML pages get a banner, every
     response an ``X-Pyweb-Regions`` header)."""
-    response.headers.append(("X-Pyweb-Regions", message))
+    # A new Response: the page's may be a constant shared by every request (a service
+    # returning a tree built at import), which must not collect banners.
+    header = message.encode("ascii", "backslashreplace").decode("ascii")
+    response = Response(
+        response.status, [*response.headers, ("X-Pyweb-Regions", header)], response.body
+    )
     body = response.body
     ctype = next((v for k, v in response.headers if k.lower() == "content-type"), "")
     if not isinstance(body, bytes) or "html" not in ctype.lower():

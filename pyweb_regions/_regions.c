@@ -74,11 +74,15 @@ dict_tag(PyObject *d)
 #endif
 }
 
-/* Dunder names (__builtins__, __warningregistry__, ...) belong to the interpreter. */
+/* Names left out of snapshots: dunders (__builtins__, __warningregistry__, ...) belong to
+ * the interpreter, and a key that is not a str (possible through vars(module)) could run
+ * Python code when compared. */
 static int
 is_dunder(PyObject *key)
 {
-    if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key))
+    if (!PyUnicode_CheckExact(key))
+        return 1;
+    if (!PyUnicode_IS_ASCII(key))
         return 0;
     Py_ssize_t n = PyUnicode_GET_LENGTH(key);
     const char *s = (const char *)PyUnicode_DATA(key);
@@ -407,9 +411,21 @@ guard_init(GuardObject *self, PyObject *args, PyObject *kwds)
     return guard_take(self);
 }
 
+static int
+guard_ready(GuardObject *self)
+{
+    if (self->dict == NULL || self->saved == NULL) {
+        PyErr_SetString(PyExc_ValueError, "ModuleGuard was not initialised with a module");
+        return 0;
+    }
+    return 1;
+}
+
 static PyObject *
 guard_changed(GuardObject *self, PyObject *Py_UNUSED(ignored))
 {
+    if (!guard_ready(self))
+        return NULL;
     Py_ssize_t r = guard_scan(self, 0, NULL);
     if (r < 0)
         return NULL;
@@ -420,6 +436,8 @@ static PyObject *
 guard_diff(GuardObject *self, PyObject *Py_UNUSED(ignored))
 {
     PyObject *changes = NULL;
+    if (!guard_ready(self))
+        return NULL;
     Py_ssize_t n = guard_scan(self, 1, &changes);
     return changes_result(n, changes);
 }
@@ -428,6 +446,8 @@ static PyObject *
 guard_restore(GuardObject *self, PyObject *Py_UNUSED(ignored))
 {
     PyObject *changes = NULL;
+    if (!guard_ready(self))
+        return NULL;
     Py_ssize_t n = guard_scan(self, 2, &changes);
     return changes_result(n, changes);
 }
@@ -435,6 +455,10 @@ guard_restore(GuardObject *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 guard_retake(GuardObject *self, PyObject *Py_UNUSED(ignored))
 {
+    if (self->dict == NULL) {
+        PyErr_SetString(PyExc_ValueError, "ModuleGuard was not initialised with a module");
+        return NULL;
+    }
     if (guard_take(self) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -603,8 +627,9 @@ typedef struct {
 static int
 arena_ok(ArenaObject *self)
 {
-    if (self->closed) {
-        PyErr_SetString(PyExc_ValueError, "the arena is closed");
+    if (self->closed || self->head == NULL) {
+        PyErr_SetString(PyExc_ValueError, self->closed ? "the arena is closed"
+                                                       : "the arena was not initialised");
         return 0;
     }
     return 1;
@@ -731,10 +756,11 @@ arena_writev(ArenaObject *self, PyObject *seq)
     if (fast == NULL)
         return NULL;
     Mark m = arena_mark(self);
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    PyObject **items = PySequence_Fast_ITEMS(fast);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (arena_write_one(self, items[i]) < 0) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
+        PyObject *item = Py_NewRef(PySequence_Fast_GET_ITEM(fast, i));
+        int r = arena_write_one(self, item);
+        Py_DECREF(item);
+        if (r < 0) {
             arena_truncate(self, m);
             Py_DECREF(fast);
             return NULL;
@@ -860,8 +886,10 @@ arena_reset(ArenaObject *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 arena_close(ArenaObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (self->closed)
+    if (self->closed || self->head == NULL) {
+        self->closed = 1;
         Py_RETURN_NONE;
+    }
     if (arena_refuse_if_exported(self, "close") < 0)
         return NULL;
     pages_put(self->head, self->tail, self->npages);
@@ -906,10 +934,10 @@ arena_getbuffer(ArenaObject *self, Py_buffer *view, int flags)
     Py_ssize_t len = self->win_len;
     int readonly = self->win_readonly;
     if (ptr == NULL) { /* memoryview(arena): the contents, when they are contiguous */
-        if (self->closed || self->npages > 1) {
+        if (self->closed || self->head == NULL || self->npages > 1) {
             PyErr_SetString(PyExc_BufferError,
-                            self->closed ? "the arena is closed"
-                                         : "the arena spans several pages: use views()");
+                            self->npages > 1 ? "the arena spans several pages: use views()"
+                                             : "the arena is closed");
             return -1;
         }
         ptr = self->head->data;

@@ -197,3 +197,46 @@ def test_long_poll_thread_safety_smoke(chat):
     for t in threads:
         t.join(10)
     assert len(results) == 4 and all(r["messages"] for r in results)
+
+
+def test_server_sent_events_stream_news_and_end_when_the_tab_closes(chat):
+    base = waiting(chat)
+    after = latest(chat)
+    sock = socket.create_connection(("127.0.0.1", chat.server.port), timeout=10)
+    try:
+        sock.sendall(f"GET /chat?stream&after={after} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        head = data.partition(b"\r\n\r\n")[0].lower()
+        assert head.startswith(b"http/1.1 200 ")
+        assert b"content-type: text/event-stream" in head and b"transfer-encoding: chunked" in head
+        until(lambda: waiting(chat) == base + 1, "the stream to wait")
+        for text in ("first by sse", "second by sse"):
+            chat.post("/chat?json", {"name": "eve", "text": text})
+        while b"second by sse" not in data:
+            data += sock.recv(65536)
+        assert data.index(b"first by sse") < data.index(b"second by sse")
+        assert b"\nid: " in data and b'data: {"seq": ' in data
+    finally:
+        sock.close()
+    until(lambda: waiting(chat) == base, "the stream to end with the closed tab")
+
+
+def test_a_graceful_shutdown_answers_the_waiting_polls_at_once(tmp_path):
+    serving = pyweb.testing.serve(PAGES)
+    client = serving.__enter__()
+    stopper = threading.Thread(target=serving.__exit__, args=(None, None, None))
+    try:
+        after = latest(client)
+        sock = open_long_poll(client, after)
+        until(lambda: waiting(client) >= 1, "the poll to wait")
+        stopper.start()  # shutdown(): the poll's shutdown_evt() commits, it answers "[]"
+        reply = read_json_reply(sock)
+        assert reply == {"messages": [], "gone": False}
+        sock.close()
+        stopper.join(10)
+        assert not stopper.is_alive()  # serve() returned: nothing held the shutdown up
+    finally:
+        if not stopper.is_alive() and not stopper.ident:
+            serving.__exit__(None, None, None)

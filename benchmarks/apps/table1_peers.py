@@ -55,14 +55,29 @@ TABLE = _page(
     "<tr><td>{{ i }}</td><td>{{ i * i }}</td><td>row {{ i }} &lt;of 500&gt;</td></tr>"
     "{% endfor %}</table>"
 )
-DBPAGE = _page("<p>{{ count }} entries in the guest book.</p>")
-GUEST = _page(
-    "<ul>{% for name, email, comment in rows %}<li>{{ comment }} "
-    '&mdash; <a href="mailto:{{ email }}">{{ name }}</a></li>{% endfor %}</ul>'
+DBPAGE = _page("<p>The guest book has {{ count }} entries.</p>")
+GUEST = env.from_string(
+    """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Guest Book</title>
+<link rel="stylesheet" href="/style.css"></head>
+<body><h1>Guest Book</h1>
+<ul>
+{% for email, name, comment in rows %}<li><i>{{ comment }}</i> -- <a href="mailto:{{ email }}">{{ name }}</a></li>
+{% endfor %}</ul>
+<h2>New comment</h2>
+<form action="/guest_add" method="post">
+<p><label>Name <input name="name" maxlength="100"></label>
+<label>E-mail <input name="email" type="email" maxlength="100"></label></p>
+<p><label>Comment<br><textarea name="comment" rows="3" cols="60" maxlength="2000"></textarea></label></p>
+<p><input type="submit" value="Add"></p>
+</form>
+<p><i>Served by a peer</i></p>
+</body></html>"""
 )
 LOG = _page(
-    "<table><tr><th>id</th><th>time</th><th>message</th></tr>{% for r in rows %}"
-    "<tr><td>{{ r[0] }}</td><td>{{ r[1] }}</td><td>{{ r[2] }}</td></tr>{% endfor %}</table>"
+    "<table><tr><th>id</th><th>page</th><th>status</th><th>bytes</th></tr>{% for r in rows %}"
+    "<tr><td>{{ r[0] }}</td><td>{{ r[1] }}</td><td>{{ r[2] }}</td><td>{{ r[3] }}</td></tr>"
+    "{% endfor %}</table>"
 )
 
 
@@ -110,12 +125,12 @@ def db() -> str:
 
 
 def guest() -> str:
-    rows = _query("SELECT name, email, comment FROM guest ORDER BY rowid DESC LIMIT 3")
+    rows = _query("SELECT email, name, comment FROM guest ORDER BY id")
     return GUEST.render(title="Guest book", rows=rows)
 
 
 def log() -> str:
-    rows = _query("SELECT id, at, message FROM log ORDER BY id LIMIT 500")
+    rows = _query("SELECT id, page, status, bytes FROM log ORDER BY id")
     return LOG.render(title="Log", rows=rows)
 
 

@@ -207,6 +207,11 @@ class Conn:
         """An event (``pyweb.events``) enabled when the client closes the connection."""
         return self.ctx.client_gone_evt()
 
+    def shutdown_evt(self):
+        """An event (``pyweb.events``) enabled once the server begins a graceful shutdown:
+        a page that waits long (a long poll) answers at once instead of holding it up."""
+        return self.ctx.shutdown_evt()
+
     # ---- the one response -------------------------------------------------------------
 
     def _claim(self, what: str) -> None:

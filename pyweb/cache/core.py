@@ -216,7 +216,7 @@ class Cache(Generic[K, V]):
                 raise
             finally:
                 with self._sync_lock:
-                    del self._flights[("sync", kb)]
+                    self._flights.pop(("sync", kb), None)  # configure() may have cleared it
                 flight.event.set()
 
     async def _acompute(self, f: Callable[[K], Awaitable[V]], key: K, kb: bytes) -> V:
@@ -244,7 +244,7 @@ class Cache(Generic[K, V]):
                 flight.error = error
                 raise
             finally:
-                del self._flights[slot]
+                self._flights.pop(slot, None)
                 flight.event.set()
 
 

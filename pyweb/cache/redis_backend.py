@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from .errors import CacheMismatchError
 from .kinds import Size, WhileUsed
@@ -201,6 +202,8 @@ class RedisBackend:
         retry_after: float = 1.0,
     ) -> None:
         self.address = Address.from_url(url)
+        # ?prefix=... in the URL, so `pyweb serve --cache URL` can set it too
+        prefix = dict(parse_qsl(urlsplit(url).query)).get("prefix", prefix)
         self.clock = clock
         self.prefix = prefix.encode()
         self.timeout = timeout
@@ -290,6 +293,12 @@ class RedisBackend:
 
     # -- drivers: blocking and async --------------------------------------------------------
 
+    def _take(self, pool: list[Connection]) -> Connection:
+        try:
+            return pool.pop()  # atomic: two threads never get the same connection
+        except IndexError:
+            return Connection(self.address, self.timeout)
+
     def _skip(self) -> bool:
         return self._down and time.monotonic() < self._down_until
 
@@ -314,7 +323,7 @@ class RedisBackend:
     def _run(self, steps: Steps, default: Any) -> Any:
         if self._skip():
             return default
-        conn = self._idle.pop() if self._idle else Connection(self.address, self.timeout)
+        conn = self._take(self._idle)
         try:
             command = next(steps)
             while True:
@@ -340,7 +349,7 @@ class RedisBackend:
     async def _arun(self, steps: Steps, default: Any) -> Any:
         if self._skip():
             return default
-        conn = self._aidle.pop() if self._aidle else Connection(self.address, self.timeout)
+        conn = self._take(self._aidle)
         try:
             command = next(steps)
             while True:

@@ -358,11 +358,12 @@ class Database:
     async def one_field(self, q: Query) -> Any:
         """The value of the one column of the one row (``select count(*) ...``)."""
         row = await self.one_row(q)
-        if len(row) != 1:
+        values = row.values_tuple
+        if len(values) != 1:
             raise RowCountError(
-                f"expected one column, got {len(row)}: {_list(row)}", sql=self._sql(q)[0]
+                f"expected one column, got {len(values)}: {_list(row)}", sql=self._sql(q)[0]
             )
-        return row.values_tuple[0]
+        return values[0]
 
     async def exists(self, q: Query) -> bool:
         """Whether the query gives at least one row."""

@@ -146,6 +146,18 @@ class MysqlConnection(Connection):
             pass
 
 
+def _escaper(escape: Callable[[Any], str]) -> Callable[[Any], str]:
+    """aiomysql's ``escape``, with ``bytes`` written as a hex literal: aiomysql 0.3.2 calls
+    a function that PyMySQL 1.2 no longer has for them (``'str' object is not callable``)."""
+
+    def escape_value(value: Any) -> str:
+        if isinstance(value, bytes | bytearray | memoryview):
+            return "_binary X'" + bytes(value).hex() + "'"
+        return escape(value)
+
+    return escape_value
+
+
 class MysqlDriver(Driver):
     """``mysql://user:password@host:port/database``."""
 
@@ -183,6 +195,7 @@ class MysqlDriver(Driver):
     async def connect(self) -> Connection:
         try:
             conn = await loop_thread.call(self._open())
+            conn.escape = _escaper(conn.escape)
         except (TimeoutError, OSError, pymysql.err.MySQLError) as exc:
             raise DbUnavailable(f"cannot connect to {self.url}: {exc}") from exc
         return MysqlConnection(conn, self)

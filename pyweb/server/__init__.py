@@ -5,7 +5,12 @@
     listener (listener.py)  ─►  scheduler (schedulers.py, Hop §2.4)
         ─►  Connection.talk (connection.py, Marlow §3.2, timeouts §4)
         ─►  handler(RequestContext) -> Response   (context.py; pyweb.app.site by default)
-        ─►  ServerLog (logging.py, Marlow §5: one logging task fed through a channel)
+        ─►  ServerLog (logging.py, Marlow §5: one logging task fed through a Mailbox)
+
+Where a task waits for more than one thing it says so with first-class events (CML §2,
+pyweb.events; docs/events.md "How the server uses events"): an idle connection waits for
+``choose(bytes, its deadline, the broadcast)``, and graceful shutdown is one SHUTDOWN
+message on ``Server.broadcast``, a Multicast (control.py, CML §3.1).
 
 Use::
 
@@ -29,7 +34,7 @@ from pyweb.protocol.response import Response
 from .config import ServerConfig
 from .connection import Connection
 from .context import RequestContext
-from .control import RELOAD, SHUTDOWN
+from .control import RELOAD, SHUTDOWN, Latch
 from .schedulers import Scheduler, make_scheduler
 
 __all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
@@ -67,6 +72,8 @@ class Server:
         self.broadcast: Multicast[str] = Multicast()
         """Control messages to every waiting task (control.py, CML §3.1): :data:`SHUTDOWN`
         from :meth:`shutdown`, :data:`RELOAD` from :meth:`reconfigure`; ``port()`` listens."""
+        self.stopping = Latch()
+        """Set by :meth:`shutdown`; ``ctx.shutdown_evt()`` is its event (control.py)."""
 
     @property
     def url(self) -> str:
@@ -164,6 +171,7 @@ class Server:
         # One message wakes every waiter: the accept loops stop, idle connections close,
         # serve() starts waiting for the busy ones (control.py).
         self.broadcast.send(SHUTDOWN)
+        self.stopping.set()  # long waits in handlers (ctx.shutdown_evt()) end now
         self.scheduler.stop()
         if self.listener is not None:
             from .listener import close_socket

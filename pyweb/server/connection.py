@@ -55,7 +55,8 @@ closing on HTTP/1.0); :class:`~pyweb.protocol.FileBody` goes out with ``os.sendf
 Hot path (one keep-alive request): one ``recv``, one parse, one handler call, one ``send``
 (written with ``os.write`` straight to the non-blocking socket, then one yield to the
 other tasks; only if the kernel buffer is full does the task wait), one access record. No
-task, no cancel scope, no closure is created per request.
+task and no closure is created per request; a cancel scope only when the request had not
+arrived yet and the connection has to wait for it (the choice above).
 """
 
 from __future__ import annotations

@@ -80,6 +80,16 @@ class RequestContext:
         """
         return self._conn.client_watch().evt()
 
+    def shutdown_evt(self) -> Event[None]:
+        """An event enabled once the server has begun a graceful shutdown. A handler that
+        waits long puts it in its choice next to :meth:`client_gone_evt`, so that stopping
+        the server does not wait for its timeout::
+
+            msg = await select(port.recv_evt(), timeout(30), ctx.client_gone_evt(),
+                               ctx.shutdown_evt())
+        """
+        return self._conn.server.stopping.evt()
+
     def log_error(self, message: str, exc: BaseException | None = None) -> None:
         """Write ``message`` (and ``exc``'s traceback) to the server's error log, naming
         this request. Never blocks, never raises (it is queued for the logging task)."""

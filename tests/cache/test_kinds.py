@@ -158,8 +158,12 @@ def test_get_returns_the_same_cache(name):
 
 @pytest.mark.parametrize(
     "dom, rng, kind",
-    [(String, List(Real), Size(100)), (Int, List(Int), Size(100)), (Int, List(Real), Size(99)),
-     (Int, List(Real), TimeOut(100))],
+    [
+        (String, List(Real), Size(100)),
+        (Int, List(Int), Size(100)),
+        (Int, List(Real), Size(99)),
+        (Int, List(Real), TimeOut(100)),
+    ],
 )
 def test_get_with_other_types_or_kind_names_the_cache(name, dom, rng, kind):
     cache.get(Int, List(Real), name, Size(100))
@@ -173,7 +177,11 @@ def test_wrong_value_type_names_cache_and_type(clock, name):
     c = cache.get(String, Option(Real), name, TimeOut(300))
     with pytest.raises(cache.CacheTypeError) as info:
         c.insert("usd", 7)
-    assert name in str(info.value) and "Option(Real)" in str(info.value) and "7 (int)" in str(info.value)
+    assert (
+        name in str(info.value)
+        and "Option(Real)" in str(info.value)
+        and "7 (int)" in str(info.value)
+    )
     with pytest.raises(cache.CacheTypeError, match="key must be of type String"):
         c.lookup(3)
     with pytest.raises(TypeError):  # CacheTypeError is a TypeError
@@ -182,16 +190,27 @@ def test_wrong_value_type_names_cache_and_type(clock, name):
 
 @pytest.mark.parametrize(
     "args, match",
-    [((int, Int, "x", Size(1)), "cache types"), ((Int, Int, "", Size(1)), "non-empty"),
-     ((Int, Int, "x", 10), "Size")],
+    [
+        ((int, Int, "x", Size(1)), "cache types"),
+        ((Int, Int, "", Size(1)), "non-empty"),
+        ((Int, Int, "x", 10), "Size"),
+    ],
 )
 def test_get_checks_its_arguments(args, match):
     with pytest.raises((TypeError, ValueError), match=match):
         cache.get(*args)
 
 
-@pytest.mark.parametrize("make", [lambda: Size(0), lambda: Size(1.5), lambda: TimeOut(-1),
-                                  lambda: WhileUsed(float("nan")), lambda: TimeOut(True)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Size(0),
+        lambda: Size(1.5),
+        lambda: TimeOut(-1),
+        lambda: WhileUsed(float("nan")),
+        lambda: TimeOut(True),
+    ],
+)
 def test_kinds_check_their_numbers(make):
     with pytest.raises(ValueError):
         make()

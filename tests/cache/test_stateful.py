@@ -50,7 +50,10 @@ class Model:
             size = self.size(key, value)
             if size > self.kind.bytes:
                 return False
-            while sum(self.size(k, v) for k, (v, _, _) in self.entries.items()) + size > self.kind.bytes:
+            while (
+                sum(self.size(k, v) for k, (v, _, _) in self.entries.items()) + size
+                > self.kind.bytes
+            ):
                 oldest = min(self.entries, key=lambda k: self.entries[k][2])
                 del self.entries[oldest]
         self.seq += 1
@@ -91,6 +94,11 @@ def machine(url, kind):
         @rule(key=keys)
         def lookup(self, key):
             assert self.cache.lookup(key) == self.model.lookup(key)
+
+        @rule()
+        def lookup_every_key(self):
+            for key in range(3):
+                assert self.cache.lookup(key) == self.model.lookup(key), key
 
         @rule(key=keys)
         def delete(self, key):

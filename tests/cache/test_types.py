@@ -101,8 +101,15 @@ def test_wrong_values_are_refused(t, value):
 
 @pytest.mark.parametrize(
     "t, data",
-    [(Int, b"x"), (Real, b"one"), (Bool, b"2"), (Option(Int), b"Q1"), (Pair(Int, Int), b"1:1"),
-     (List(Int), b"5:1"), (String, b"\xff")],
+    [
+        (Int, b"x"),
+        (Real, b"one"),
+        (Bool, b"2"),
+        (Option(Int), b"Q1"),
+        (Pair(Int, Int), b"1:1"),
+        (List(Int), b"5:1"),
+        (String, b"\xff"),
+    ],
 )
 def test_bad_encodings_raise_decode_error(t, data):
     with pytest.raises(DecodeError):

@@ -57,6 +57,10 @@ class Proxy:
 
     def stop(self) -> None:
         if self._listener is not None:
+            try:  # wakes the thread blocked in accept() (close alone does not, on Linux)
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             self._listener.close()
             self._listener = None
         with self._lock:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from pyweb import events as ev
 from pyweb.events import Channel, Mailbox, Multicast, select, sync, timeout, wrap
@@ -82,3 +83,23 @@ async def test_outer_cancel_withdraws_the_offers(no_helpers):
         assert not box._receivers
         box.send(1)  # buffered, not given to the cancelled sync
         assert len(box) == 1
+
+
+async def test_a_message_committed_as_the_sync_is_cancelled_is_not_lost(no_helpers):
+    a, b = trio.socket.socketpair()
+    box = Mailbox()
+    got = []
+    with a, b:
+        async with trio.open_nursery() as n:
+            scope = trio.CancelScope()
+
+            async def waiter():
+                with scope:
+                    got.append(await select(ev.readable_evt(a), box.recv_evt()))
+                    await trio.sleep(10)  # the cancellation arrives here, not before
+
+            n.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked()
+            box.send("kept")  # commits the waiter's sync...
+            scope.cancel()  # ...and cancels it in the same step
+        assert got == ["kept"] and len(box) == 0

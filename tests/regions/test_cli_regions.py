@@ -74,3 +74,31 @@ def test_banner_names_the_implementation(root, forced):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_table_1_flags_and_the_stats_page(root):
+    import json
+
+    proc, banner = _serve(
+        root, "--access-log", "none", "--exec-library", "--no-script-cache", "--profile-alloc"
+    )
+    try:
+        port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
+        for _ in range(2):  # library re-run before each request: nothing to restore
+            assert _get(port, "/bump").endswith(b"hits=1")
+        (root / "bump.py").write_text('conn.return_("recompiled", content_type="text/plain")\n')
+        assert _get(port, "/bump").endswith(b"recompiled")  # --no-script-cache
+        reply = _get(port, "/_pyweb/stats.json")
+        stats = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+        assert stats["implementation"] == pyweb_regions.IMPLEMENTATION
+        assert stats["mutations_reported"] == 0
+        if stats["alloc_available"]:
+            assert stats["pages"][f"{root.name}/bump.py"]["requests"] == 3
+        else:
+            assert "not available" in stats["alloc_message"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from .conftest import load
+
 
 def make_module() -> types.ModuleType:
     m = types.ModuleType("_lib")
@@ -171,8 +173,6 @@ def _state(m: types.ModuleType) -> dict:
 @settings(max_examples=150, deadline=None)
 @given(ops=_ops, which=st.sampled_from(["c", "python"]))
 def test_restore_undoes_any_top_level_change(ops, which):
-    from .conftest import load
-
     impl = load(which)
     m = make_module()
     before = _state(m)
@@ -207,3 +207,28 @@ def test_restore_undoes_any_top_level_change(ops, which):
         assert after[k][0] is obj, k  # the same objects are bound again
         assert after[k][1] == contents, k  # with the same contents
     assert not g.changed()
+
+
+def test_names_that_are_not_str_are_left_out(impl):
+    m = make_module()
+    vars(m)[1] = "odd"
+    g = impl.ModuleGuard(m)
+    vars(m)[2] = "odder"
+    assert not g.changed() and g.restore() == ()
+    m.counter = 9
+    assert g.restore() == (("rebound", "counter"),)
+
+
+def test_an_uninitialised_guard_or_arena_raises_instead_of_crashing():
+    c = load("c")
+    g = c.ModuleGuard.__new__(c.ModuleGuard)
+    for method in (g.changed, g.diff, g.restore, g.retake):
+        with pytest.raises(ValueError, match="not initialised"):
+            method()
+    a = c.Arena.__new__(c.Arena)
+    for call in (lambda: a.write(b"x"), a.views, a.reset, a.getvalue, a.tail):
+        with pytest.raises(ValueError, match="not initialised"):
+            call()
+    with pytest.raises(BufferError):
+        memoryview(a)
+    a.close()

@@ -17,7 +17,7 @@ import pytest
 import pyweb.testing
 from pyweb.app.site import Site
 
-from .conftest import write_site
+from .conftest import load, write_site
 
 LIB = """
 hits = 0
@@ -258,3 +258,77 @@ def test_the_example_counter_pages(use_impl):
             assert "module globals `hits` (rebound, in _visits)" in r.text
         for n in (1, 2, 3):
             assert f"You visited this page {n} time(s)" in client.get("/counter_fixed").text
+
+
+def test_a_shared_response_object_does_not_collect_banners(tmp_path, use_impl):
+    """A service may return one Response built at import; the dev banner must not be
+    added to that object (it would pile up, one more banner per request)."""
+    root = write_site(
+        tmp_path / "site",
+        {
+            "svc.py": """
+                from pyweb.app.services import service
+                from pyweb.protocol.response import Response
+
+                PAGE = Response(200, [("Content-Type", "text/html")], b"<body>hi</body>")
+                calls = []
+
+                @service("/shared")
+                def shared() -> Response:
+                    calls.append(1)
+                    return PAGE
+            """,
+        },
+    )
+    server, site = serve(root, dev=True)
+    with server as client:
+        for _ in range(3):
+            r = client.get("/shared")
+            assert r.text.count("pyweb-regions") == 1
+            assert len(r.headers.get_all("x-pyweb-regions")) == 1
+    module = site.regions.guards["pyweb_site_services.svc"].module
+    assert module.PAGE.body == b"<body>hi</body>" and len(module.PAGE.headers) == 1
+
+
+def test_allocations_are_charged_to_the_right_request_when_trio_interleaves(tmp_path):
+    """While one request sleeps, others run on the same thread: each is charged only the
+    bytes allocated in its own task steps (a trio Instrument switches the counter)."""
+    load("c")
+    root = write_site(
+        tmp_path / "site",
+        {
+            "big.py": """
+                import trio
+                first = bytearray(1_000_000)
+                await trio.sleep(0.6)
+                conn.return_(f"big {len(first)}", content_type="text/plain")
+            """,
+            "small.py": """
+                block = bytearray(300_000)
+                conn.return_(f"small {len(block)}", content_type="text/plain")
+            """,
+        },
+    )
+    site = Site(root, profile_alloc=True)
+    with pyweb.testing.serve(site, error_log=None) as client:
+        results = {}
+
+        def big() -> None:
+            with pyweb.testing.Client(client.base_url) as other:
+                results["big"] = other.get("/big").text
+
+        t = threading.Thread(target=big)
+        t.start()
+        deadline = time.monotonic() + 5
+        while site.regions.in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for _ in range(4):  # 1.2 MB allocated while big.py sleeps
+            assert client.get("/small").text == "small 300000"
+        t.join()
+        assert results["big"] == "big 1000000"
+        assert site.regions.in_flight == 0
+    pages = site.regions.stats()["pages"]
+    big_bytes = pages[f"{root.name}/big.py"]["bytes_per_request"]
+    small_bytes = pages[f"{root.name}/small.py"]["bytes_per_request"]
+    assert 1_000_000 <= big_bytes < 1_200_000, big_bytes  # not 2.2 MB
+    assert 300_000 <= small_bytes < 400_000, small_bytes

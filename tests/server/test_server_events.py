@@ -165,3 +165,22 @@ def test_reload_message_leaves_idle_connections_open_and_shutdown_closes_them(ki
         srv.shutdown()
         assert c.closed_by_server(timeout=3)
         assert srv.returned.wait(5)
+
+
+def test_a_fresh_connection_is_served_even_if_shutdown_comes_first(kit):
+    """A client that has connected but not yet sent its request is not an idle keep-alive
+    connection: graceful shutdown waits for its request and answers it (Connection: close)."""
+    srv = kit.RunningServer(kit.app).start()
+    try:
+        c = srv.connect()
+        wait_for(lambda: srv.server.connections, "the connection to be accepted")
+        time.sleep(0.05)  # let it reach its first wait for bytes
+        srv.shutdown()
+        c.send(kit.build("GET", "/hello"))
+        r = c.read_response()
+        assert r.status == 200 and r.headers["connection"] == "close"
+        assert c.closed_by_server()
+        c.close()
+        assert srv.returned.wait(5)
+    finally:
+        srv.stop()

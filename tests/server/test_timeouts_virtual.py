@@ -118,3 +118,21 @@ def test_a_connection_that_never_sends_gets_the_header_timeout_not_the_keepalive
         assert await recv_all(client) == b""
 
     run_with_server(test)
+
+
+def test_timeouts_are_exact_events_not_watchdog_ticks():
+    """The deadline is a timer branch of the connection's choice (docs/events.md): it fires
+    at the deadline itself, not up to a watchdog tick later."""
+
+    async def test(server, client, clock):
+        await client.send(b"GET / HTTP/1.1\r\nHost: x")
+        await until(lambda: any(c.parser.buffered for c in server.connections))
+        await settle(server)
+        clock.jump(9.999)
+        await settle(server)
+        assert len(server.connections) == 1
+        clock.jump(0.002)  # 10.001 s: past the header timeout by a millisecond
+        reply = await recv_all(client)
+        assert reply.startswith(b"HTTP/1.1 408 ")
+
+    run_with_server(test)

@@ -1,0 +1,156 @@
+"""pages/exchange.py end to end: real servers, the rate source up, down and changing."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pyweb import cache, testing
+from pyweb.protocol.response import Response
+
+from .conftest import REDIS_URL, need_redis, unique_prefix
+
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+
+
+@pytest.fixture
+def rate_file(tmp_path, monkeypatch):
+    path = tmp_path / "rate.txt"
+    monkeypatch.setenv("PYWEB_RATE_FILE", str(path))
+    monkeypatch.delenv("PYWEB_RATE_URL", raising=False)
+    return path
+
+
+def amount(client, a="10"):
+    response = client.post("/exchange", {"a": a})
+    assert response.status == 200
+    return response.text
+
+
+def test_form_then_the_value_in_kroner(clock, rate_file):
+    with testing.serve(PAGES, dev=True) as client:
+        page = client.get("/exchange")
+        assert page.status == 200 and 'name="a"' in page.text
+        assert "10.0 USD gives 64.32 DKK." in amount(client)
+        assert 'name="a"' in amount(client, "abc")  # not a number: the form again
+        assert "USD gives" not in amount(client, "abc")
+
+
+def test_the_cache_hides_a_rate_change_until_the_timeout(clock, rate_file):
+    with testing.serve(PAGES, dev=True) as client:
+        assert "64.32 DKK" in amount(client)
+        assert client.get("/rate?set=7").status == 200
+        assert "USDDKK</td><td>7.0000" in client.get("/rate").text
+        clock.advance(299.999)
+        assert "64.32 DKK" in amount(client)  # still the cached rate
+        clock.advance(0.001)
+        assert "70.00 DKK" in amount(client)  # five minutes: fetched again
+
+
+def test_source_down(clock, rate_file, monkeypatch):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    monkeypatch.setenv("PYWEB_RATE_URL", f"http://127.0.0.1:{s.getsockname()[1]}/rate")
+    s.close()
+    with testing.serve(PAGES, dev=True) as client:
+        assert "The service is currently not available" in amount(client)
+
+
+def test_source_answers_503_then_comes_back(clock, rate_file):
+    with testing.serve(PAGES, dev=True) as client:
+        assert client.get("/rate?set=down").status == 503
+        assert "The service is currently not available" in amount(client)
+        client.get("/rate?set=6.5")
+        # as in the paper, the failure (None) is a cached value too: hidden until the timeout
+        assert "The service is currently not available" in amount(client)
+        clock.advance(300)
+        assert "65.00 DKK" in amount(client)
+
+
+def test_set_is_refused_in_production(clock, rate_file):
+    with testing.serve(PAGES) as client:
+        assert client.get("/rate?set=1").status == 403
+        assert "64.32 DKK" in amount(client)
+
+
+def test_many_cold_requests_ask_the_foreign_site_once(clock, rate_file, monkeypatch):
+    hits = []
+
+    async def foreign(ctx):
+        hits.append(1)
+        import trio
+
+        await trio.sleep(0.3)  # a slow foreign site
+        return Response(200, [("Content-Type", "text/html")], b"<td>USDDKK</td><td>6.0000</td>")
+
+    with testing.serve(foreign) as rates:
+        monkeypatch.setenv("PYWEB_RATE_URL", rates.base_url + "/")
+        with testing.serve(PAGES) as site:
+            texts = []
+
+            def one():
+                client = testing.Client(site.base_url)
+                texts.append(amount(client))
+
+            threads = [threading.Thread(target=one) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    assert len(texts) == 8 and all("60.00 DKK" in t for t in texts)
+    assert len(hits) == 1
+
+
+def test_a_second_server_process_shares_the_rate_through_redis(rate_file, monkeypatch):
+    """`pyweb serve --cache redis://...` in another process finds the rate this one cached."""
+    need_redis()
+    prefix = unique_prefix()
+    url = f"{REDIS_URL}?prefix={prefix}"
+    cache.configure(url)
+    try:
+        with testing.serve(PAGES, dev=True) as first:
+            assert "64.32 DKK" in amount(first)  # fetched and cached in Redis
+            first.get("/rate?set=9")
+            monkeypatch.setenv("PYWEB_RATE_URL", first.base_url + "/rate")
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            s.close()
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "pyweb",
+                    "serve",
+                    str(PAGES),
+                    "--port",
+                    str(port),
+                    "--cache",
+                    url,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            try:
+                second = testing.Client(f"http://127.0.0.1:{port}")
+                deadline = time.monotonic() + 20
+                while True:
+                    try:
+                        text = amount(second)
+                        break
+                    except OSError:
+                        if time.monotonic() > deadline or proc.poll() is not None:
+                            raise
+                        time.sleep(0.1)
+                assert "64.32 DKK" in text  # the shared cached rate, not 9
+            finally:
+                proc.terminate()
+                proc.wait(10)
+    finally:
+        cache.configure("memory")
