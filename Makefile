@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db fuzz docs clean
+.PHONY: run test install dev lint asan-test bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -91,7 +91,11 @@ bench-table1: dev
 bench-db: dev
 	$(PY) benchmarks/bench_db.py $(BENCH_DB_ARGS)
 
-bench: bench-parse bench-render bench-events bench-peers
+## Table 1's db/guest/log pages on PostgreSQL and MySQL: pyweb against gunicorn + Flask
+bench-db-pages: dev
+	$(PY) benchmarks/bench_db_pages.py $(BENCH_DB_PAGES_ARGS)
+
+bench: bench-parse bench-render bench-cache bench-events bench-peers
 
 ## the documentation site, built strictly (broken links fail)
 docs: dev

@@ -4,7 +4,7 @@ plain dict and a bare ``cachetools.TTLCache``.
 Groups: ``hit`` (lookup of a present key), ``miss`` (lookup of an absent key) and
 ``memoize`` (a memoized function called with a cached argument). Contestants: ``dict``,
 ``ttlcache`` (cachetools, no types, no encoding), ``pyweb-memory`` (a ``TimeOut`` cache:
-type check + encoding + cachetools + lock), ``pyweb-redis`` blocking and ``pyweb-redis-trio``
+type check + encoding + cachetools + lock), ``pyweb-redis`` blocking and ``pyweb-redis-trio-x200``
 (the async form under trio: pyweb's own RESP client, syscall first), and for reference the
 ``redis`` package's blocking client doing one ``GET``. Redis entries are skipped when the
 server is not running. Run with
@@ -49,7 +49,26 @@ def _pyweb_cache(backend: str) -> cache.Cache:
     return c
 
 
-CONTESTANTS = ["dict", "ttlcache", "pyweb-memory", "pyweb-redis", "pyweb-redis-trio-x200", "redis-py"]
+@pytest.fixture(scope="module", autouse=True)
+def _remove_bench_keys():
+    yield
+    if _redis_up():
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=6379)
+        keys = list(client.scan_iter(match="pyweb-bench:*"))
+        if keys:
+            client.unlink(*keys)
+
+
+CONTESTANTS = [
+    "dict",
+    "ttlcache",
+    "pyweb-memory",
+    "pyweb-redis",
+    "pyweb-redis-trio-x200",
+    "redis-py",
+]
 
 
 def _lookup_fn(who: str, key: str):

@@ -22,6 +22,7 @@ Timings are min-of-rounds on a shared 2-core machine: noisy; ratios in one run m
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import socket
 import subprocess
@@ -219,6 +220,56 @@ def bench_alloc(short: bool) -> None:
     )
 
 
+def bench_floor(short: bool) -> None:
+    """CPython + trio's floor for the same exchange: a minimal keep-alive loop that reads
+    with recv_into a reused buffer, writes a constant reply and waits with trio."""
+    import trio
+
+    if not pyweb_regions.ALLOC_AVAILABLE:
+        return
+    pyweb_regions.alloc_install()
+    pyweb_regions.alloc_enable(True)
+    reply = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello!!"
+    reply = reply.replace(b"Hello!!", b"Hello, world!")
+    view = memoryview(bytearray(65536))
+    warm, n = 200, (500 if short else 5000)
+    result: dict[str, tuple[float, float]] = {}
+
+    async def serve_one(listener: socket.socket) -> None:
+        conn, _ = listener.accept()
+        conn.setblocking(False)
+        served, start = 0, (0, 0)
+        with conn:
+            while True:
+                try:
+                    got = conn.recv_into(view)
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(conn)
+                    continue
+                if got == 0:
+                    return
+                os.write(conn.fileno(), reply)
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                served += 1
+                if served == warm:
+                    start = pyweb_regions.alloc_counts()
+                elif served == warm + n:
+                    b, c = pyweb_regions.alloc_counts()
+                    result["floor"] = ((b - start[0]) / n, (c - start[1]) / n)
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        t = threading.Thread(target=trio.run, args=(serve_one, listener))
+        t.start()
+        keepalive_client(port, "/hello", warm + n)
+    t.join()
+    b, c = result["floor"]
+    print(
+        f"\nfloor (minimal trio loop, recv_into a reused buffer, one os.write): "
+        f"{b:.0f} bytes, {c:.1f} allocations per request"
+    )
+
+
 # ---- 4. soak --------------------------------------------------------------------------------
 
 
@@ -279,6 +330,7 @@ def main() -> None:
     bench_snapshots(args.short)
     bench_assembly(args.short)
     bench_alloc(args.short)
+    bench_floor(args.short)
     if soak:
         bench_soak(soak)
 

@@ -3,9 +3,11 @@
 # TimeOut(300): the foreign site is asked at most once every five minutes, and the rate is
 # never older than that. If the site is down, the page says so.
 #
-# The foreign page is PYWEB_RATE_URL, by default this site's own /rate (pages/rate.py).
+# The foreign page is PYWEB_RATE_URL, by default this site's own /rate (pages/rate.py)
+# on 127.0.0.1.
 import os
 import re
+from urllib.parse import urlsplit
 
 from pyweb import qq
 from pyweb.cache import Option, Real, String, TimeOut, get, memoize
@@ -31,7 +33,20 @@ async def fetch_rate(url):
 
 
 fetch = memoize(c, fetch_rate)
-url = os.environ.get("PYWEB_RATE_URL") or f"http://{conn.headers.get('host', '127.0.0.1')}/rate"
+
+
+def own_rate_url():
+    # This server's own /rate, reached over the loopback interface. Only the port is taken
+    # from the Host header: taking the host too would let any client make the server fetch
+    # from a machine of the client's choosing (server-side request forgery).
+    try:
+        port = urlsplit("//" + conn.headers.get("host", "")).port or 80
+    except ValueError:
+        port = 80
+    return f"http://127.0.0.1:{port}/rate"
+
+
+url = os.environ.get("PYWEB_RATE_URL") or own_rate_url()
 
 a = wrap_opt(get_real)("a")
 if a is None:

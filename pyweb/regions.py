@@ -322,6 +322,8 @@ class SiteRegions:
         if len(sys.modules) != self._modules_seen:
             self.scan()
         for name, guard in self.guards.items():
+            if name.startswith("pyweb_site_services."):
+                continue  # a service module binds URLs: it is not library initialisation
             module = guard.module
             code = self._codes.get(name)
             if code is None:

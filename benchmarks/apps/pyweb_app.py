@@ -1,6 +1,6 @@
 """pyweb's entry in the peer benchmark: pyweb.server.Server with a handler for the four URLs.
 
-/page/hello, /page/guess, /svc/hello and /svc/guess are served by a :class:`pyweb.app.Site`
+/page/hello, /page/guess, /page/exchange, /svc/hello and /svc/guess are served by a :class:`pyweb.app.Site`
 over a copy of the example site's own files: the scripts ``pages/hello.py`` and
 ``pages/guess.py`` (under ``page/``) and the service module ``pages/hop_services.py``; so
 those scenarios measure pyweb's pages as a student writes them (routing, ``conn``, form
@@ -47,13 +47,18 @@ def make_page_site() -> str:
     pages = Path(__file__).resolve().parents[2] / "pages"
     root = Path(tempfile.mkdtemp(prefix="pyweb-bench-site-"))
     (root / "page").mkdir()
-    for name in ("hello.py", "guess.py"):
+    for name in ("hello.py", "guess.py", "exchange.py", "rate.py"):
         shutil.copy(pages / name, root / "page" / name)
     shutil.copy(pages / "hop_services.py", root / "hop_services.py")
+    shutil.copy(pages / "_layout.py", root / "_layout.py")  # exchange.py and rate.py use it
     return str(root)
 
 
 _site = Site(make_page_site())
+
+
+def make_rate_dir() -> str:
+    return tempfile.mkdtemp(prefix="pyweb-bench-rate-")
 
 
 async def handler(ctx: RequestContext) -> Response:
@@ -77,6 +82,9 @@ if __name__ == "__main__":
     parser.add_argument("--scheduler", default="one-to-one")
     parser.add_argument("--pool-size", type=int, default=16)
     args = parser.parse_args()
+    # /page/exchange reads its rate from this server's /page/rate (pages/exchange.py)
+    os.environ["PYWEB_RATE_URL"] = f"http://127.0.0.1:{args.port}/page/rate"
+    os.environ.setdefault("PYWEB_RATE_FILE", os.path.join(make_rate_dir(), "rate.txt"))
     config = ServerConfig(
         host=args.host,
         port=args.port,

@@ -311,7 +311,8 @@ def configure(
     ``"redis://127.0.0.1:6379/0"`` (shared by every process using it). ``clock`` (seconds, a
     float) replaces the real clock, for tests: :class:`FakeClock`. Redis ``options``:
     ``prefix`` (of every key, ``"pyweb:cache:"``), ``timeout`` (seconds per operation, 0.5),
-    ``retry_after`` (seconds without trying after a failure, 1.0).
+    ``retry_after`` (seconds without trying after a failure, 1.0), ``max_idle`` (connections
+    kept open for reuse, 64).
 
     Caches already obtained with :func:`get` move to the new backend (starting empty if it is
     a new memory backend). Without a call, the ``PYWEB_CACHE`` environment variable chooses,

@@ -56,6 +56,11 @@ class TimeOut:
     def __str__(self) -> str:
         return f"TimeOut({self.seconds:g})"
 
+    @property
+    def milliseconds(self) -> int:
+        """The duration as both backends count it: whole milliseconds, at least one."""
+        return max(1, int(round(self.seconds * 1000)))
+
 
 @dataclass(frozen=True, slots=True)
 class WhileUsed:
@@ -68,6 +73,11 @@ class WhileUsed:
 
     def __str__(self) -> str:
         return f"WhileUsed({self.seconds:g})"
+
+    @property
+    def milliseconds(self) -> int:
+        """The duration as both backends count it: whole milliseconds, at least one."""
+        return max(1, int(round(self.seconds * 1000)))
 
 
 Kind = Size | TimeOut | WhileUsed

@@ -52,16 +52,17 @@ class MemoryBackend:
             if isinstance(kind, Size):
                 store = cachetools.FIFOCache(kind.bytes, getsizeof=lambda item: item[1])
             else:
-                ttl = int(round(kind.seconds * 1000))
+                ttl = kind.milliseconds
                 store = cachetools.TTLCache(math.inf, ttl, timer=self._now_ms)
             self._stores[spec.name] = store
         return store
 
     def lookup(self, spec: Any, key: bytes) -> bytes | None:
         with self._lock:
-            store = self._store(spec)
-            item = store.get(key)
-            if item is None:
+            store = self._stores.get(spec.name) or self._store(spec)
+            try:
+                item = store[key]  # not .get(): that reads the clock twice
+            except KeyError:
                 return None
             if isinstance(spec.kind, WhileUsed):
                 store[key] = item  # a hit restarts the entry's time

@@ -200,6 +200,7 @@ class RedisBackend:
         prefix: str = "pyweb:cache:",
         timeout: float = 0.5,
         retry_after: float = 1.0,
+        max_idle: int = 64,
     ) -> None:
         self.address = Address.from_url(url)
         # ?prefix=... in the URL, so `pyweb serve --cache URL` can set it too
@@ -210,7 +211,10 @@ class RedisBackend:
         self.retry_after = retry_after
         self._idle: list[Connection] = []  # for blocking calls
         self._aidle: list[Connection] = []  # for async calls
-        self._max_idle = 8
+        # Idle connections kept per form (blocking, async). Concurrent callers each take one
+        # (a RESP connection carries one request at a time); beyond this many at once,
+        # connections are opened and closed per call.
+        self._max_idle = max_idle
         self._down_until = 0.0
         self._down = False
         self._state_lock = threading.Lock()
@@ -248,7 +252,7 @@ class RedisBackend:
         if isinstance(spec.kind, Size):
             keys = [base + b":meta", base + b":data"]
             return (yield from self._eval(spec, _SIZE_LOOKUP, keys, [spec.signature, key]))
-        ms = int(round(spec.kind.seconds * 1000))
+        ms = spec.kind.milliseconds
         whileused = "1" if isinstance(spec.kind, WhileUsed) else "0"
         keys = [base + b":meta", base + b":k:" + key]
         args = [spec.signature, self._now(), ms, whileused]
@@ -260,7 +264,7 @@ class RedisBackend:
             keys = [base + s for s in (b":meta", b":data", b":order", b":used", b":seq")]
             args = [spec.signature, key, value, spec.kind.bytes]
             return bool((yield from self._eval(spec, _SIZE_INSERT, keys, args)))
-        ms = int(round(spec.kind.seconds * 1000))
+        ms = spec.kind.milliseconds
         keys = [base + b":meta", base + b":k:" + key]
         yield from self._eval(spec, _TTL_INSERT, keys, [spec.signature, self._now(), ms, value])
         return True

@@ -36,7 +36,7 @@ import inspect
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -567,6 +567,7 @@ async def run_script(path: str | os.PathLike[str]) -> None:
         await database().script(f.read())
 
 
-def transaction() -> Any:
-    """:meth:`Database.transaction` on the current :func:`database`."""
+def transaction() -> AbstractAsyncContextManager[Database]:
+    """:meth:`Database.transaction` on the current :func:`database`:
+    ``async with db.transaction(): ...``."""
     return database().transaction()

@@ -35,6 +35,8 @@ from typing import Any, TypeVar
 
 import trio
 
+from .driver import shorten_switch_interval
+
 __all__ = ["LoopThread", "loop_thread"]
 
 T = TypeVar("T")
@@ -75,6 +77,7 @@ class LoopThread:
             return loop
         with self._lock:
             if self._loop is None:
+                shorten_switch_interval()
                 loop = _new_loop()
                 ready = threading.Event()
                 loop.call_soon(ready.set)

@@ -17,13 +17,32 @@ it closes it and opens a new one on next use.
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["Connection", "Driver", "Url", "parse_url"]
+__all__ = ["Connection", "Driver", "Url", "parse_url", "shorten_switch_interval"]
+
+SWITCH_INTERVAL = 0.0005
+"""Seconds a thread may keep the GIL while another waits for it (Python's default: 0.005)."""
+
+
+def shorten_switch_interval() -> None:
+    """Let driver threads get the GIL back quickly (called when the first one starts).
+
+    A driver thread (SQLite's worker, the asyncio loop) needs the GIL several times per
+    query: to start, to build the rows, to wake trio. While the trio thread renders a big
+    page it holds the GIL, and a waiting thread gets it only after the *switch interval*,
+    5 ms by default: a convoy that made Table 1's ``log`` page (500 rows) serve 70 req/s
+    on SQLite where 0.5 ms gave 117 (wrk -c8, benchmarks/bench_db_pages.py's setting).
+    It is a process-wide setting, only ever lowered here.
+    """
+    if sys.getswitchinterval() > SWITCH_INTERVAL:
+        sys.setswitchinterval(SWITCH_INTERVAL)
+
 
 Params = Sequence[Any] | None
 """Bound parameters in the driver's paramstyle, or None for a plain statement."""

@@ -81,13 +81,13 @@ class Pool:
             raise
 
     async def replace(self, conn: Connection) -> Connection:
-        """Close a broken ``conn`` held by the caller and open a new one in its place."""
+        """Close a broken ``conn`` held by the caller and open a new one in its place.
+
+        If that fails the caller still holds ``conn`` (closed, broken), and gives it back
+        with :meth:`release` as usual, which frees its slot.
+        """
         conn.close()
-        try:
-            return await self.driver.connect()
-        except BaseException:
-            self._free.release()  # the caller's handle is gone: give its slot back
-            raise
+        return await self.driver.connect()
 
     def release(self, conn: Connection | None) -> None:
         """Give a handle back; a broken one is closed, never lent again."""

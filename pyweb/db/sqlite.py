@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from .driver import Connection, Driver, Params, Url
+from .driver import Connection, Driver, Params, Url, shorten_switch_interval
 from .errors import DbUnavailable, SqlError
 
 __all__ = ["SqliteDriver", "SqliteConnection"]
@@ -147,6 +147,7 @@ class SqliteDriver(Driver):
     def __init__(self, url: Url, *, busy_timeout: float = 5.0) -> None:
         self.url = url
         self.busy_timeout = busy_timeout
+        self._open_lock = threading.Lock()
         if url.database == ":memory:":
             # Every handle of every pool must see the same database: a named shared-cache
             # in-memory database, alive while one connection is open.
@@ -168,11 +169,18 @@ class SqliteDriver(Driver):
             uri=self._uri,
         )
         if not self._uri:
-            conn.execute("PRAGMA journal_mode=WAL")
+            # WAL is a property of the file: set once. Switching needs a lock that SQLite
+            # does not wait for, so connections opened at once (found by
+            # tests/db/test_pool_property.py) take turns here.
+            with self._open_lock:
+                (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+                if mode != "wal":
+                    conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # durable at each WAL checkpoint
         return conn
 
     async def connect(self) -> Connection:
+        shorten_switch_interval()
         try:
             conn = await trio.to_thread.run_sync(self._open)
         except (sqlite3.Error, OSError) as exc:

@@ -39,6 +39,24 @@ def configure(url: str, clock=None) -> None:
         cache.configure(url, clock=clock, prefix=unique_prefix())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _remove_test_keys_from_redis():
+    """Every Redis key the cache tests made starts with pyweb-test:; remove them at the end."""
+    yield
+    if redis_up():
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=6379)
+        batch = []
+        for key in client.scan_iter(match="pyweb-test:*", count=1000):
+            batch.append(key)
+            if len(batch) == 500:
+                client.unlink(*batch)
+                batch.clear()
+        if batch:
+            client.unlink(*batch)
+
+
 @pytest.fixture(params=["memory", "redis"])
 def backend_url(request):
     url = "memory" if request.param == "memory" else REDIS_URL

@@ -53,6 +53,15 @@ def test_the_cache_hides_a_rate_change_until_the_timeout(clock, rate_file):
         assert "70.00 DKK" in amount(client)  # five minutes: fetched again
 
 
+def test_a_forged_host_header_does_not_choose_the_foreign_site(clock, rate_file):
+    """Only the port of Host is used: the rate still comes from 127.0.0.1 (no SSRF)."""
+    with testing.serve(PAGES, dev=True) as client:
+        port = client.server.port
+        forged = {"Host": f"attacker.invalid:{port}"}
+        response = client.post("/exchange", {"a": "10"}, headers=forged)
+        assert response.status == 200 and "64.32 DKK" in response.text
+
+
 def test_source_down(clock, rate_file, monkeypatch):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -154,3 +163,16 @@ def test_a_second_server_process_shares_the_rate_through_redis(rate_file, monkey
                 proc.wait(10)
     finally:
         cache.configure("memory")
+
+
+def test_serve_refuses_a_bad_cache_url(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "pyweb", "serve", str(tmp_path), "--port", "0",
+         "--cache", "memcached://127.0.0.1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--cache: a cache backend is 'memory' or 'redis://host:port/db'" in done.stderr
+    assert "'memcached://127.0.0.1'" in done.stderr

@@ -221,3 +221,12 @@ def test_configure_refuses_unknown_backends():
         cache.configure("memcached://x")
     with pytest.raises(ValueError, match="database"):
         cache.configure("redis://127.0.0.1:6379/abc")
+
+
+def test_a_tiny_duration_is_one_millisecond(clock, name):
+    c = cache.get(Int, Int, name, TimeOut(0.0001))
+    assert TimeOut(0.0001).milliseconds == 1
+    c.insert(1, 1)
+    assert c.lookup(1) == 1
+    clock.advance(0.001)
+    assert c.lookup(1) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import subprocess
@@ -258,3 +259,23 @@ def test_resp_commands_and_real_server():
     aconn = Connection(Address.from_url(REDIS_URL), 1.0)  # a connection is blocking or async
     assert trio.run(aconn.acall, "ECHO", "hé") == "hé".encode()
     aconn.close()
+
+
+def test_a_redis_that_never_answers_is_a_miss_after_the_timeout(name, caplog):
+    """A server that accepts and then says nothing (hung, or not Redis at all)."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    port = silent.getsockname()[1]
+    cache.configure(f"redis://127.0.0.1:{port}/0", timeout=0.2, retry_after=0.0)
+    try:
+        c = cache.get(Int, Int, name, TimeOut(60))
+        with caplog.at_level(logging.WARNING, logger="pyweb.cache"):
+            assert c.lookup(1) is None  # blocking form
+            assert trio.run(c.alookup, 1) is None  # async form
+            assert trio.run(c.ainsert, 1, 1) is False
+            assert asyncio.run(c.alookup(1)) is None  # the asyncio side of the seam
+        assert "unreachable" in caplog.text
+    finally:
+        cache.configure("memory")
+        silent.close()

@@ -35,7 +35,7 @@ class Model:
         if isinstance(self.kind, Size):
             return True
         _, stamp, _ = self.entries[key]
-        if self.now() < stamp + int(round(self.kind.seconds * 1000)):
+        if self.now() < stamp + self.kind.milliseconds:
             return True
         del self.entries[key]
         return False
@@ -122,7 +122,7 @@ def machine(url, kind):
     return CacheMachine
 
 
-@pytest.mark.parametrize("kind", [Size(40), TimeOut(30), WhileUsed(30)], ids=str)
+@pytest.mark.parametrize("kind", [Size(20), TimeOut(30), WhileUsed(30)], ids=str)
 @pytest.mark.parametrize("backend", ["memory", "redis"])
 def test_kind_follows_the_model(backend, kind):
     url = "memory" if backend == "memory" else REDIS_URL

@@ -284,11 +284,8 @@ def test_sigterm_under_load_answers_every_accepted_request(site):
         stop(proc)
 
 
-@pytest.mark.xfail(
-    reason="TODO(coordinator): a draining worker closes a just-accepted connection whose "
-    "request is already in its buffer; fix in connection.py after the events rewrite",
-    strict=False,
-)
+# A draining worker serves a just-accepted connection's first request (connection.py:
+# a fresh connection is not idle, so SHUTDOWN does not close it).
 def test_max_requests_recycles_workers_without_failing_a_request(site):
     proc, port = start(site, "--workers", "2", "--max-requests", "25", "--status")
     try:
