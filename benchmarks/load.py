@@ -1,6 +1,7 @@
 """Run the locust scenarios (benchmarks/locustfile.py) headless against pyweb (issue 8, item 6).
 
-Starts ``pyweb serve pages`` (pinned to CPU 0, access log off), runs locust on CPU 1 for a
+Starts ``pyweb serve pages`` (pinned to CPU 0, access log off, the guest book in a
+temporary SQLite file so the example site's own database is left alone), runs locust on CPU 1 for a
 fixed time with a fixed number of users, prints locust's summary table and stops the
 server. locust lives in its own venv, ``benchmarks/.venv-locust`` (it brings gevent, which
 has no business in the project's venv), created on first use.
@@ -12,7 +13,6 @@ Usage: .venv/bin/python benchmarks/load.py [--users 20] [--time 20s] [--host URL
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -67,11 +67,12 @@ def main(argv: list[str] | None = None) -> int:
                         str(port),
                         "--access-log",
                         "none",
+                        "--db",
+                        f"sqlite:///{tmp}/load.sqlite3",
                     ],
-                ),  # fmt: skip
+                ),
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=dict(os.environ, PYWEB_DATA_DIR=tmp),
             )
             host = f"http://{peers.HOST}:{port}"
             wait_listening(server, port)

@@ -24,6 +24,7 @@ from pyweb.protocol.parser import Limits
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import SCHEDULERS
 from pyweb.server.configfile import ConfigFileError, find_config_file, read_config_file
+from pyweb.server.logging import ACCESS_FORMATS
 from pyweb.server.workers import RECYCLE_EXIT, Supervisor
 
 __all__ = ["main", "build_parser"]
@@ -156,6 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=d.max_connections,
         metavar="N",
         help=f"connections served at once (default: {d.max_connections})",
+    )
+    serve.add_argument(
+        "--access-log-format",
+        choices=ACCESS_FORMATS,
+        default=d.access_log_format,
+        help="combined (Apache's Combined Log Format) or timed (the same line, then "
+        "rt=SECONDS worker=N) (default: combined)",
     )
     serve.add_argument(
         "--config",
@@ -329,6 +337,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_connections=args.max_connections,
         access_log=args.access_log,
         error_log=args.error_log,
+        access_log_format=args.access_log_format,
         status=args.status or args.status_token is not None,
         status_token=args.status_token,
         listen_fd=args.listen_fd,
@@ -376,7 +385,9 @@ def _say(text: str) -> None:
     print(f"pyweb: {text}", file=sys.stderr, flush=True)
 
 
-def reload(server: Server, argv: Sequence[str] | None) -> bool:
+def reload(
+    server: Server, argv: Sequence[str] | None, started: dict[str, object] | None = None
+) -> bool:
     """SIGHUP (Marlow §6): read the configuration file and the pages again. New connections
     get the new settings and pages, requests in progress finish with the old ones. A bad
     file or a broken site is refused, and the old settings stay."""
@@ -392,13 +403,22 @@ def reload(server: Server, argv: Sequence[str] | None) -> bool:
         for problem in err.problems:
             print(problem, file=sys.stderr)
         return False
-    for name in server.reconfigure(config, site):
+    ignored = server.reconfigure(config, site)
+    # The database and the cache are set up once per process (their pools and connections
+    # outlive any one request): like the listening socket, they need a restart.
+    started = started or {}
+    ignored += [name for name in started if started[name] != getattr(args, name)]
+    for name in ignored:
         _say(f"SIGHUP: {name} changed; it needs a restart and keeps its old value")
     _say(f"SIGHUP: reloaded {args.config_path or 'the command line'} and the pages")
     return True
 
 
-async def serve_until_signalled(server: Server, argv: Sequence[str] | None = None) -> int:
+async def serve_until_signalled(
+    server: Server,
+    argv: Sequence[str] | None = None,
+    started: dict[str, object] | None = None,
+) -> int:
     """Run ``server``; the first SIGINT/SIGTERM shuts it down gracefully (exit status 0, or
     :data:`~pyweb.server.workers.RECYCLE_EXIT` after ``--max-requests``), a second one
     cancels everything at once (exit status 1); SIGHUP reloads (:func:`reload`); SIGUSR1
@@ -429,7 +449,7 @@ async def serve_until_signalled(server: Server, argv: Sequence[str] | None = Non
             async for signum in signals:
                 if signum == signal.SIGHUP:
                     if not server.closing:
-                        reload(server, argv)
+                        reload(server, argv, started)
                 elif signum == signal.SIGUSR1:  # logrotate moved the files: open new ones
                     if server.log is not None:
                         server.log.reopen()
@@ -527,9 +547,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.workers > 1 and args.listen_fd is None:
             return supervise(args, argv)
         server = Server(config, site)
+        started = {"db": args.db, "cache": args.cache}  # what a reload cannot change
         status = 1
         try:
-            status = trio.run(serve_until_signalled, server, argv)
+            status = trio.run(serve_until_signalled, server, argv, started)
         except* OSError as group:  # typically: the port is in use, or the host is not ours
             exc = group.exceptions[0]
             print(f"pyweb: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)

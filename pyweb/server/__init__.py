@@ -90,7 +90,9 @@ class Server:
         from .logging import ServerLog
 
         config = self.config
-        self.log = log = ServerLog(config.access_log, config.error_log)
+        self.log = log = ServerLog(
+            config.access_log, config.error_log, access_format=config.access_log_format
+        )
         stop_port = self.broadcast.port()  # serve() itself waits for SHUTDOWN
         async with trio.open_nursery() as outer:
             await outer.start(log.run)

@@ -52,6 +52,7 @@ __all__ = [
     "PythonLogBridge",
     "ServerLog",
     "format_access",
+    "ACCESS_FORMATS",
     "format_error",
     "log_time",
 ]
@@ -135,7 +136,13 @@ def _host(peer: str) -> str:
     return peer  # a bare host or a bare IPv6 address
 
 
-def format_access(record: AccessRecord) -> str:
+ACCESS_FORMATS = ("combined", "timed")
+"""``combined``: Apache's Combined Log Format. ``timed``: the same line followed by
+``rt=SECONDS worker=N`` (the request's duration, and which ``--workers`` process served
+it, ``-`` without workers), for finding slow pages and a misbehaving worker."""
+
+
+def format_access(record: AccessRecord, timed_suffix: str | None = None) -> str:
     """One Combined Log Format line for ``record``, ending with a newline.
 
     >>> format_access(AccessRecord("127.0.0.1:5000", 0.0, "GET", "/", "1.1", 200, 984,
@@ -144,6 +151,8 @@ def format_access(record: AccessRecord) -> str:
 
     The fields are host, identity (always ``-``), user (always ``-``), time, request line,
     status, body size (``-`` when 0), Referer and User-Agent (``-`` when absent).
+    With ``timed_suffix`` (the ``timed`` format: ``" worker=N"``), the line ends with
+    ``rt=SECONDS`` and that suffix, as nginx logs ``$request_time``.
     """
     if record.method and record.method != "-":
         request_line = (
@@ -155,7 +164,8 @@ def format_access(record: AccessRecord) -> str:
         f'{_host(record.peer)} - - [{log_time(record.time)}] "{request_line}" '
         f"{record.status} {record.size or '-'} "
         f'"{_escape(record.referer) if record.referer else "-"}" '
-        f'"{_escape(record.user_agent) if record.user_agent else "-"}"\n'
+        f'"{_escape(record.user_agent) if record.user_agent else "-"}"'
+        + ("\n" if timed_suffix is None else f" rt={record.duration:.6f}{timed_suffix}\n")
     )
 
 
@@ -317,7 +327,18 @@ class ServerLog:
         *,
         buffer: int = 10_000,
         reopen_interval: float = 1.0,
+        access_format: str = "combined",
     ):
+        if access_format not in ACCESS_FORMATS:
+            raise ValueError(
+                f"unknown access log format {access_format!r}; choose {' or '.join(ACCESS_FORMATS)}"
+            )
+        # The worker id does not change while the process lives: format it once.
+        self._timed_suffix = (
+            f" worker={os.environ.get('PYWEB_WORKER_ID', '-')}"
+            if access_format == "timed"
+            else None
+        )
         self._access = _Sink(access, "access", reopen_interval) if access is not None else None
         self._error = _Sink(error, "error", reopen_interval) if error is not None else None
         self.access_enabled = self._access is not None
@@ -427,7 +448,7 @@ class ServerLog:
         for item in batch:
             if isinstance(item, AccessRecord):
                 try:
-                    access_lines.append(format_access(item))
+                    access_lines.append(format_access(item, self._timed_suffix))
                 except Exception as exc:  # a malformed record must not kill the logger
                     error_lines.append(format_error("cannot format access record", exc=exc))
             else:

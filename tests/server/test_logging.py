@@ -376,3 +376,19 @@ def test_integration_server_writes_combined_log(tmp_path):
     assert lines[0].endswith('] "GET / HTTP/1.1" 200 984 "http://r/" "tester \\"1\\""')
     assert '"GET /missing?q=1 HTTP/1.1" 404 ' in lines[1]
     assert lines[2].endswith('"HEAD /index.html HTTP/1.1" 200 - "-" "-"')
+
+
+def test_timed_format_appends_duration_and_worker():
+    from pyweb.server.logging import format_access
+
+    record = AccessRecord("127.0.0.1:5000", 0.0, "GET", "/", "1.1", 200, 984, "", "", 0.0123456)
+    plain = format_access(record)
+    assert plain.endswith('"-" "-"\n')
+    assert format_access(record, " worker=3") == plain[:-1] + " rt=0.012346 worker=3\n"
+
+
+def test_an_unknown_access_format_is_refused():
+    with pytest.raises(
+        ValueError, match="unknown access log format 'json'; choose combined or timed"
+    ):
+        ServerLog(None, None, access_format="json")

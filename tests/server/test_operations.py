@@ -356,3 +356,36 @@ def test_sigusr1_reopens_the_logs_after_logrotate_moved_them(site, tmp_path):
         assert "/hello?after" not in (tmp_path / "access.log.1").read_text()
     finally:
         assert stop(proc) == 0
+
+
+def test_timed_access_log_names_the_duration_and_the_worker(site, tmp_path):
+    log = tmp_path / "access.log"
+    proc, port = start(site, "--workers", "2", "--access-log", str(log),
+                       "--access-log-format", "timed")  # fmt: skip
+    try:
+        for _ in range(10):
+            assert request(port, "/slow?s=0.05")[0] == 200
+        line = re.compile(
+            r'.*"GET /slow\?s=0\.05 HTTP/1\.1" 200 14 "-" "-" rt=(\d+\.\d{6}) worker=([01])$'
+        )
+        wait_until(
+            lambda: log.exists() and len(log.read_text().splitlines()) == 10, what="10 lines"
+        )
+        found = [line.match(text) for text in log.read_text().splitlines()]
+        assert all(found), log.read_text()
+        assert all(float(m.group(1)) >= 0.05 for m in found)  # the page slept 50 ms
+    finally:
+        assert stop(proc) == 0
+
+
+def test_a_reload_that_changes_the_database_says_it_needs_a_restart(site):
+    (site / "pyweb.toml").write_text(f"db = 'sqlite:///{site}/one.sqlite3'\n")
+    proc, port = start(site)
+    try:
+        (site / "pyweb.toml").write_text(f"db = 'sqlite:///{site}/two.sqlite3'\n")
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert request(port, "/hello") == (200, b"version 1")
+    finally:
+        assert stop(proc) == 0
+    assert "SIGHUP: db changed; it needs a restart and keeps its old value" in proc.stderr.read()
