@@ -61,6 +61,8 @@ class Point:
     errors: int
     reply_ms: float
     duration_s: float
+    error_kinds: str = ""
+    """httperf's counts of each kind of error (``client-timo=3 connreset=1``)."""
 
 
 def ensure_httperf() -> str:
@@ -84,31 +86,43 @@ def _number(pattern: str, text: str) -> float:
     return float(found.group(1))
 
 
-def parse_httperf(text: str) -> tuple[float, int, float, float]:
-    """(replies, errors, reply time ms, test duration s) from httperf's summary."""
+def parse_httperf(text: str) -> tuple[float, int, float, float, str]:
+    """(replies, errors, reply time ms, test duration s, the kinds of errors) from
+    httperf's summary."""
     replies = _number(r"Total: connections \d+ requests \d+ replies (\d+)", text)
     duration = _number(r"test-duration ([\d.]+) s", text)
     errors = int(_number(r"Errors: total (\d+)", text))
     reply_ms = _number(r"Reply time \[ms\]: response ([\d.]+)", text)
-    return replies, errors, reply_ms, duration
+    kinds = " ".join(
+        f"{name}={count}"
+        for name, count in re.findall(
+            r"([a-z-]+) (\d+)", " ".join(re.findall(r"Errors: (.*)", text))
+        )
+        if name != "total" and count != "0"
+    )
+    return replies, errors, reply_ms, duration, kinds
 
 
 def run_point(
     cpu: str | None, port: int, sweep: str, rate: int, seconds: float
-) -> tuple[float, int, float, float]:
+) -> tuple[float, int, float, float, str]:
     _, path, calls = SWEEPS[sweep]
     conns_per_s = max(1, rate // calls)
     total = max(1, int(conns_per_s * seconds))
-    command = ["httperf", "--hog", "--server", peers.HOST, "--port", str(port), "--timeout", "5"]
+    # --close-with-reset: the client ends each connection with RST, so it leaves no
+    # TIME_WAIT socket behind; at thousands of connections a second, TIME_WAIT would use up
+    # the client's ephemeral ports (28,000 here) within seconds and httperf would measure
+    # its own port shortage instead of the server.
+    command = ["httperf", "--hog", "--close-with-reset", "--server", peers.HOST,
+               "--port", str(port), "--timeout", "5"]  # fmt: skip
     if calls == 1:
         command += ["--uri", path, "--rate", str(conns_per_s), "--num-conns", str(total)]
     else:
         command += ["--uri", path, "--rate", str(conns_per_s), f"--wsess={total},{calls},0"]
     out = subprocess.run(
-        peers.pinned(cpu, command), capture_output=True, text=True, timeout=seconds + 60
+        peers.pinned(cpu, command), capture_output=True, text=True, timeout=seconds + 20
     )
-    replies, errors, reply_ms, duration = parse_httperf(out.stdout)
-    return replies, errors, reply_ms, duration
+    return parse_httperf(out.stdout)
 
 
 def sweep_server(args: argparse.Namespace, name: str, site: str, logs: Path) -> list[Point]:
@@ -118,15 +132,17 @@ def sweep_server(args: argparse.Namespace, name: str, site: str, logs: Path) -> 
             server = peers.RunningServer(name, args.server_cpu, site, logs / f"{name}-{sweep}.log")
             try:
                 server.wait_ready()
-                replies, errors, reply_ms, duration = run_point(
+                replies, errors, reply_ms, duration, kinds = run_point(
                     args.client_cpu, server.port, sweep, rate, args.duration
                 )
+            except subprocess.TimeoutExpired:  # httperf hung: a failed point, not a lost server
+                replies, errors, reply_ms, duration, kinds = 0.0, -1, 0.0, args.duration, "hung"
             finally:
                 server.stop()
-            point = Point(name, sweep, rate, replies / duration, errors, reply_ms, duration)
+            point = Point(name, sweep, rate, replies / duration, errors, reply_ms, duration, kinds)
             print(
                 f"{name:15} {sweep:12} offered {rate:6} req/s  replies {point.replies_per_s:8.0f}/s"
-                f"  errors {errors:5}  reply {reply_ms:7.1f} ms",
+                f"  errors {errors:5}  reply {reply_ms:7.1f} ms  {kinds}",
                 flush=True,
             )
             points.append(point)

@@ -19,6 +19,7 @@ import page
 
 page.check()
 STATIC_PATH = os.path.join(os.environ.get("BENCH_SITE_DIR", "."), page.STATIC_NAME)
+RATE_URL = os.environ.get("BENCH_RATE_URL", "")  # the harness's rate server (peers.py)
 
 _TEXT = [(b"content-type", b"text/plain")]
 _HTML = [(b"content-type", b"text/html; charset=utf-8")]
@@ -47,6 +48,9 @@ async def app(scope, receive, send):  # noqa: ANN001, ANN201 - the ASGI signatur
         body, headers = page.HELLO_PAGE, _HTML
     elif path == "/page/guess" or path == "/svc/guess":
         body, headers = page.guess_page(scope["query_string"].decode("latin-1")), _HTML
+    elif path == "/page/exchange":
+        query = scope["query_string"].decode("latin-1")
+        body, headers = page.exchange_page(query, RATE_URL), _HTML
     elif path == "/" + page.STATIC_NAME:
         with open(STATIC_PATH, "rb") as f:
             body = f.read()

@@ -45,6 +45,15 @@ def guess() -> Response:
     return Response(page.guess_page(query), content_type="text/html; charset=utf-8")
 
 
+@app.get("/page/exchange")
+def exchange() -> Response:
+    query = request.query_string.decode("latin-1")
+    return Response(
+        page.exchange_page(query, os.environ.get("BENCH_RATE_URL", "")),
+        content_type="text/html; charset=utf-8",
+    )
+
+
 @app.get("/" + page.STATIC_NAME)
 def static_file() -> Response:
     return send_from_directory(SITE_DIR, page.STATIC_NAME)

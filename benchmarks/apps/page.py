@@ -102,3 +102,62 @@ def guess_page(query: str) -> bytes:
         f'<img src="{html.escape(pic)}" alt="" width="120" height="120">\n{body}\n'
         f'<p><i>Served by <a href="/">pyweb</a></i></p>\n</center></body></html>'
     ).encode()
+
+
+# --- the currency exchange (SMLserver §3), for the peers ------------------------------------
+
+RATE_PAGE = b"<table><tr><td>USDDKK</td><td>6.4321</td></tr></table>"
+"""The foreign site's page: what peers.py's rate server answers (as pages/rate.py does)."""
+RATE_TTL = 300.0  # TimeOut(300), as pages/exchange.py
+_rates: dict[str, tuple[float | None, float]] = {}
+
+
+def exchange_rate(url: str) -> float | None:
+    """The dollar rate from ``url``, cached 300 s like pyweb's TimeOut(300) cache; None when
+    the site is down (also cached, as in the paper). A miss blocks on urllib: a peer's
+    simplest way, and with the cache warm it never happens while the benchmark measures."""
+    import re
+    import time
+    import urllib.request
+
+    now = time.monotonic()
+    hit = _rates.get(url)
+    if hit is not None and hit[1] > now:
+        return hit[0]
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            text = reply.read(100_000).decode("utf-8", "replace")
+        m = re.search(r"USDDKK\D+([0-9]+)\.([0-9]+)", text)
+        rate = float(f"{m[1]}.{m[2]}") if m else None
+    except OSError:
+        rate = None
+    _rates[url] = (rate, now + RATE_TTL)
+    return rate
+
+
+def exchange_page(query: str, rate_url: str) -> bytes:
+    """The currency exchange's answer to ``query`` (the peers' version of pages/exchange.py)."""
+    import html
+    from urllib.parse import parse_qs
+
+    form = ('<form method="post" action="/exchange">\n  <b>Dollar amount</b><br>'
+            '<input type="text" name="a">\n  <input type="submit" value="Value in Danish'
+            ' Kroner">\n</form>')  # fmt: skip
+    values = parse_qs(query).get("a")
+    try:
+        a = float(values[-1]) if values else None
+    except ValueError:
+        a = None
+    if a is None:
+        body = form
+    else:
+        rate = exchange_rate(rate_url)
+        if rate is None:
+            body = "<p>The service is currently not available</p>"
+        else:
+            body = f"<p>{html.escape(repr(a))} USD gives {a * rate:.2f} DKK.</p>{form}"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Currency '
+        f"Exchange Service</title></head>\n<body><h1>Currency Exchange Service</h1>{body}"
+        "</body></html>"
+    ).encode()

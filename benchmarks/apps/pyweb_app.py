@@ -83,7 +83,10 @@ if __name__ == "__main__":
     parser.add_argument("--pool-size", type=int, default=16)
     args = parser.parse_args()
     # /page/exchange reads its rate from this server's /page/rate (pages/exchange.py)
-    os.environ["PYWEB_RATE_URL"] = f"http://127.0.0.1:{args.port}/page/rate"
+    # (peers.py runs one rate server for every server under test: BENCH_RATE_URL)
+    os.environ["PYWEB_RATE_URL"] = os.environ.get(
+        "BENCH_RATE_URL", f"http://127.0.0.1:{args.port}/page/rate"
+    )
     os.environ.setdefault("PYWEB_RATE_FILE", os.path.join(make_rate_dir(), "rate.txt"))
     config = ServerConfig(
         host=args.host,

@@ -25,6 +25,7 @@ import trio
 
 page.check()
 STATIC_PATH = os.path.join(os.environ.get("BENCH_SITE_DIR", "."), page.STATIC_NAME)
+RATE_URL = os.environ.get("BENCH_RATE_URL", "")  # the harness's rate server (peers.py)
 TEXT, HTML = b"text/plain", b"text/html; charset=utf-8"
 _date, _date_second, _counter = b"", -1, 0
 
@@ -46,6 +47,8 @@ def respond(target: bytes, close: bool) -> bytes:
         body = page.HELLO_PAGE
     elif path == b"/page/guess" or path == b"/svc/guess":
         body = page.guess_page(query.decode("latin-1"))
+    elif path == b"/page/exchange":
+        body = page.exchange_page(query.decode("latin-1"), RATE_URL)
     elif path == b"/" + page.STATIC_NAME.encode():
         with open(STATIC_PATH, "rb") as f:  # 984 bytes from the page cache: read, no sendfile
             body = f.read()
