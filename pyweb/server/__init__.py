@@ -120,7 +120,8 @@ class Server:
     # reload cannot change them (Marlow §6 re-reads what new connections use); they need a
     # restart (log files are reopened with SIGUSR1).
     FIXED_ON_RELOAD = (
-        "host", "port", "scheduler", "pool_size", "backlog", "listen_fd", "access_log", "error_log"
+        "host", "port", "scheduler", "pool_size", "backlog", "listen_fd",
+        "access_log", "error_log", "access_log_format",
     )  # fmt: skip
 
     def reconfigure(self, config: ServerConfig, handler: Handler) -> list[str]:
