@@ -52,30 +52,30 @@ def main(argv: list[str] | None = None) -> int:
     host = args.host
     with tempfile.TemporaryDirectory(prefix="pyweb-load-") as tmp:
         if host is None:
-            port = peers.free_port()
-            log = open(Path(tmp) / "server.log", "wb")  # noqa: SIM115 - closed below
-            server = subprocess.Popen(
-                peers.pinned(
-                    "0",
-                    [
-                        sys.executable,
-                        "-m",
-                        "pyweb",
-                        "serve",
-                        str(peers.ROOT / "pages"),
-                        "--port",
-                        str(port),
-                        "--access-log",
-                        "none",
-                        "--db",
-                        f"sqlite:///{tmp}/load.sqlite3",
-                    ],
-                ),
-                stdout=log,
-                stderr=subprocess.STDOUT,
+            server = peers.RunningServer(
+                "pyweb",
+                "0",
+                tmp,
+                Path(tmp) / "server.log",
+                command=[
+                    sys.executable,
+                    "-m",
+                    "pyweb",
+                    "serve",
+                    str(peers.ROOT / "pages"),
+                    "--host",
+                    peers.HOST,
+                    "--port",
+                    "{port}",
+                    "--access-log",
+                    "none",
+                    "--db",
+                    f"sqlite:///{tmp}/load.sqlite3",
+                ],  # fmt: skip
+                cwd=peers.ROOT,
             )
-            host = f"http://{peers.HOST}:{port}"
-            wait_listening(server, port)
+            host = f"http://{peers.HOST}:{server.port}"
+            server.wait_ready()
         try:
             done = subprocess.run(
                 peers.pinned(
@@ -101,25 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         finally:
             if server is not None:
-                server.terminate()
-                server.wait(10)
+                server.stop()
     return done.returncode
-
-
-def wait_listening(process: subprocess.Popen, port: int, timeout: float = 20.0) -> None:
-    import socket
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"pyweb exited with status {process.returncode}")
-        try:
-            socket.create_connection((peers.HOST, port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"pyweb is not listening on {port} after {timeout:.0f} s")
 
 
 if __name__ == "__main__":

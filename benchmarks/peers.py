@@ -328,16 +328,32 @@ class ServerFailed(Exception):
 class RunningServer:
     """A server subprocess in its own process group, so that stop() also ends its workers."""
 
-    def __init__(self, name: str, cpu: str | None, site_dir: str, log_path: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        cpu: str | None,
+        site_dir: str,
+        log_path: Path,
+        *,
+        command: list[str] | None = None,
+        cwd: Path = APPS,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """Start ``name`` (``server_command``), or ``command`` with ``{port}`` in its
+        arguments replaced by the chosen port (other benchmarks' servers, table1.py)."""
         self.name = name
         self.port = free_port()
         self.log_path = log_path
-        env = dict(os.environ, BENCH_SITE_DIR=site_dir, PYTHONPATH=str(APPS))
+        if command is None:
+            argv = server_command(name, self.port)
+        else:
+            argv = [arg.replace("{port}", str(self.port)) for arg in command]
+        environment = dict(os.environ, BENCH_SITE_DIR=site_dir, PYTHONPATH=str(APPS), **(env or {}))
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            pinned(cpu, server_command(name, self.port)),
-            cwd=APPS,
-            env=env,
+            pinned(cpu, argv),
+            cwd=cwd,
+            env=environment,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -27,16 +27,12 @@ Usage: .venv/bin/python benchmarks/table1.py [--short] [--duration S] [--rounds 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -90,61 +86,31 @@ def prepare_database(path: Path) -> None:
     connection.close()
 
 
-def command(name: str, port: int, db: Path) -> tuple[list[str], Path]:
-    """(command line, working directory) of one server."""
+def command(name: str, db: Path) -> tuple[list[str], Path]:
+    """(command line with ``{port}`` for the port, working directory) of one server."""
     if name.startswith("pyweb"):
         flags = {"pyweb": [], "pyweb-no-script-cache": ["--no-script-cache"],
                  "pyweb-exec-library": ["--exec-library"]}[name]  # fmt: skip
         return [sys.executable, "-m", "pyweb", "serve", str(PAGES), "--host", peers.HOST,
-                "--port", str(port), "--access-log", "none", "--db", f"sqlite:///{db}",
+                "--port", "{port}", "--access-log", "none", "--db", f"sqlite:///{db}",
                 *flags], ROOT  # fmt: skip
     python = str(peers.PEERS_VENV / "bin" / "python")
     if name == "flask":
         return [python, "-m", "gunicorn", "--workers", "1", "--worker-class", "sync",
-                "--bind", f"{peers.HOST}:{port}", "--log-level", "warning",
+                "--bind", f"{peers.HOST}:{{port}}", "--log-level", "warning",
                 "table1_peers:flask_app"], peers.APPS  # fmt: skip
     if name == "starlette":
         return [python, "-m", "uvicorn", "table1_peers:starlette_app", "--host", peers.HOST,
-                "--port", str(port), "--loop", "uvloop", "--http", "httptools",
+                "--port", "{port}", "--loop", "uvloop", "--http", "httptools",
                 "--no-access-log", "--log-level", "warning"], peers.APPS  # fmt: skip
     raise ValueError(f"unknown server {name!r}")
 
 
-class Server:
-    def __init__(self, name: str, db: Path, log: Path, cpu: str | None) -> None:
-        self.port = peers.free_port()
-        argv, cwd = command(name, self.port, db)
-        self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.log = log
-        self.proc = subprocess.Popen(
-            peers.pinned(cpu, argv), cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT,
-            env=dict(os.environ, TABLE1_DB=str(db)), start_new_session=True,
-        )  # fmt: skip
-
-    def wait_ready(self, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise peers.ServerFailed(
-                    f"exited with {self.proc.returncode}: {self.log.read_text()[-800:]}"
-                )
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection((peers.HOST, self.port), 0.2),
-            ):
-                return
-            time.sleep(0.05)
-        raise peers.ServerFailed("not listening")
-
-    def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self._log.close()
+def start(name: str, db: Path, log: Path, cpu: str | None) -> peers.RunningServer:
+    argv, cwd = command(name, db)
+    return peers.RunningServer(
+        name, cpu, str(PAGES), log, command=argv, cwd=cwd, env={"TABLE1_DB": str(db)}
+    )
 
 
 def measure(cpu: str | None, port: int, script: str, seconds: float) -> tuple[float, str]:
@@ -222,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             prepare_database(db)
         for round_ in range(1, args.rounds + 1):
             for name in servers:
-                server = Server(name, db, Path(tmp) / f"{name}.log", server_cpu)
+                server = start(name, db, Path(tmp) / f"{name}.log", server_cpu)
                 try:
                     server.wait_ready()
                     for script in scripts:
