@@ -19,6 +19,7 @@ does with pointers this one does with Python operations (SMLserver §2.1 and §5
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Iterable
 from typing import Any
@@ -274,7 +275,8 @@ class Arena:
         self._closed = False
         self.generation = 0
         self.high_water = 0
-        self._add_page()
+        # No page yet: one is taken from the free list by the first write (an idle
+        # keep-alive connection holds an arena but no memory).
 
     # -- internals
     def _ok(self) -> None:
@@ -292,7 +294,7 @@ class Arena:
         self.high_water = max(self.high_water, len(self._pages))
 
     def _mark(self) -> tuple[int, int, int]:
-        return len(self._pages), self._used[-1], self._size
+        return len(self._pages), self._used[-1] if self._used else 0, self._size
 
     def _truncate(self, mark: tuple[int, int, int]) -> None:
         npages, used, size = mark
@@ -300,14 +302,19 @@ class Arena:
         del self._pages[npages:]
         del self._used[npages:]
         _pages_put(extra)
-        self._used[-1] = used
+        if npages:
+            self._used[-1] = used
         self._size = size
+
+    def _room(self) -> int:
+        """Free bytes in the last page (0 when there is no page yet)."""
+        return PAGE_SIZE - self._used[-1] if self._used else 0
 
     def _copy(self, data: bytes | memoryview) -> None:
         view = memoryview(data).cast("B")
         n, start = len(view), 0
         while start < n:
-            room = PAGE_SIZE - self._used[-1]
+            room = self._room()
             if room == 0:
                 self._add_page()
                 room = PAGE_SIZE
@@ -321,7 +328,7 @@ class Arena:
     def _write_one(self, data: Any) -> None:
         if isinstance(data, str):
             data = data.encode("utf-8")
-        if type(data) is bytes:
+        if type(data) is bytes and self._used:
             at, n = self._used[-1], len(data)
             if at + n <= PAGE_SIZE:  # the common case: no memoryview, one slice copy
                 self._pages[-1][at : at + n] = data
@@ -370,18 +377,19 @@ class Arena:
         self._ok()
         if not 1 <= min <= PAGE_SIZE:
             raise ValueError(f"tail({min}): between 1 and the page size ({PAGE_SIZE}) bytes")
-        if PAGE_SIZE - self._used[-1] < min:
+        if self._room() < min:
             self._add_page()
         return memoryview(self._pages[-1])[self._used[-1] :]
 
     def commit(self, n: int) -> None:
         """``n`` bytes were written into :meth:`tail`."""
         self._ok()
-        free = PAGE_SIZE - self._used[-1]
+        free = self._room()
         if not 0 <= n <= free:
             raise ValueError(f"commit({n}): the tail has {free} free bytes")
-        self._used[-1] += n
-        self._size += n
+        if n:
+            self._used[-1] += n
+            self._size += n
 
     def views(self) -> list[memoryview]:
         """Read-only memoryviews of the contents, one per page (for sendmsg)."""
@@ -391,6 +399,25 @@ class Arena:
             for page, used in zip(self._pages, self._used, strict=True)
             if used
         ]
+
+    def send(self, fd: int, start: int = 0) -> int:
+        """Write the contents from byte ``start`` on to ``fd`` with one ``os.writev``;
+        bytes written (BlockingIOError when it would block)."""
+        self._ok()
+        if not 0 <= start <= self._size:
+            raise ValueError(f"send(fd, {start}): start must be between 0 and {self._size}")
+        views = []
+        try:
+            for page, used in zip(self._pages, self._used, strict=True):
+                if start >= used:
+                    start -= used
+                    continue
+                views.append(memoryview(page)[start:used])
+                start = 0
+            return os.writev(fd, views) if views else 0
+        finally:
+            for view in views:
+                view.release()
 
     def getvalue(self) -> bytes:
         self._ok()
@@ -405,12 +432,13 @@ class Arena:
             raise BufferError(f"cannot {what} arena: {n} exported view(s) still alive")
 
     def reset(self) -> None:
-        """Empty the arena, pages back to the free list; BufferError while a view is alive."""
+        """Empty the arena, every page back to the free list; BufferError while a view is
+        alive."""
         self._ok()
         self._refuse_if_exported("reset")
-        _pages_put(self._pages[1:])
-        del self._pages[1:]
-        self._used = [0]
+        _pages_put(self._pages)
+        self._pages = []
+        self._used = []
         self._size = 0
         self.generation += 1
 

@@ -25,6 +25,8 @@
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/uio.h>
 
 #if PY_VERSION_HEX < 0x030E0000
 #define HAVE_VERSION_TAG 1
@@ -617,7 +619,16 @@ typedef struct {
     Py_ssize_t win_len;
     int win_readonly;
     int closed;
+    /* head == tail == NULL, npages == 0 when the arena is empty: pages are taken from the
+       free list by the first write and all go back on reset, so an idle keep-alive
+       connection holds an arena object but no page. max_pages == 0: not initialised. */
 } ArenaObject;
+
+/* Free bytes in the last page; 0 when there is no page. */
+#define ARENA_ROOM(self) ((self)->tail ? PAGE_SIZE - (self)->tail->used : 0)
+
+/* What memoryview(arena) of an empty arena points at. */
+static char empty_buffer[1];
 
 typedef struct {
     Page *tail;
@@ -627,7 +638,7 @@ typedef struct {
 static int
 arena_ok(ArenaObject *self)
 {
-    if (self->closed || self->head == NULL) {
+    if (self->closed || self->max_pages == 0) {
         PyErr_SetString(PyExc_ValueError, self->closed ? "the arena is closed"
                                                        : "the arena was not initialised");
         return 0;
@@ -661,6 +672,13 @@ static void
 arena_truncate(ArenaObject *self, Mark m)
 {
     /* Undo a partial write: pages added since the mark go back to the free list. */
+    if (m.tail == NULL) { /* the arena was empty: every page goes back */
+        if (self->head)
+            pages_put(self->head, self->tail, self->npages);
+        self->head = self->tail = NULL;
+        self->npages = self->size = 0;
+        return;
+    }
     if (m.tail->next) {
         Page *first = m.tail->next, *last = first;
         Py_ssize_t n = 1;
@@ -681,7 +699,7 @@ static int
 arena_copy(ArenaObject *self, const char *src, Py_ssize_t n)
 {
     while (n > 0) {
-        Py_ssize_t room = PAGE_SIZE - self->tail->used;
+        Py_ssize_t room = ARENA_ROOM(self);
         if (room == 0) {
             if (arena_add_page(self) < 0)
                 return -1;
@@ -730,7 +748,7 @@ arena_write_one(ArenaObject *self, PyObject *obj)
 static Mark
 arena_mark(ArenaObject *self)
 {
-    Mark m = {self->tail, self->tail->used, self->npages, self->size};
+    Mark m = {self->tail, self->tail ? self->tail->used : 0, self->npages, self->size};
     return m;
 }
 
@@ -793,7 +811,7 @@ arena_tail(ArenaObject *self, PyObject *args)
                      want, PAGE_SIZE);
         return NULL;
     }
-    if (PAGE_SIZE - self->tail->used < want && arena_add_page(self) < 0)
+    if (ARENA_ROOM(self) < want && arena_add_page(self) < 0)
         return NULL;
     return arena_window(self, self->tail->data + self->tail->used, PAGE_SIZE - self->tail->used,
                         0);
@@ -807,13 +825,15 @@ arena_commit(ArenaObject *self, PyObject *arg)
     Py_ssize_t n = PyLong_AsSsize_t(arg);
     if (n == -1 && PyErr_Occurred())
         return NULL;
-    if (n < 0 || n > PAGE_SIZE - self->tail->used) {
+    if (n < 0 || n > ARENA_ROOM(self)) {
         PyErr_Format(PyExc_ValueError, "commit(%zd): the tail has %zd free bytes", n,
-                     PAGE_SIZE - self->tail->used);
+                     ARENA_ROOM(self));
         return NULL;
     }
-    self->tail->used += n;
-    self->size += n;
+    if (n > 0) {
+        self->tail->used += n;
+        self->size += n;
+    }
     Py_RETURN_NONE;
 }
 
@@ -837,6 +857,56 @@ arena_views(ArenaObject *self, PyObject *Py_UNUSED(ignored))
         Py_DECREF(mv);
     }
     return list;
+}
+
+/* Most pages one send() hands to writev: a batch; the caller loops for the rest. */
+#define SEND_IOV 64
+
+/* send(fd, start=0): write the contents from byte `start` on with one writev(2), the way
+   Hop sends a reply from its per-thread buffer (§3.1): no Python object per fragment. */
+static PyObject *
+arena_send(ArenaObject *self, PyObject *args)
+{
+    int fd;
+    Py_ssize_t start = 0;
+    if (!PyArg_ParseTuple(args, "i|n:send", &fd, &start) || !arena_ok(self))
+        return NULL;
+    if (start < 0 || start > self->size) {
+        PyErr_Format(PyExc_ValueError, "send(fd, %zd): start must be between 0 and %zd", start,
+                     self->size);
+        return NULL;
+    }
+    struct iovec iov[SEND_IOV];
+    int n = 0;
+    Py_ssize_t skip = start;
+    for (Page *p = self->head; p != NULL && n < SEND_IOV; p = p->next) {
+        if (skip >= p->used) {
+            skip -= p->used;
+            continue;
+        }
+        iov[n].iov_base = p->data + skip;
+        iov[n].iov_len = (size_t)(p->used - skip);
+        skip = 0;
+        n++;
+    }
+    if (n == 0)
+        return PyLong_FromLong(0);
+    ssize_t r;
+    /* The kernel reads the pages without the GIL: count it as an export, so a reset() from
+       another thread is refused instead of freeing pages under writev. */
+    self->exports++;
+    do {
+        Py_BEGIN_ALLOW_THREADS
+        r = writev(fd, iov, n);
+        Py_END_ALLOW_THREADS
+    } while (r < 0 && errno == EINTR && PyErr_CheckSignals() == 0);
+    self->exports--;
+    if (r < 0) {
+        if (!PyErr_Occurred()) /* EAGAIN becomes BlockingIOError, EPIPE BrokenPipeError */
+            PyErr_SetFromErrno(PyExc_OSError);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(r);
 }
 
 static PyObject *
@@ -871,13 +941,11 @@ arena_reset(ArenaObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (!arena_ok(self) || arena_refuse_if_exported(self, "reset") < 0)
         return NULL;
-    /* O(1): keep the first page, splice the rest onto the free list. */
-    if (self->head->next)
-        pages_put(self->head->next, self->tail, self->npages - 1);
-    self->head->next = NULL;
-    self->head->used = 0;
-    self->tail = self->head;
-    self->npages = 1;
+    /* O(1): splice the whole page list onto the free list. */
+    if (self->head)
+        pages_put(self->head, self->tail, self->npages);
+    self->head = self->tail = NULL;
+    self->npages = 0;
     self->size = 0;
     self->generation++;
     Py_RETURN_NONE;
@@ -886,13 +954,14 @@ arena_reset(ArenaObject *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 arena_close(ArenaObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (self->closed || self->head == NULL) {
+    if (self->closed || self->max_pages == 0) {
         self->closed = 1;
         Py_RETURN_NONE;
     }
     if (arena_refuse_if_exported(self, "close") < 0)
         return NULL;
-    pages_put(self->head, self->tail, self->npages);
+    if (self->head)
+        pages_put(self->head, self->tail, self->npages);
     self->head = self->tail = NULL;
     self->npages = self->size = 0;
     self->closed = 1;
@@ -910,19 +979,19 @@ arena_init(ArenaObject *self, PyObject *args, PyObject *kwds)
         PyErr_Format(PyExc_ValueError, "Arena(max_pages=%zd): at least 1 page", max_pages);
         return -1;
     }
-    if (self->head != NULL) {
+    if (self->max_pages != 0) {
         PyErr_SetString(PyExc_RuntimeError, "Arena.__init__ called twice");
         return -1;
     }
     self->max_pages = max_pages;
-    return arena_add_page(self);
+    return 0;
 }
 
 static void
 arena_dealloc(ArenaObject *self)
 {
     /* exports is 0 here: every view holds a reference to the arena. */
-    if (!self->closed)
+    if (!self->closed && self->head)
         pages_put(self->head, self->tail, self->npages);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -934,14 +1003,14 @@ arena_getbuffer(ArenaObject *self, Py_buffer *view, int flags)
     Py_ssize_t len = self->win_len;
     int readonly = self->win_readonly;
     if (ptr == NULL) { /* memoryview(arena): the contents, when they are contiguous */
-        if (self->closed || self->head == NULL || self->npages > 1) {
+        if (self->closed || self->max_pages == 0 || self->npages > 1) {
             PyErr_SetString(PyExc_BufferError,
                             self->npages > 1 ? "the arena spans several pages: use views()"
                                              : "the arena is closed");
             return -1;
         }
-        ptr = self->head->data;
-        len = self->head->used;
+        ptr = self->head ? self->head->data : empty_buffer;
+        len = self->head ? self->head->used : 0;
         readonly = 1;
     }
     if (PyBuffer_FillInfo(view, (PyObject *)self, ptr, len, readonly, flags) < 0)
@@ -978,6 +1047,9 @@ static PyMethodDef arena_methods[] = {
     {"commit", (PyCFunction)arena_commit, METH_O, "commit(n): n bytes were written into tail()."},
     {"views", (PyCFunction)arena_views, METH_NOARGS,
      "views() -> list of read-only memoryviews of the contents, one per page (for sendmsg)."},
+    {"send", (PyCFunction)arena_send, METH_VARARGS,
+     "send(fd, start=0) -> bytes written: the contents from byte start on, with one writev(2) "
+     "on the file descriptor fd (BlockingIOError when it would block)."},
     {"getvalue", (PyCFunction)arena_getvalue, METH_NOARGS, "getvalue() -> bytes: a copy."},
     {"reset", (PyCFunction)arena_reset, METH_NOARGS,
      "reset(): empty the arena in O(1), pages back to the free list; BufferError while a view "

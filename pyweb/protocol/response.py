@@ -68,14 +68,20 @@ class Response:
 class ResponseHead:
     """The framed head of a response, and what the server must do with the body."""
 
-    data: bytes
-    """Status line and header block, ending with the empty line."""
+    lines: list[bytes]
+    """The status line and the header lines, the last one empty: the server copies them
+    into the connection's arena one by one (no join; Hop §3.1)."""
     chunked: bool
     """The body must be sent through :func:`encode_chunk` and end with :data:`LAST_CHUNK`."""
     send_body: bool
     """False for HEAD requests and for 1xx/204/304 responses, which have no body."""
     keep_alive: bool
     """Whether the connection stays open after this response."""
+
+    @property
+    def data(self) -> bytes:
+        """Status line and header block, ending with the empty line, as one bytes."""
+        return b"".join(self.lines)
 
 
 #  RFC 9112 §7.1: chunk = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
@@ -211,7 +217,7 @@ def frame_response(
     elif request is not None and request.http_version == "1.0":
         out.append(b"Connection: keep-alive\r\n")
     out.append(b"\r\n")
-    return ResponseHead(b"".join(out), chunked, send_body, keep_alive)
+    return ResponseHead(out, chunked, send_body, keep_alive)
 
 
 def encode_chunk(data: bytes) -> bytes:

@@ -6,14 +6,20 @@ that find nothing and raise ``BlockingIOError``, and shrinks it afterwards: meas
 the server thread. Hop's fix was one input buffer per thread instead of one per socket;
 pyweb's is the same, with the buffer a region page (:class:`pyweb_regions.Arena`, SMLserver
 §5.1) from the process-wide free list: ``recv_into`` writes straight into it, the parser
-copies what arrived into its own buffer, and the arena is reset (O(1)) before the next
-read. One page per *thread* is enough because a read and its ``feed`` run without yielding
-to another task; the view into the page is released before ``reset``, which would
-otherwise refuse (BufferError).
+copies what arrived into its own buffer, and the arena is reset (O(1), the page back on
+the free list) right after. One page per *thread* is enough because a read and its
+``feed`` run without yielding to another task; the view into the page is released before
+``reset``, which would otherwise refuse (BufferError). Request bodies are read the same way
+(``Connection.receive_body``).
+
+Replies go the other way through a second arena, one per connection
+(``Connection.send_arena``): a reply may have to wait for a slow client, so its pages
+cannot be shared by the thread; they are held only until the reply is sent.
 
 The arena path is used with the C implementation of :mod:`pyweb_regions`; with the
 pure-Python fallback, or with ``PYWEB_ARENA=0`` in the environment (to measure the
-difference: benchmarks/bench_regions.py), reads use ``recv`` as before.
+difference: benchmarks/bench_regions.py and ``peers.py --servers pyweb,pyweb-noarena``),
+reads use ``recv`` and replies are joined into one ``bytes``, as before.
 """
 
 from __future__ import annotations
@@ -44,11 +50,13 @@ def _receive_arena(sock: socket.socket, parser: _Parser) -> None:
     arena = getattr(_local, "arena", None)
     if arena is None:
         arena = _local.arena = pyweb_regions.Arena(max_pages=1)
-    with arena.tail() as view:
-        n = sock.recv_into(view)  # BlockingIOError: nothing committed, view released
-        arena.commit(n)
-        parser.feed(view[:n])  # b"" (n == 0) tells the parser the client closed
-    arena.reset()
+    try:
+        with arena.tail() as view:
+            n = sock.recv_into(view)  # BlockingIOError: nothing committed, view released
+            arena.commit(n)
+            parser.feed(view[:n])  # b"" (n == 0) tells the parser the client closed
+    finally:
+        arena.reset()  # the page goes back to the free list, read or not
 
 
 def _receive_plain(sock: socket.socket, parser: _Parser) -> None:
