@@ -158,12 +158,22 @@ def bench_assembly(short: bool) -> None:
 # ---- 3. bytes per request ----------------------------------------------------------------
 
 
-def keepalive_client(port: int, target: str, n: int) -> None:
+def keepalive_client(
+    port: int, target: str, n: int, *, window: int = 1, pause: float = 0.0
+) -> None:
+    """``n`` keep-alive requests on one connection, each sent when the previous reply is in;
+    ``window``: that many requests in flight (pipelined: the server finds the next request
+    already there); ``pause``: seconds between a reply and the next request (so it never
+    does: the server waits for every request, as with a browser's think time)."""
     request = f"GET {target} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
     with socket.create_connection(("127.0.0.1", port)) as s:
         buf = b""
-        for _ in range(n):
-            s.sendall(request)
+        s.sendall(request * min(window - 1, n))
+        for i in range(n):
+            if pause:
+                time.sleep(pause)
+            if i + window - 1 < n:
+                s.sendall(request)
             while True:
                 end = buf.find(b"\r\n\r\n")
                 if end >= 0:
@@ -222,16 +232,31 @@ def bench_alloc(short: bool) -> None:
 
 def bench_floor(short: bool) -> None:
     """CPython + trio's floor for the same exchange: a minimal keep-alive loop that reads
-    with recv_into a reused buffer, writes a constant reply and waits with trio."""
-    import trio
-
+    with recv_into a reused buffer, writes a constant reply and waits with trio. Measured
+    the two ways a request can find the server (see bench_breakdown): already there
+    (pipelined) or not yet (the server waits for readability)."""
     if not pyweb_regions.ALLOC_AVAILABLE:
         return
     pyweb_regions.alloc_install()
     pyweb_regions.alloc_enable(True)
+    for mode, options in FLOOR_MODES.items():
+        b, c = _floor(short, **options)
+        print(
+            f"\nfloor, {mode} (minimal trio loop, recv_into a reused buffer, one os.write): "
+            f"{b:.0f} bytes, {c:.1f} allocations per request"
+        )
+
+
+FLOOR_MODES = {"pipelined": {"window": 2}, "waits": {"pause": 0.0005}}
+
+
+def _floor(short: bool, **client: float) -> tuple[float, float]:
+    import trio
+
     reply = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello!!"
     reply = reply.replace(b"Hello!!", b"Hello, world!")
-    view = memoryview(bytearray(65536))
+    buffer = bytearray(65536)
+    view = memoryview(buffer)
     warm, n = 200, (500 if short else 5000)
     result: dict[str, tuple[float, float]] = {}
 
@@ -248,26 +273,276 @@ def bench_floor(short: bool) -> None:
                     continue
                 if got == 0:
                     return
-                os.write(conn.fileno(), reply)
-                await trio.lowlevel.cancel_shielded_checkpoint()
-                served += 1
-                if served == warm:
-                    start = pyweb_regions.alloc_counts()
-                elif served == warm + n:
-                    b, c = pyweb_regions.alloc_counts()
-                    result["floor"] = ((b - start[0]) / n, (c - start[1]) / n)
+                # Pipelined requests can arrive together: one reply each.
+                for _ in range(buffer.count(b"\r\n\r\n", 0, got)):
+                    os.write(conn.fileno(), reply)
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    served += 1
+                    if served == warm:
+                        start = pyweb_regions.alloc_counts()
+                    elif served == warm + n:
+                        b, c = pyweb_regions.alloc_counts()
+                        result["floor"] = ((b - start[0]) / n, (c - start[1]) / n)
 
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
         t = threading.Thread(target=trio.run, args=(serve_one, listener))
         t.start()
-        keepalive_client(port, "/hello", warm + n)
+        keepalive_client(port, "/hello", warm + n, **client)  # type: ignore[arg-type]
     t.join()
-    b, c = result["floor"]
-    print(
-        f"\nfloor (minimal trio loop, recv_into a reused buffer, one os.write): "
-        f"{b:.0f} bytes, {c:.1f} allocations per request"
-    )
+    return result["floor"]
+
+
+# ---- 3b. where the bytes go (--breakdown) -------------------------------------------------
+#
+# BglMem's histogram for pyweb: which functions allocate a keep-alive request's bytes. The
+# allocator hook counts exactly but cannot say *where*; tracemalloc can say where but only
+# for blocks still alive (net), and almost everything a request allocates is freed before
+# the next one. So the counts come from the hook and the places from cProfile, whose timer
+# is replaced by the hook's counter: cProfile's "time" of a function is then the bytes (or
+# allocator calls) it made itself, cumulative. Profiling is not free, and what it costs is
+# known exactly and subtracted (checked against an unprofiled run):
+#   * every timer call allocates its result ints (K, measured) after reading the counter,
+#     so each span cProfile measures starts with K;
+#   * the profiler materialises a frame object for every Python function call (3.11 makes
+#     them lazily; unprofiled calls mostly never need one): charged to the caller;
+#   * a call of a C method through its type (``s.split()``) gets a temporary bound method
+#     (72 bytes) so the profiler can name it: also charged to the caller.
+# A generator or coroutine gets its frame object once, at its first resume, not at every
+# resume: a second pass with sys.setprofile counts those first resumes.
+
+
+def _frame_bytes(code: types.CodeType) -> int:
+    """What materialising a frame object for ``code`` allocates (CPython 3.11: the frame's
+    fixed part, one slot per local, cell, free variable and stack entry, the GC header)."""
+    slots = len(set(code.co_varnames) | set(code.co_cellvars)) + len(code.co_freevars)
+    return type(sys._getframe()).__basicsize__ + (slots + code.co_stacksize) * 8 + 16
+
+
+TOP = 20  # rows in each per-function table
+_BOUND_METHOD = 72  # PyCFunctionObject + GC header: the profiler's temporary bound method
+_GENERATOR_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+
+
+def _label(key: tuple[str, int, str]) -> str:
+    """``pyweb/server/connection.py:202 talk``; C functions by their profiler name."""
+    file, line, name = key
+    if file == "~":
+        return name.replace("<built-in method ", "<").replace("<method ", "<")
+    for base in (str(ROOT) + os.sep, *(p + os.sep for p in sys.path if "site-packages" in p)):
+        if file.startswith(base):
+            file = file[len(base) :]
+            break
+    else:
+        file = os.path.basename(file)
+    return f"{file}:{line} {name}"
+
+
+def _corrected(
+    stats: dict, k: float, per_object: float, bound: float, fresh: dict, codes: dict
+) -> dict[tuple[str, int, str], float]:
+    """Each function's own allocations with the profiler's part removed (see above).
+    ``per_object`` is None for bytes (use the frame size) or the number of allocator calls
+    one frame object costs (1); ``bound`` is the bound method's bytes or calls."""
+    own: dict[tuple[str, int, str], float] = {}
+    for key, (_cc, nc, tt, _ct, callers) in stats.items():
+        own[key] = own.get(key, 0.0) + tt - k * nc  # the K that starts each of its spans
+        code = codes.get(key)
+        if code is not None and code.co_flags & _GENERATOR_FLAGS:
+            objects = fresh.get(code, 0)  # frame objects made: one per generator
+        else:
+            objects = nc if code is not None else 0
+        frame = per_object if per_object is not None else (_frame_bytes(code) if code else 0)
+        c_method = key[0] == "~" and key[2].startswith("<method ")
+        for caller, (_ccc, cnc, _ctt, _cct) in callers.items():
+            share = cnc / nc if nc else 0.0
+            cost = k * cnc + frame * objects * share + (bound * cnc if c_method else 0)
+            own[caller] = own.get(caller, 0.0) - cost
+    return own
+
+
+def bench_breakdown(n: int) -> None:
+    print(f"\n## 3b. Where a keep-alive request's bytes go ({n} requests per page)\n")
+    if not pyweb_regions.ALLOC_AVAILABLE:
+        print("not available: pyweb_regions uses the Python fallback")
+        return
+    import cProfile
+    import gc
+    import json
+    import pstats
+    import statistics
+    import tracemalloc
+
+    sys.path.insert(0, str(ROOT / "benchmarks" / "apps"))
+    import page  # the peers' 984-byte dynamic page (benchmarks/apps/page.py)
+
+    import pyweb.testing
+    from pyweb.app.site import Site
+    from pyweb.protocol.response import Response
+
+    counts = pyweb_regions.alloc_counts
+    pyweb_regions.alloc_install()
+    pyweb_regions.alloc_enable(True)
+    site = Site(ROOT / "pages")  # regions on, --profile-alloc off: the production path
+    html = [("Content-Type", "text/html; charset=utf-8")]
+    shared: dict = {"counter": 0}
+
+    def timer_bytes() -> int:
+        return counts()[0]
+
+    def timer_calls() -> int:
+        return counts()[1]
+
+    def first_resumes(frame, event, arg):  # sys.setprofile: count generator frame objects
+        code = frame.f_code
+        if event == "call" and code.co_flags & _GENERATOR_FLAGS and frame.f_trace_lines:
+            frame.f_trace_lines = False  # a mark on the frame object: seen (no tracer runs)
+            shared["fresh"][code] = shared["fresh"].get(code, 0) + 1
+
+    def control(action: str) -> None:
+        """Runs in the server's thread, where the counters and the profiler must be."""
+        if action == "counts":
+            shared["counts"] = counts()
+        elif action in ("bytes", "calls"):
+            timer = timer_bytes if action == "bytes" else timer_calls
+            ks = []
+            for _ in range(5):
+                first = timer()
+                ks.append(timer() - first)  # (not -timer() + timer(): the minus allocates)
+            shared["k"] = min(ks)
+            shared["prof"] = profile = cProfile.Profile(timer, 1.0)
+            profile.enable()
+        elif action == "stop":
+            shared["prof"].disable()
+        elif action == "fresh":
+            shared["fresh"] = {}
+            sys.setprofile(first_resumes)
+        elif action == "fresh-stop":
+            sys.setprofile(None)
+
+    async def handler(ctx):
+        path = ctx.request.path
+        if path == "/dynamic":  # as in benchmarks/apps/pyweb_app.py: computed per request
+            shared["counter"] += 1
+            return Response(200, html, page.render(shared["counter"]))
+        if path.startswith("/_bench/"):
+            control(path[8:])
+            return Response(200, [("Content-Type", "text/plain")], b"ok")
+        return await site(ctx)
+
+    # How a request finds the server decides what it costs: already in the socket buffer
+    # when the server has sent the previous reply (one recv), or not yet (a failed recv,
+    # then the connection waits: the choice of pyweb/server/connection.py, an epoll
+    # registration). A client that sends the next request only after reading the reply
+    # (the other benchmarks) gets either, depending on thread timing; so both are forced.
+    modes = FLOOR_MODES
+    targets = ["/hello", "/dynamic"]
+    totals: dict[tuple[str, str, bool], tuple[float, float]] = {}
+
+    def session(log: str | None) -> None:
+        with pyweb.testing.serve(handler, error_log=None, access_log=log) as client:
+            port = client.server.port
+
+            def run(action: str) -> None:
+                keepalive_client(port, f"/_bench/{action}", 1)
+
+            def exact(target: str, mode: str) -> tuple[float, float]:
+                run("counts")
+                b0, c0 = shared["counts"]
+                keepalive_client(port, target, n, **modes[mode])
+                run("counts")
+                b1, c1 = shared["counts"]
+                return (b1 - b0) / n, (c1 - c0) / n
+
+            for target in targets:
+                keepalive_client(port, target, 200)  # warm up (imports, caches, specialisation)
+            run("counts")
+            e0 = shared["counts"]
+            run("counts")
+            e1 = shared["counts"]
+            empty = (e1[0] - e0[0], e1[1] - e0[1])  # what the control requests themselves cost
+            for target in targets:
+                for mode in modes:
+                    rounds = [exact(target, mode) for _ in range(5)]
+                    rounds = [(b - empty[0] / n, c - empty[1] / n) for b, c in rounds]
+                    b = statistics.median(r[0] for r in rounds)
+                    c = statistics.median(r[1] for r in rounds)
+                    totals[target, mode, log is not None] = (b, c)
+                    spread = f"{min(r[0] for r in rounds):,.0f}–{max(r[0] for r in rounds):,.0f}"
+                    on = "off" if log is None else "on (/dev/null)"
+                    print(f"| {target} | {mode} | {on} | {b:,.0f} ({spread}) | {c:.1f} |")
+            if log is not None:
+                return  # the per-function tables: the issue's measurement (log off)
+
+            for target in targets:
+                for mode in modes:
+                    breakdown(run, port, target, mode)
+
+            # Net: what stays allocated (tracemalloc, every thread): should be ~0 per request.
+            tracemalloc.start(1)
+            keepalive_client(port, "/hello", 50)
+            before = tracemalloc.take_snapshot()
+            keepalive_client(port, "/hello", n)
+            after = tracemalloc.take_snapshot()
+            tracemalloc.stop()
+            diff = after.compare_to(before, "lineno")
+            net = sum(d.size_diff for d in diff)
+            top = ", ".join(
+                f"{_label((d.traceback[0].filename, d.traceback[0].lineno, ''))} {d.size_diff:+}"
+                for d in diff[:3]
+            )
+            print(
+                f"\nNet (tracemalloc, still allocated after {n} /hello): {net / n:+.1f} B/request"
+            )
+            print(f"(largest: {top})")
+
+    def breakdown(run, port: int, target: str, mode: str) -> None:
+        run("fresh")
+        keepalive_client(port, target, n, **modes[mode])
+        run("fresh-stop")
+        fresh = shared["fresh"]
+        codes = {}
+        for obj in gc.get_objects():  # code objects by cProfile's key, for frame sizes
+            code = getattr(obj, "__code__", None)
+            if isinstance(code, types.CodeType):
+                codes[(code.co_filename, code.co_firstlineno, code.co_name)] = code
+        for code in fresh:
+            codes[(code.co_filename, code.co_firstlineno, code.co_name)] = code
+        own = {}
+        for what in ("bytes", "calls"):
+            run(what)
+            keepalive_client(port, target, n, **modes[mode])
+            run("stop")
+            stats = pstats.Stats(shared["prof"]).stats
+            per_object = None if what == "bytes" else 1
+            bound = _BOUND_METHOD if what == "bytes" else 1
+            own[what] = _corrected(stats, shared["k"], per_object, bound, fresh, codes)
+        rows = sorted(own["bytes"].items(), key=lambda kv: -kv[1])
+        total_b = sum(own["bytes"].values()) / n
+        total_c = sum(own["calls"].values()) / n
+        print(
+            f"\n### {target}, {mode}: top {TOP} functions by the bytes they allocate themselves\n"
+        )
+        print("| bytes/request | allocations/request | function |")
+        print("|---:|---:|---|")
+        for key, b in rows[:TOP]:
+            c = own["calls"].get(key, 0.0)
+            print(f"| {b / n:,.0f} | {c / n:.1f} | `{_label(key)}` |")
+        rest = sum(b for _, b in rows[TOP:]) / n
+        rest_c = sum(own["calls"].get(k, 0.0) for k, _ in rows[TOP:]) / n
+        print(f"| {rest:,.0f} | {rest_c:.1f} | everything else ({len(rows) - TOP} functions) |")
+        print(f"| **{total_b:,.0f}** | **{total_c:.1f}** | total, profiled and corrected |")
+        exact_b, exact_c = totals[target, mode, False]
+        print(f"| {exact_b:,.0f} | {exact_c:.1f} | total, exact (above) |")
+
+    print("Exact counts (allocator hook, no profiler), median of 5 rounds (min–max):\n")
+    print("| page | next request | access log | bytes/request | allocations/request |")
+    print("|---|---|---|---:|---:|")
+    session(os.devnull)
+    session(None)  # with the per-function tables
+    summary = {f"{t} {m} log={'on' if g else 'off'}": [round(b), round(c, 1)]
+               for (t, m, g), (b, c) in totals.items()}  # fmt: skip
+    print(json.dumps(summary))
 
 
 # ---- 4. soak --------------------------------------------------------------------------------
@@ -324,7 +599,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--short", action="store_true", help="quick run (CI)")
     parser.add_argument("--soak", type=int, default=None, help="soak requests (200,000)")
+    parser.add_argument(
+        "--breakdown",
+        type=int,
+        metavar="N",
+        help="only: where a request's bytes go, per function, over N requests per page "
+        "(section 3b), and the floor",
+    )
     args = parser.parse_args()
+    if args.breakdown:
+        print(f"pyweb_regions: {pyweb_regions.IMPLEMENTATION}, Python {sys.version.split()[0]}")
+        bench_breakdown(args.breakdown)
+        bench_floor(args.short)
+        return
     soak = args.soak if args.soak is not None else (5000 if args.short else 200_000)
     print(f"pyweb_regions: {pyweb_regions.IMPLEMENTATION}, Python {sys.version.split()[0]}")
     bench_snapshots(args.short)

@@ -162,8 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--access-log-format",
         choices=ACCESS_FORMATS,
         default=d.access_log_format,
-        help="combined (Apache's Combined Log Format) or timed (the same line, then "
-        "rt=SECONDS worker=N) (default: combined)",
+        help="combined (Apache's Combined Log Format), timed (the same line, then "
+        "rt=SECONDS worker=N) or alloc (the timed line, then alloc=BYTES/CALLS: what the "
+        "page allocated, with --profile-alloc) (default: combined)",
     )
     serve.add_argument(
         "--config",
@@ -238,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     regions.add_argument(
         "--profile-alloc",
         action="store_true",
-        help="count the bytes each page allocates (C extension only); shown at /_pyweb/stats",
+        help="count the bytes each page allocates (C extension only); shown at "
+        "/_pyweb/stats and, with --access-log-format alloc, in the access log",
     )
     check = commands.add_parser(
         "check",
@@ -544,6 +546,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         for problem in site.problems:  # only in --dev: served anyway, shown on the page
             print(f"pyweb: warning: {problem}", file=sys.stderr)
+        regions = site.regions
+        if config.access_log_format == "alloc" and args.listen_fd is None:
+            if regions is None or not regions.profile_alloc:
+                # Say once why every line will end with alloc=- (not in each worker).
+                why = (regions and regions.alloc_message) or "--profile-alloc was not given"
+                _say(f"warning: the access log's alloc field will be '-': {why}")
         if args.workers > 1 and args.listen_fd is None:
             return supervise(args, argv)
         server = Server(config, site)

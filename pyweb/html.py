@@ -460,6 +460,18 @@ class Node:
             self._cache = text
         return text
 
+    def html_parts(self) -> list[str]:
+        """The pieces :meth:`render` joins, in order (one piece when the node is constant
+        and cached). A server can write them out one by one instead of joining them."""
+        cache = self._cache
+        if cache is not None:
+            return [cache]
+        if self._cacheable:
+            return [self.render()]
+        parts: list[str] = []
+        _render_into(self, parts.append)
+        return parts
+
     def encode(self, encoding: str = "utf-8") -> bytes:
         """The HTML as bytes, for a response body."""
         return self.render().encode(encoding)

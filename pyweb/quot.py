@@ -284,6 +284,11 @@ class Quot:
         anything else as ``html.escape(str(value), quote=True)``, which is safe in element
         content and in quoted attribute values.
         """
+        return "".join(self.html_parts())
+
+    def html_parts(self) -> list[str]:
+        """The pieces :meth:`to_html` joins, in order. A server can write them out one by
+        one (pyweb copies them into its reply arena) instead of building one big str."""
         parts: list[str] = []
         append = parts.append
         escape = _html.escape
@@ -293,7 +298,7 @@ class Quot:
             else:
                 value = fragment.value  # type: ignore[union-attr]
                 append(escape(value, True) if type(value) is str else _escape(value))
-        return "".join(parts)
+        return parts
 
     def __html__(self) -> str:
         """The markupsafe/jinja2 protocol: a Quot is HTML, see :meth:`to_html`."""

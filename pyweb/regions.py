@@ -33,7 +33,9 @@ before each request instead of restoring snapshots (column six); the script-cach
 Allocation accounting (``profile_alloc=True``, C only): the allocator hook is installed
 once, and a trio :class:`~trio.abc.Instrument` charges the bytes allocated during each task
 step to the request that task is serving, so interleaved requests on one thread are each
-charged their own bytes. :meth:`SiteRegions.stats` is what ``/_pyweb/stats`` shows.
+charged their own bytes. :meth:`SiteRegions.stats` is what ``/_pyweb/stats`` shows; each
+request's own count goes to ``ctx.alloc``, which ``--access-log-format alloc`` writes as
+``alloc=BYTES/CALLS`` (docs/logging.md).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from typing import Any
 import trio
 
 import pyweb_regions
-from pyweb.protocol.response import Response
+from pyweb.protocol.response import Fragments, Response
 from pyweb.server.errorpage import error_response
 
 __all__ = ["SiteRegions", "Mutation", "IMPLEMENTATION", "GuardedLoader"]
@@ -164,7 +166,23 @@ class _AllocInstrument(trio.abc.Instrument):
             slot[1] += c - self.start[1]
 
 
+def _charge_request(ctx: Any, slot: list[int]) -> None:
+    """Hand the page's count to the access log (``ctx.alloc``, the ``alloc`` format): the
+    same slot the stats page adds up, so the log and ``/_pyweb/stats`` agree. Summed, in
+    case one request runs two pages one after the other (a page calling a page has no slot
+    of its own: the outer one pays, once)."""
+    before = getattr(ctx, "alloc", None)
+    counts = (slot[0], slot[1]) if before is None else (before[0] + slot[0], before[1] + slot[1])
+    try:
+        ctx.alloc = counts
+    except AttributeError:  # a context without the field (a handler's own stand-in)
+        pass
+
+
 # ---- the site's regions -------------------------------------------------------------------
+
+_NOTHING_CHANGED: tuple[tuple[()], bool] = ((), False)
+"""What the after-request check returns when no guard saw a change."""
 
 
 class SiteRegions:
@@ -247,21 +265,25 @@ class SiteRegions:
 
     # -- around one request
 
-    async def run(self, ctx: Any, page: str, call: Callable[[], Awaitable[Response]]) -> Response:
-        """Run one page (``call``) inside the region: re-run the library first with
-        ``exec_library``, count its allocations, then check, report and restore."""
+    async def run(
+        self, ctx: Any, page: str, call: Callable[..., Awaitable[Response]], *args: Any
+    ) -> Response:
+        """Run one page (``await call(*args)``) inside the region: re-run the library first
+        with ``exec_library``, count its allocations, then check, report and restore.
+        (``call`` and its arguments rather than a closure: one object less per request.)"""
         if self.exec_library:
             self._exec_library()
         slot = self._alloc_begin() if self.profile_alloc else None
         self.in_flight += 1
-        mutations: list[Mutation] = []
+        mutations: list[Mutation] | tuple[()] = ()
         restored = False
         try:
-            response = await call()
+            response = await call(*args)
         finally:
             self.in_flight -= 1
             if slot is not None:
                 self._alloc_end(page, slot)
+                _charge_request(ctx, slot)
             if len(sys.modules) != self._modules_seen:
                 self.scan()
             if not self.exec_library:
@@ -276,7 +298,7 @@ class SiteRegions:
                 return _with_banner(response, message)
         return response
 
-    def _after_request(self) -> tuple[list[Mutation], bool]:
+    def _after_request(self) -> tuple[list[Mutation] | tuple[()], bool]:
         try:
             return self._check_and_restore()
         except Exception:  # a bug here must not take the request (or the server) down
@@ -286,7 +308,13 @@ class SiteRegions:
             self.reported.clear()
             return [], False
 
-    def _check_and_restore(self) -> tuple[list[Mutation], bool]:
+    def _check_and_restore(self) -> tuple[list[Mutation] | tuple[()], bool]:
+        if not self.pending:
+            for guard in self.guards.values():
+                if guard.changed():
+                    break
+            else:  # every request but a mutating one: no list, no tuple to make
+                return _NOTHING_CHANGED
         new: list[Mutation] = []
         for name, guard in self.guards.items():
             if guard.changed():
@@ -430,6 +458,8 @@ def _with_banner(response: Response, message: str) -> Response:
         response.status, [*response.headers, ("X-Pyweb-Regions", header)], response.body
     )
     body = response.body
+    if isinstance(body, Fragments):  # a Quot or a node: the banner needs the joined bytes
+        body = bytes(body)
     ctype = next((v for k, v in response.headers if k.lower() == "content-type"), "")
     if not isinstance(body, bytes) or "html" not in ctype.lower():
         return response

@@ -57,6 +57,7 @@ PAGE_SIZE: int = _impl.PAGE_SIZE
 VERSION_TAG: bool = bool(_impl.VERSION_TAG)
 """True when the "nothing changed" check reads the dict version tag (C on 3.11-3.13)."""
 pool_stats = _impl.pool_stats
+utf8_length = _impl.utf8_length
 alloc_install = _impl.alloc_install
 alloc_installed = _impl.alloc_installed
 alloc_enable = _impl.alloc_enable
@@ -88,6 +89,7 @@ __all__ = [
     "VERSION_TAG",
     "ALLOC_AVAILABLE",
     "pool_stats",
+    "utf8_length",
     "alloc_install",
     "alloc_installed",
     "alloc_enable",

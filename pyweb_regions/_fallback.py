@@ -248,6 +248,16 @@ def _pages_put(pages: list[bytearray]) -> None:
         _free.extend(pages[:room])
 
 
+def utf8_length(fragments: Iterable[str]) -> int:
+    """The UTF-8 length of a sequence of str (ASCII ones are not encoded)."""
+    total = 0
+    for s in fragments:
+        if type(s) is not str and not isinstance(s, str):
+            raise TypeError(f"utf8_length() takes str fragments, not {type(s).__name__}")
+        total += len(s) if s.isascii() else len(s.encode("utf-8"))
+    return total
+
+
 def pool_stats() -> dict[str, int]:
     """page_size, free, in_use, high_water, hits, misses."""
     return {"page_size": PAGE_SIZE, "free": len(_free), **_stats}

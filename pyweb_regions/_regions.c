@@ -1261,7 +1261,51 @@ alloc_reset_counts(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* utf8_length(fragments): how many bytes the str fragments take in UTF-8, without encoding
+   them: a reply's Content-Length is known before its body is written into the arena. */
+static PyObject *
+utf8_length(PyObject *Py_UNUSED(module), PyObject *seq)
+{
+    PyObject *fast = PySequence_Fast(seq, "utf8_length() takes a sequence of str");
+    if (fast == NULL)
+        return NULL;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
+        PyObject *s = PySequence_Fast_GET_ITEM(fast, i);
+        if (!PyUnicode_Check(s) || PyUnicode_READY(s) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "utf8_length() takes str fragments, not %.100s",
+                             Py_TYPE(s)->tp_name);
+            Py_DECREF(fast);
+            return NULL;
+        }
+        Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+        if (PyUnicode_IS_ASCII(s)) { /* the common case: one byte per character */
+            total += n;
+            continue;
+        }
+        int kind = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        for (Py_ssize_t j = 0; j < n; j++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, j);
+            if (c >= 0xD800 && c <= 0xDFFF) {
+                /* A lone surrogate cannot be sent: raise what str.encode() raises, here,
+                   while the page is still running, rather than later in the server. */
+                PyObject *b = PyUnicode_AsUTF8String(s);
+                Py_XDECREF(b);
+                Py_DECREF(fast);
+                return NULL;
+            }
+            total += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        }
+    }
+    Py_DECREF(fast);
+    return PyLong_FromSsize_t(total);
+}
+
 static PyMethodDef module_methods[] = {
+    {"utf8_length", utf8_length, METH_O,
+     "utf8_length(fragments) -> int: the UTF-8 length of a sequence of str, not encoded."},
     {"pool_stats", pool_stats, METH_NOARGS,
      "pool_stats() -> dict: page_size, free, in_use, high_water, hits, misses."},
     {"alloc_install", alloc_install, METH_NOARGS,

@@ -432,6 +432,9 @@ def test_property_cached_rendering_equals_uncached(tree: Node) -> None:
     pieces: list[str] = []
     shared_twice.write_to(pieces.append)
     assert "".join(pieces) == shared_twice.render()
+    # What the server writes into its reply arena: the same HTML, piece by piece.
+    assert "".join(shared_twice.html_parts()) == shared_twice.render()
+    assert tree.html_parts() == [expected]  # constant: one cached piece
 
 
 def test_the_papers_guess_page_renders_and_parses() -> None:

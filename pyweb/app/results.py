@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterable, AsyncIterator
 
-from pyweb.protocol.response import Response
+import pyweb_regions
+from pyweb.protocol.response import Fragments, Response
 
 __all__ = ["HTML", "to_response", "encode_body"]
 
@@ -46,10 +47,18 @@ async def _encode_stream(parts: AsyncIterable[str | bytes]) -> AsyncIterator[byt
             )
 
 
-def encode_body(value: object) -> tuple[bytes | AsyncIterable[bytes], str | None]:
-    """``(body, default content type)`` for a returned value (see the module's table)."""
+def encode_body(
+    value: object,
+) -> tuple[bytes | Fragments | AsyncIterable[bytes], str | None]:
+    """``(body, default content type)`` for a returned value (see the module's table).
+    A Quot or an HTML node becomes :class:`Fragments`: its rendering's pieces, not joined,
+    which the server writes straight into its reply arena (Hop §3.1)."""
     if isinstance(value, str):
         return value.encode("utf-8"), HTML
+    html_parts = getattr(value, "html_parts", None)
+    if html_parts is not None and hasattr(value, "__html__"):
+        parts = html_parts()
+        return Fragments(parts, pyweb_regions.utf8_length(parts)), HTML
     if isinstance(value, bytes):
         return value, HTML
     if isinstance(value, bytearray | memoryview):

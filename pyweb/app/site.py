@@ -435,19 +435,21 @@ class Site:
         page.headers.append(("Allow", allow))
         return page
 
-    async def run_page(
+    def run_page(
         self,
         ctx: RequestContext,
         run: Callable[[Conn], Awaitable[None]],
         page: str,
         filename: str | None = None,
-    ) -> Response:
+    ) -> Awaitable[Response]:
         """Run one page (script, service or template) for one request: see the module doc.
         With regions on, the page runs inside one (:meth:`pyweb.regions.SiteRegions.run`):
-        library state is checked and restored after it, its allocations counted."""
+        library state is checked and restored after it, its allocations counted.
+        ``await site.run_page(...)``: it hands back the coroutine that does the work rather
+        than being a coroutine itself, one object less on every request (Hop §3.1)."""
         if self.regions is None:
-            return await self._run_page(ctx, run, page, filename)
-        return await self.regions.run(ctx, page, lambda: self._run_page(ctx, run, page, filename))
+            return self._run_page(ctx, run, page, filename)
+        return self.regions.run(ctx, page, self._run_page, ctx, run, page, filename)
 
     async def _run_page(
         self,

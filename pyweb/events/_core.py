@@ -54,6 +54,7 @@ __all__ = [
 
 # One generator for all choices; ``seed`` makes a test run reproducible.
 _rng = random.Random()
+_INF = float("inf")  # made once: float("inf") in _sync made a new float at every wait
 
 
 def seed(value: int | None) -> None:
@@ -652,7 +653,7 @@ async def _sync(evt: Event[Any], block: bool) -> Any:
         return None
     else:
         s = _Sync(rt.current_task())
-        deadline = float("inf")
+        deadline = _INF
         timer = -1
         waiting = []
         alone_leaf = -1

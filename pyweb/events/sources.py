@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import select
+import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
@@ -135,13 +136,25 @@ def _ready_now(sock: Any, writing: bool) -> bool:
     if not hasattr(select, "poll"):  # Windows
         lists = ([], [fd], []) if writing else ([fd], [], [])
         return any(select.select(*lists, 0))
-    poller = select.poll()
+    # One poll object per thread, reused: a new one for each check (with its table of
+    # descriptors) allocated more than the rest of the check (Hop §3.1's diet;
+    # benchmarks/bench_regions.py --breakdown). A check never yields, so it is never
+    # interleaved with another check on the same thread.
+    poller = getattr(_pollers, "poller", None)
+    if poller is None:
+        poller = _pollers.poller = select.poll()
     poller.register(fd, select.POLLOUT if writing else select.POLLIN)
-    for _, mask in poller.poll(0):
-        if mask & select.POLLNVAL:
-            raise OSError(errno.EBADF, "socket is closed")
-        return True
-    return False
+    try:
+        for _, mask in poller.poll(0):
+            if mask & select.POLLNVAL:
+                raise OSError(errno.EBADF, "socket is closed")
+            return True
+        return False
+    finally:
+        poller.unregister(fd)
+
+
+_pollers = threading.local()
 
 
 class _IOEvt(BaseEvent[None]):

@@ -66,7 +66,8 @@ class Request:
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """The value of the first field called ``name`` (case-insensitive), or ``default``."""
-        name = name.lower()
+        if not name.islower():  # lower() makes a new string even when nothing changes
+            name = name.lower()
         for key, value in self.headers:
             if key == name:
                 return value

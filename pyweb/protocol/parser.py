@@ -104,6 +104,11 @@ _TCHAR_BYTES = frozenset(b"!#$%&'*+-.^_`|~0123456789"
                          b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _CR = 13
 
+# The request line's fast path (see _next_head): methods known to be tokens, and the two
+# versions with their (major, minor) digits as the regex would have matched them.
+_COMMON_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"))
+_VERSIONS = {"HTTP/1.1": ("1", "1"), "HTTP/1.0": ("1", "0")}
+
 
 class RequestParser:
     """Turns the bytes of one connection into request events (see the module doc)."""
@@ -228,10 +233,27 @@ class RequestParser:
             )
 
         # -- request line (RFC 9112 §3) --
-        m = g.REQUEST_LINE.fullmatch(line)
-        if m is None:
-            _explain_request_line(line)
-        method, target, major, minor = m.groups()
+        # The everyday line ("GET /path HTTP/1.1") is checked with str methods: a regex
+        # match allocates over a kilobyte of matcher state, for every request (Hop §3.1;
+        # `benchmarks/bench_regions.py --breakdown`). Everything else takes the regex, so
+        # the two paths accept exactly the same lines: the target is 1*VCHAR, i.e. ASCII,
+        # printable and without the spaces split() removed.
+        parts = line.split(" ")
+        if (
+            len(parts) == 3
+            and parts[0] in _COMMON_METHODS
+            and parts[2] in _VERSIONS
+            and parts[1]
+            and parts[1].isascii()
+            and parts[1].isprintable()
+        ):
+            method, target, version_text = parts
+            major, minor = _VERSIONS[version_text]
+        else:
+            m = g.REQUEST_LINE.fullmatch(line)
+            if m is None:
+                _explain_request_line(line)
+            method, target, major, minor = m.groups()
         if major != "1":
             raise VersionNotSupported(
                 f"HTTP version {major}.{minor} is not supported (only HTTP/1.x)",
@@ -258,8 +280,11 @@ class RequestParser:
             if name == "host":
                 if host is not None:
                     raise BadRequest("more than one Host header field", offending=value)
-                if g.HOST.fullmatch(value) is None:
-                    raise BadRequest(f"invalid Host header field {value!r}", offending=value)
+                if value not in _GOOD_HOSTS:  # a server sees the same few hosts again and again
+                    if g.HOST.fullmatch(value) is None:
+                        raise BadRequest(f"invalid Host header field {value!r}", offending=value)
+                    if len(_GOOD_HOSTS) < _NAME_CACHE_SIZE:
+                        _GOOD_HOSTS.add(value)
                 host = value
             elif name == "content-length":
                 n = _content_length(value)
@@ -610,6 +635,8 @@ _NAME_CACHE: dict[str, str] = {}
 """Field names already checked to be tokens, mapped to their lower-case form. Most
 requests repeat the same dozen names, so checking a name becomes one dict lookup."""
 _NAME_CACHE_SIZE = 1024
+_GOOD_HOSTS: set[str] = set()
+"""Host field values already checked against the grammar (bounded like _NAME_CACHE)."""
 _SPLIT_COLON = methodcaller("split", ":", 1)
 
 

@@ -8,7 +8,10 @@ cases of Marlow's ``ResponseBody`` (§3.2) and of Hop's static/dynamic reply sta
   HTTP/1.1 client (Hop §3.2: chunked replies keep dynamic content on a persistent
   connection without an auxiliary buffer), or delimited by closing the connection for 1.0;
 * a :class:`FileBody`: a byte range of a file, which the server sends with ``os.sendfile``
-  (Hop §3.3.1; Marlow's ``FileBody``).
+  (Hop §3.3.1; Marlow's ``FileBody``);
+* :class:`Fragments`: known length too, as the str pieces of an HTML rendering (a
+  quotation's, an HTML node's) that the server writes into its reply arena one by one
+  (Hop §3.1), so a page is never joined into one str and encoded into one bytes.
 
 :func:`frame_response` decides the framing and writes the status line and header block.
 It is sans-IO like the parser: bytes out, no sockets.
@@ -28,6 +31,7 @@ from .events import Request
 __all__ = [
     "Response",
     "FileBody",
+    "Fragments",
     "Body",
     "ResponseHead",
     "frame_response",
@@ -47,7 +51,25 @@ class FileBody:
     length: int
 
 
-Body = bytes | AsyncIterable[bytes] | FileBody
+@dataclass(slots=True)
+class Fragments:
+    """An HTML body as the str pieces of its rendering, before they are joined (what
+    ``Quot.html_parts()`` and ``Node.html_parts()`` give). ``length`` is their UTF-8
+    length, the Content-Length, computed by whoever makes it (pyweb.app uses
+    ``pyweb_regions.utf8_length``, which counts without encoding)."""
+
+    parts: list[str]
+    length: int
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __bytes__(self) -> bytes:
+        """The body joined and encoded (for a server without an arena, and for tests)."""
+        return "".join(self.parts).encode("utf-8")
+
+
+Body = bytes | AsyncIterable[bytes] | FileBody | Fragments
 
 
 @dataclass(slots=True)

@@ -58,8 +58,9 @@ class ServerConfig:
     """Error log: a file path, ``"-"`` for stderr, ``None`` for nowhere, or an open text
     stream (Marlow §5.1)."""
     access_log_format: str = "combined"
-    """``"combined"`` (Combined Log Format) or ``"timed"`` (the same, then
-    ``rt=SECONDS worker=N``): see :data:`pyweb.server.logging.ACCESS_FORMATS`."""
+    """``"combined"`` (Combined Log Format), ``"timed"`` (the same, then
+    ``rt=SECONDS worker=N``) or ``"alloc"`` (the timed line, then ``alloc=BYTES/CALLS``):
+    see :data:`pyweb.server.logging.ACCESS_FORMATS`."""
     status: bool = False
     """Answer ``/_pyweb/status`` (loopback clients, or with ``status_token``)."""
     status_token: str | None = None

@@ -33,10 +33,11 @@ CML thread would::
 
 The cheap formulation, because this is the hot path: the event is built once per
 connection (at its first wait) and kept; the ``guard`` reads the deadline the loop keeps
-in a plain attribute (``Connection.deadline``, one float store per phase change:
-``now + keepalive_timeout`` while idle, ``now + header_timeout`` once part of a head has
-arrived) and makes the timer at each sync; and the connection only syncs when ``recv``
-said it would block: a request already in the kernel buffer costs no event at all. In
+in a plain attribute (``Connection.deadline``, one float store per phase, at its first
+wait: ``now + keepalive_timeout`` while idle, ``now + header_timeout`` once part of a head
+has arrived) and makes the timer at each sync; and the connection only syncs when ``recv``
+said it would block: a request already in the kernel buffer costs no event (and no clock
+read) at all. In
 the sync, the socket branch is awaited directly and the port branch is an offer that
 interrupts it (``pyweb.events._core._wait_alone``), so the whole choice costs one cancel
 scope (which carries the timer) and no helper task. A timed-out wait in the middle of a
@@ -69,6 +70,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+import pyweb_regions
 from pyweb.events import (
     Event,
     at_time,
@@ -89,7 +91,9 @@ from pyweb.protocol.response import (
     CONTINUE_100,
     LAST_CHUNK,
     FileBody,
+    Fragments,
     Response,
+    ResponseHead,
     encode_chunk,
     frame_response,
 )
@@ -100,7 +104,7 @@ from .errorpage import error_response
 from .gone import ClientWatch
 from .listener import close_socket
 from .logging import AccessRecord
-from .recvbuf import receive
+from .recvbuf import ARENA, receive
 
 if TYPE_CHECKING:
     from . import Server
@@ -109,11 +113,15 @@ __all__ = ["Connection", "DRAIN_LIMIT"]
 
 _INF = math.inf
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)  # Linux; elsewhere two segments
-_RECV_SIZE = 65536
 
 # How small a reply must be for head and body to be joined into one send: the copy is
 # cheaper than a second system call (and a second TCP segment with Nagle off).
 _JOIN_LIMIT = 64 * 1024
+
+_REPLY_PAGES = _JOIN_LIMIT // pyweb_regions.PAGE_SIZE + 1
+"""The reply arena's growth limit: a 64 KiB body and a page for the head. A larger body
+is sent straight from its own bytes after the head; a head that does not fit (a page
+setting 80 KiB of header fields) is answered with a 500 before anything is sent."""
 
 DRAIN_LIMIT = 64 * 1024
 """A request body the handler did not read is read and thrown away after the reply, so the
@@ -152,7 +160,7 @@ class Connection:
 
     __slots__ = (
         "server", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "log",
-        "port", "request_evt", "fresh", "watch",
+        "port", "request_evt", "fresh", "watch", "arena",
     )  # fmt: skip
 
     def __init__(self, server: Server, sock: socket.socket, peer: str) -> None:
@@ -175,6 +183,9 @@ class Connection:
         """No request has been read yet (graceful shutdown waits for the first one)."""
         self.watch: ClientWatch | None = None
         """Watches for the client leaving, once a handler asks (``ctx.client_gone_evt()``)."""
+        self.arena = pyweb_regions.Arena(max_pages=_REPLY_PAGES) if ARENA else None
+        """Where a reply is assembled and sent from (Hop §3.1, SMLserver §5): it holds
+        region pages only while a reply is on its way; an idle connection holds none."""
 
     # ---------------------------------------------------------------- life of a connection
 
@@ -267,20 +278,24 @@ class Connection:
                 if event is NEED_DATA:
                     if parser.buffered:
                         self.phase = HEAD
-                        self.deadline = trio.current_time() + config.header_timeout
+                        wait = config.header_timeout
                     else:
                         # (When the server is closing, a request already in the kernel
                         # buffer is still served: wait_for_request stops only a real wait.)
                         self.phase = IDLE
-                        self.deadline = trio.current_time() + (
-                            config.header_timeout if first else config.keepalive_timeout
-                        )
+                        wait = config.header_timeout if first else config.keepalive_timeout
+                    # The deadline (now + wait) is set at the first real wait: a request
+                    # that is already in the kernel buffer costs no clock read (Hop §3.1).
+                    deadline_set = False
                     while True:
                         try:  # the system call first; wait only if it would block
                             # recv_into this thread's region page, fed to the parser (Hop
                             # §3.1: no 64 KiB bytes object per read; see recvbuf.py)
                             receive(sock, parser)
                         except BlockingIOError:
+                            if not deadline_set:
+                                self.deadline = trio.current_time() + wait
+                                deadline_set = True
                             if not await self.wait_for_request():
                                 return
                             continue
@@ -291,6 +306,7 @@ class Connection:
                             # The first bytes of a head: now the header timeout runs.
                             self.phase = HEAD
                             self.deadline = trio.current_time() + config.header_timeout
+                            deadline_set = True
             except ProtocolError as err:
                 await self.reject(err, None)
                 return
@@ -349,7 +365,7 @@ class Connection:
 
             # ---- logAccess
             if log_access:
-                self.log_access(request, status, sent, received_at)
+                self.log_access(request, status, sent, received_at, ctx.alloc)
             if not keep_alive:
                 return
             if drain:
@@ -388,14 +404,13 @@ class Connection:
             watch.stop()  # one task at a time may wait on the socket: now it is this one
         while True:
             try:
-                data = self.sock.recv(_RECV_SIZE)
+                receive(self.sock, self.parser)  # into the thread's region page, then parsed
                 break
             except BlockingIOError:
                 if await select(readable_evt(self.sock), wrap(timeout(body_timeout), _timed_out)):
                     raise ProtocolError(
                         f"the request body stopped arriving for {body_timeout:g} s", status=408
                     ) from None
-        self.parser.feed(data)
         self.phase = phase
         if watch is not None and watch.waiters:
             watch.start()
@@ -416,9 +431,13 @@ class Connection:
         connection). The three body kinds of Marlow's ``ResponseBody`` / Hop §2.2."""
         body = response.body
         status = response.status
-        if type(body) is bytes or isinstance(body, (bytes, bytearray, memoryview)):
+        if type(body) is bytes or isinstance(body, (bytes, bytearray, memoryview, Fragments)):
             length = len(body)
             head = frame_response(request, status, response.headers, length, keep_alive=keep_alive)
+            if self.arena is not None:
+                return await self._respond_from_arena(request, head, status, body, keep_alive)
+            if type(body) is Fragments:
+                body = bytes(body)
             if head.send_body and length:
                 if length <= _JOIN_LIMIT:
                     await self.send_all(head.data + body)
@@ -431,6 +450,42 @@ class Connection:
         if isinstance(body, FileBody):
             return await self._respond_file(request, response, body, keep_alive)
         return await self._respond_stream(request, response, keep_alive)
+
+    async def _respond_from_arena(
+        self,
+        request: Request,
+        head: ResponseHead,
+        status: int,
+        body: bytes | bytearray | memoryview | Fragments,
+        keep_alive: bool,
+    ) -> tuple[int, int, bool]:
+        """A reply of known length: head lines and body (bytes, or the str fragments of a
+        quotation or HTML node, written as UTF-8) copied into the connection's arena and
+        sent with one writev (Hop §3.1); the arena is reset, its pages back on the free
+        list."""
+        arena = self.arena
+        assert arena is not None
+        length = len(body) if head.send_body else 0
+        try:
+            arena.writev(head.lines)
+        except MemoryError as exc:
+            # Nothing has been sent, so the client can still be told: a 500, never a
+            # partial write. (writev wrote nothing either: all or nothing.)
+            message = f"the reply's header fields do not fit the reply arena ({exc})"
+            self.log.error(f"500 for {self.peer}: {message}", request_line=request_line(request))
+            page = error_response(500, dev=self.server.config.dev, detail=message)
+            return await self.respond(request, page, keep_alive)
+        if length and len(arena) + length <= _REPLY_PAGES * pyweb_regions.PAGE_SIZE:
+            if type(body) is Fragments:
+                arena.writev(body.parts)
+            else:
+                arena.write(body)
+            await self.send_arena()
+        else:
+            await self.send_arena()
+            if length:  # larger than the arena: from its own bytes (no copy into pages)
+                await self.send_all(bytes(body) if type(body) is Fragments else body)
+        return status, length, head.keep_alive
 
     async def _respond_file(
         self, request: Request, response: Response, body: FileBody, keep_alive: bool
@@ -447,19 +502,20 @@ class Connection:
             head = frame_response(
                 request, response.status, response.headers, body.length, keep_alive=keep_alive
             )
+            data = head.data
             if not head.send_body or not body.length:
-                await self.send_all(head.data)
+                await self.send_all(data)
                 return response.status, 0, head.keep_alive
             # The head goes out with MSG_MORE and without a trip through the scheduler: the
             # kernel holds it back until sendfile's bytes join it, so a small file leaves in
             # one TCP segment, as a dynamic page does (Hop §4, observation 3: static and
             # dynamic content at the same pace). The fairness checkpoint comes at the end.
             try:
-                n = self.sock.send(head.data, _MSG_MORE)
+                n = self.sock.send(data, _MSG_MORE)
             except BlockingIOError:
                 n = 0
-            if n < len(head.data):
-                await self.send_all(head.data[n:])
+            if n < len(data):
+                await self.send_all(data[n:])
             offset, remaining = body.offset, body.length
             while remaining:
                 try:
@@ -520,6 +576,32 @@ class Connection:
                     except Exception as exc:
                         self.log.error("error closing a streamed reply", exc=exc)
         return response.status, sent, head.keep_alive
+
+    async def send_arena(self) -> None:
+        """Send what the connection's arena holds and reset it. Fast path: one writev of
+        every page, no task switch; when the kernel buffer is full, the same waits as
+        :meth:`send_all`, resuming from the byte count (a partial write is never lost or
+        repeated)."""
+        arena = self.arena
+        assert arena is not None
+        fd = self.fd
+        try:
+            total = len(arena)
+            try:
+                sent = arena.send(fd)
+            except BlockingIOError:
+                sent = 0
+            waited = sent < total
+            while sent < total:
+                await self._wait_writable()
+                try:
+                    sent += arena.send(fd, sent)
+                except BlockingIOError:
+                    pass
+        finally:
+            arena.reset()  # also after an error: the pages go back, the connection closes
+        if not waited:
+            await trio.lowlevel.cancel_shielded_checkpoint()  # fairness: see send_all
 
     async def send_all(self, data: bytes) -> None:
         """Send every byte of ``data``. Fast path: one ``os.write`` on the non-blocking
@@ -595,10 +677,16 @@ class Connection:
     # ---------------------------------------------------------------------------------- log
 
     def log_access(
-        self, request: Request | None, status: int, sent: int, received_at: float
+        self,
+        request: Request | None,
+        status: int,
+        sent: int,
+        received_at: float,
+        alloc: tuple[int, int] | None = None,
     ) -> None:
         """Send one access record to the logging task (Marlow's ``logAccess``); ``request``
-        is ``None`` when none could be parsed."""
+        is ``None`` when none could be parsed. ``alloc``: what the request's page allocated
+        (``ctx.alloc``), ``None`` when nothing was counted (the log then says ``alloc=-``)."""
         referer = user_agent = ""
         if request is not None:
             # One pass over the fields for both (Request.header would scan twice).
@@ -622,6 +710,7 @@ class Connection:
                 referer,
                 user_agent,
                 time.time() - received_at,
+                alloc,
             )  # fmt: skip
         )
 

@@ -25,7 +25,16 @@ __all__ = ["RequestContext"]
 class RequestContext:
     """One request as a handler sees it: ``await handler(ctx) -> Response``."""
 
-    __slots__ = ("request", "peer", "dev", "received_at", "_conn", "body_done", "_continue_sent")
+    __slots__ = (
+        "request",
+        "peer",
+        "dev",
+        "received_at",
+        "_conn",
+        "body_done",
+        "_continue_sent",
+        "alloc",
+    )
 
     def __init__(
         self, conn: Connection, request: Request, peer: str, dev: bool, received_at: float
@@ -41,6 +50,10 @@ class RequestContext:
         self.body_done = False
         """True once the body has been read to its end (by the handler or the server)."""
         self._continue_sent = False
+        self.alloc: tuple[int, int] | None = None
+        """Bytes and calls this request's page allocated, set by :mod:`pyweb.regions` with
+        ``--profile-alloc`` (C only); ``None`` when nothing was counted. The access log's
+        ``alloc`` format shows it."""
 
     async def body(self) -> bytes:
         """The whole request body (de-chunked). Sends ``100 Continue`` first when the client

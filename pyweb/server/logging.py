@@ -78,6 +78,10 @@ class AccessRecord:
     user_agent: str = ""
     duration: float = 0.0
     """Seconds from receiving the request to the end of the response."""
+    alloc: tuple[int, int] | None = None
+    """Bytes and calls the request's page allocated (``--profile-alloc``, C only:
+    :mod:`pyweb.regions`); ``None`` when not counted (no page ran, accounting off or not
+    available). Only the ``alloc`` format shows it."""
 
 
 # --- formatting ------------------------------------------------------------------------------
@@ -136,13 +140,19 @@ def _host(peer: str) -> str:
     return peer  # a bare host or a bare IPv6 address
 
 
-ACCESS_FORMATS = ("combined", "timed")
+ACCESS_FORMATS = ("combined", "timed", "alloc")
 """``combined``: Apache's Combined Log Format. ``timed``: the same line followed by
 ``rt=SECONDS worker=N`` (the request's duration, and which ``--workers`` process served
-it, ``-`` without workers), for finding slow pages and a misbehaving worker."""
+it, ``-`` without workers), for finding slow pages and a misbehaving worker. ``alloc``: the
+``timed`` line followed by ``alloc=BYTES/CALLS``, what the request's page allocated (Hop
+§3.1's per-request count; ``--profile-alloc``), ``alloc=-`` when nothing was counted.
+Each format's fields are fixed by its name alone, so a parser never meets a line whose
+shape depends on another flag."""
 
 
-def format_access(record: AccessRecord, timed_suffix: str | None = None) -> str:
+def format_access(
+    record: AccessRecord, timed_suffix: str | None = None, *, alloc: bool = False
+) -> str:
     """One Combined Log Format line for ``record``, ending with a newline.
 
     >>> format_access(AccessRecord("127.0.0.1:5000", 0.0, "GET", "/", "1.1", 200, 984,
@@ -152,7 +162,9 @@ def format_access(record: AccessRecord, timed_suffix: str | None = None) -> str:
     The fields are host, identity (always ``-``), user (always ``-``), time, request line,
     status, body size (``-`` when 0), Referer and User-Agent (``-`` when absent).
     With ``timed_suffix`` (the ``timed`` format: ``" worker=N"``), the line ends with
-    ``rt=SECONDS`` and that suffix, as nginx logs ``$request_time``.
+    ``rt=SECONDS`` and that suffix, as nginx logs ``$request_time``. With ``alloc`` (the
+    ``alloc`` format) it then ends with ``alloc=BYTES/CALLS`` from ``record.alloc``, or
+    ``alloc=-`` when that is ``None``: "not counted", never a made-up number.
     """
     if record.method and record.method != "-":
         request_line = (
@@ -160,13 +172,18 @@ def format_access(record: AccessRecord, timed_suffix: str | None = None) -> str:
         )
     else:
         request_line = "-"  # no request could be parsed (a 400 before the request line ended)
-    return (
+    line = (
         f'{_host(record.peer)} - - [{log_time(record.time)}] "{request_line}" '
         f"{record.status} {record.size or '-'} "
         f'"{_escape(record.referer) if record.referer else "-"}" '
         f'"{_escape(record.user_agent) if record.user_agent else "-"}"'
-        + ("\n" if timed_suffix is None else f" rt={record.duration:.6f}{timed_suffix}\n")
     )
+    if timed_suffix is not None:
+        line += f" rt={record.duration:.6f}{timed_suffix}"
+    if alloc:
+        counts = record.alloc
+        line += " alloc=-" if counts is None else f" alloc={counts[0]}/{counts[1]}"
+    return line + "\n"
 
 
 def format_error(
@@ -331,14 +348,16 @@ class ServerLog:
     ):
         if access_format not in ACCESS_FORMATS:
             raise ValueError(
-                f"unknown access log format {access_format!r}; choose {' or '.join(ACCESS_FORMATS)}"
+                f"unknown access log format {access_format!r}; choose "
+                f"{', '.join(ACCESS_FORMATS[:-1])} or {ACCESS_FORMATS[-1]}"
             )
         # The worker id does not change while the process lives: format it once.
         self._timed_suffix = (
             f" worker={os.environ.get('PYWEB_WORKER_ID', '-')}"
-            if access_format == "timed"
+            if access_format in ("timed", "alloc")
             else None
         )
+        self._alloc_field = access_format == "alloc"
         self._access = _Sink(access, "access", reopen_interval) if access is not None else None
         self._error = _Sink(error, "error", reopen_interval) if error is not None else None
         self.access_enabled = self._access is not None
@@ -448,7 +467,9 @@ class ServerLog:
         for item in batch:
             if isinstance(item, AccessRecord):
                 try:
-                    access_lines.append(format_access(item, self._timed_suffix))
+                    access_lines.append(
+                        format_access(item, self._timed_suffix, alloc=self._alloc_field)
+                    )
                 except Exception as exc:  # a malformed record must not kill the logger
                     error_lines.append(format_error("cannot format access record", exc=exc))
             else:

@@ -245,3 +245,25 @@ def test_an_exception_may_name_its_status(site):
         r = client.get("/down")
         assert r.status == 503 and "the database is down" in r.text
         assert client.get("/odd").status == 500
+
+
+def test_quot_and_node_pages_arrive_as_utf8(site):
+    """A Quot or an HTML node is sent as its pieces (written into the reply arena), with a
+    Content-Length in bytes, not characters; a piece that cannot be UTF-8 (a lone
+    surrogate) fails inside the page, with a 500 that names it, and the server goes on."""
+    root = site(
+        {
+            "q.py": 'from pyweb import qq\nconn.return_(qq("<p>{w}</p>", w="café € 😀 <&>"))\n',
+            "n.py": 'from pyweb.html import P\nconn.return_(P("naïve ", "x" * 70000))\n',
+            "bad.py": 'from pyweb import qq\nconn.return_(qq("<p>{w}</p>", w="\\ud800"))\n',
+        }
+    )
+    with serve(root, dev=True) as client:
+        r = client.get("/q")
+        assert r.status == 200 and r.text == "<p>café € 😀 &lt;&amp;&gt;</p>"
+        assert int(r.headers["content-length"]) == len(r.text.encode())
+        r = client.get("/n")  # larger than the reply arena: sent after the head, whole
+        assert r.status == 200 and r.text == "<p>naïve " + "x" * 70000 + "</p>"
+        r = client.get("/bad")
+        assert r.status == 500 and "surrogates not allowed" in r.text
+        assert client.get("/q").status == 200

@@ -539,3 +539,55 @@ def test_errors_are_sticky() -> None:
 def test_error_messages_name_the_offending_thing() -> None:
     e = error(b"GET / HTTP/1.1\r\n" + H + b"Content-Length: abc\r\n\r\n")
     assert "abc" in e.message and e.offending == b"abc"
+
+
+# -- the request line's fast path (str methods) and the regex accept the same lines --------
+
+
+def _outcome(line: bytes) -> object:
+    """What the parser makes of ``line`` with a Host field: the request's fields, or the
+    error's class, status and message."""
+    try:
+        (ev, *_) = events(line + b"\r\n" + H + b"\r\n")
+    except ProtocolError as err:
+        return (type(err), err.status, err.message)
+    return (ev.method, ev.target, ev.http_version, ev.path, ev.query, ev.host)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"GET /a HTTP/1.1",
+        b"GET /a?x=1&y HTTP/1.0",
+        b"PATCH /a HTTP/1.1",
+        b"get /a HTTP/1.1",  # a token, but not a common method: the regex decides
+        b"GET /a HTTP/1.2",  # a higher minor version counts as 1.1
+        b"GET /a HTTP/2.0",  # 505
+        b"GET /a http/1.1",
+        b"GET  /a HTTP/1.1",  # two spaces
+        b"GET /a HTTP/1.1 ",
+        b"GET /a\tb HTTP/1.1",
+        b"GET /a\x7fb HTTP/1.1",
+        b"GET /\xe9 HTTP/1.1",  # obs-text is not VCHAR
+        b"GET /a\x0bb HTTP/1.1",
+        b"GET * HTTP/1.1",
+        b"OPTIONS * HTTP/1.1",
+        b"GET http://example.org/a?b HTTP/1.1",
+        b"GET example.org:80 HTTP/1.1",
+        b"CONNECT example.org:80 HTTP/1.1",
+    ],
+)
+def test_request_line_fast_path_agrees_with_the_regex(
+    line: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _outcome(line)
+    monkeypatch.setattr("pyweb.protocol.parser._COMMON_METHODS", frozenset())  # regex only
+    assert _outcome(line) == fast
+
+
+def test_host_cache_remembers_only_valid_hosts() -> None:
+    for _ in range(2):  # the second time from the cache (good) or the regex again (bad)
+        (req, *_) = events(b"GET / HTTP/1.1\r\nHost: cached.example:8080\r\n\r\n")
+        assert req.host == "cached.example:8080"
+        with pytest.raises(BadRequest, match="invalid Host"):
+            events(b"GET / HTTP/1.1\r\nHost: bad host\r\n\r\n")

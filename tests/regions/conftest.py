@@ -17,6 +17,7 @@ _NAMES = [
     "Arena",
     "PAGE_SIZE",
     "pool_stats",
+    "utf8_length",
     "alloc_install",
     "alloc_installed",
     "alloc_enable",

@@ -8,7 +8,7 @@ import socket
 import threading
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -327,3 +327,28 @@ class ArenaMachine(RuleBasedStateMachine):
 
 ArenaMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=30, deadline=None)
 TestArenaMachine = ArenaMachine.TestCase
+
+
+# ---- utf8_length: a reply's Content-Length before its fragments are written ----------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",))), max_size=8))
+def test_utf8_length_is_the_encoded_length(parts):
+    expected = len("".join(parts).encode("utf-8"))
+    for which in ("c", "python"):
+        impl = load(which)
+        assert impl.utf8_length(parts) == expected
+        a = impl.Arena(max_pages=16)
+        a.writev(parts)  # what the server then writes has exactly that length
+        assert len(a) == expected
+        a.close()
+
+
+def test_utf8_length_names_what_it_cannot_count(impl):
+    with pytest.raises(TypeError, match="str fragments, not bytes"):
+        impl.utf8_length(["ok", b"bytes"])
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+        impl.utf8_length(["ok", "lone \ud800 surrogate"])
+    with pytest.raises(TypeError):
+        impl.utf8_length(42)

@@ -387,8 +387,39 @@ def test_timed_format_appends_duration_and_worker():
     assert format_access(record, " worker=3") == plain[:-1] + " rt=0.012346 worker=3\n"
 
 
+def test_alloc_format_appends_the_page_s_allocations_or_a_dash():
+    counted = AccessRecord(
+        "127.0.0.1:5000", 0.0, "GET", "/", "1.1", 200, 984, "", "", 0.0123456, (3294, 35)
+    )
+    timed = format_access(counted, " worker=3")
+    assert format_access(counted, " worker=3", alloc=True) == timed[:-1] + " alloc=3294/35\n"
+    not_counted = rec(duration=0.5)  # a static file, the fallback, profiling off: no number
+    assert format_access(not_counted, " worker=-", alloc=True).endswith(
+        '"-" "-" rt=0.500000 worker=- alloc=-\n'
+    )
+    # Without the alloc format the counts are not shown: combined stays byte-for-byte CLF.
+    assert format_access(counted) == (
+        '127.0.0.1 - - [01/Jan/1970:00:00:00 +0000] "GET / HTTP/1.1" 200 984 "-" "-"\n'
+    )
+
+
+@trio_test
+async def test_server_log_alloc_format_writes_the_field(monkeypatch):
+    monkeypatch.setenv("PYWEB_WORKER_ID", "2")
+    sink = Sink()
+    log = ServerLog(sink, None, access_format="alloc")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(log.run)
+        log.access(rec(alloc=(1200, 14)))
+        log.access(rec())
+        log.close()
+    first, second = sink.text.splitlines()
+    assert first.endswith('"-" "-" rt=0.000000 worker=2 alloc=1200/14')
+    assert second.endswith('"-" "-" rt=0.000000 worker=2 alloc=-')
+
+
 def test_an_unknown_access_format_is_refused():
     with pytest.raises(
-        ValueError, match="unknown access log format 'json'; choose combined or timed"
+        ValueError, match="unknown access log format 'json'; choose combined, timed or alloc"
     ):
         ServerLog(None, None, access_format="json")

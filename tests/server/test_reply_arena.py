@@ -11,7 +11,7 @@ import h11
 import pytest
 
 import pyweb_regions
-from pyweb.protocol.response import Response
+from pyweb.protocol.response import Fragments, Response
 from pyweb.server import connection, recvbuf
 
 PAGE = pyweb_regions.PAGE_SIZE
@@ -31,8 +31,21 @@ async def sized(ctx) -> Response:
     path = ctx.request.path
     if path == "/huge-header":  # 100 KB of header fields: more than the arena holds
         return Response(200, [("X-Big", "v" * 100_000)], b"never sent")
+    if path.startswith("/fragments/"):  # what a Quot or an HTML node page gives the server
+        parts = fragments_of(int(path.rsplit("/", 1)[1]))
+        return Response(200, [("Content-Type", "text/html")], Fragments(parts, utf8(parts)))
     n = int(path.strip("/"))
     return Response(200, [("Content-Type", "application/octet-stream")], body_of(n))
+
+
+def fragments_of(n: int) -> list[str]:
+    """About n bytes of HTML in pieces, some of them not ASCII."""
+    piece = ["<p>", "caf\u00e9 \u20ac \U0001f600", "</p>\n", "x" * 40]
+    return piece * (n // 60 + 1)
+
+
+def utf8(parts: list[str]) -> int:
+    return len("".join(parts).encode())
 
 
 @pytest.fixture(params=["arena", "no-arena"])
@@ -80,6 +93,19 @@ def test_replies_of_every_size_arrive_whole(kit, arena_mode):
         assert body == body_of(n), n
 
 
+def test_html_fragments_are_sent_as_utf8(kit, arena_mode):
+    """A page's str pieces (a Quot's, a node's) go into the arena as UTF-8, with the right
+    Content-Length; a page larger than the arena is sent after its head, whole."""
+    sizes = [0, 1000, 3 * PAGE, ARENA_BYTES - 500, ARENA_BYTES * 2]
+    with kit.running(sized) as srv:
+        with socket.create_connection(("127.0.0.1", srv.port)) as sock:
+            replies = h11_get(sock, [f"/fragments/{n}" for n in sizes])
+    for n, (status, body, headers) in zip(sizes, replies, strict=True):
+        expected = "".join(fragments_of(n)).encode()
+        assert status == 200 and int(headers["content-length"]) == len(expected)
+        assert body == expected, n
+
+
 def test_a_slow_reader_gets_every_byte(kit, arena_mode):
     """The kernel takes part of the reply; the rest goes out as the client reads, resumed
     from the byte count (nothing lost, nothing sent twice)."""
@@ -101,7 +127,7 @@ def test_a_slow_reader_gets_every_byte(kit, arena_mode):
 def test_a_head_larger_than_the_arena_gets_a_500_and_nothing_partial(kit, arena_mode):
     with kit.running(sized, dev=True) as srv:
         with socket.create_connection(("127.0.0.1", srv.port)) as sock:
-            (status, body, headers), = h11_get(sock, ["/huge-header"])
+            ((status, body, headers),) = h11_get(sock, ["/huge-header"])
         if arena_mode == "arena":
             assert status == 500 and "x-big" not in headers
             assert b"do not fit the reply arena" in body  # dev mode says why
