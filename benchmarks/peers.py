@@ -138,7 +138,7 @@ SERVERS = {
     "pyweb": "pyweb.server.Server, one-to-one scheduler (default)",
     "pyweb-pool": "pyweb.server.Server, pool scheduler (16 tasks)",
     "pyweb-nothread": "pyweb.server.Server, nothread scheduler",
-    "pyweb-noarena": "pyweb.server.Server, one-to-one, reads with recv() (PYWEB_ARENA=0)",
+    "pyweb-noarena": "pyweb.server.Server, one-to-one, no arenas: recv() and joined replies (PYWEB_ARENA=0)",
 }
 DEFAULT_SERVERS = ["uvicorn", "hypercorn", "gunicorn", "raw-trio", "pyweb"]
 
@@ -201,7 +201,7 @@ def server_command(name: str, port: int) -> list[str]:
         return [project, "raw_trio.py", "--host", HOST, "--port", str(port)]
     if name.startswith("pyweb"):
         scheduler = {"pyweb": "one-to-one", "pyweb-pool": "pool", "pyweb-nothread": "nothread"}
-        # pyweb-noarena: the receive path without the region page (pyweb/server/recvbuf.py)
+        # pyweb-noarena: no region pages, to read nor to reply (pyweb/server/recvbuf.py)
         prefix = ["env", "PYWEB_ARENA=0"] if name == "pyweb-noarena" else []
         return prefix + [
             project,

@@ -433,11 +433,22 @@ class Connection:
         status = response.status
         if type(body) is bytes or isinstance(body, (bytes, bytearray, memoryview, Fragments)):
             length = len(body)
-            head = frame_response(request, status, response.headers, length, keep_alive=keep_alive)
+            try:
+                head = frame_response(
+                    request, status, response.headers, length, keep_alive=keep_alive
+                )
+            except ValueError as exc:  # a header field the handler set: CR, LF, bad name
+                return await self._respond_500(request, str(exc), keep_alive)
             if self.arena is not None:
                 return await self._respond_from_arena(request, head, status, body, keep_alive)
             if type(body) is Fragments:
-                body = bytes(body)
+                try:
+                    body = bytes(body)
+                except (TypeError, ValueError) as exc:
+                    return await self._respond_500(request, f"bad reply body: {exc}", keep_alive)
+                if len(body) != length:
+                    message = f"bad reply body: {len(body)} bytes, not {length}"
+                    return await self._respond_500(request, message, keep_alive)
             if head.send_body and length:
                 if length <= _JOIN_LIMIT:
                     await self.send_all(head.data + body)
@@ -472,20 +483,36 @@ class Connection:
             # Nothing has been sent, so the client can still be told: a 500, never a
             # partial write. (writev wrote nothing either: all or nothing.)
             message = f"the reply's header fields do not fit the reply arena ({exc})"
-            self.log.error(f"500 for {self.peer}: {message}", request_line=request_line(request))
-            page = error_response(500, dev=self.server.config.dev, detail=message)
-            return await self.respond(request, page, keep_alive)
+            return await self._respond_500(request, message, keep_alive)
         if length and len(arena) + length <= _REPLY_PAGES * pyweb_regions.PAGE_SIZE:
-            if type(body) is Fragments:
-                arena.writev(body.parts)
-            else:
-                arena.write(body)
+            at = len(arena)
+            try:
+                if type(body) is Fragments:
+                    arena.writev(body.parts)
+                else:
+                    arena.write(body)
+                written = len(arena) - at
+                problem = "" if written == length else f"{written} bytes, not {length}"
+            except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+                problem = str(exc)
+            if problem:  # a hand-made Fragments: a wrong length, or a piece that is not str
+                arena.reset()  # the head must not go out with the next reply
+                return await self._respond_500(request, f"bad reply body: {problem}", keep_alive)
             await self.send_arena()
         else:
             await self.send_arena()
             if length:  # larger than the arena: from its own bytes (no copy into pages)
                 await self.send_all(bytes(body) if type(body) is Fragments else body)
         return status, length, head.keep_alive
+
+    async def _respond_500(
+        self, request: Request, message: str, keep_alive: bool
+    ) -> tuple[int, int, bool]:
+        """Nothing of the reply has been sent and it cannot be: log why and send a 500
+        (the message on the page in development mode) instead."""
+        self.log.error(f"500 for {self.peer}: {message}", request_line=request_line(request))
+        page = error_response(500, dev=self.server.config.dev, detail=message)
+        return await self.respond(request, page, keep_alive)
 
     async def _respond_file(
         self, request: Request, response: Response, body: FileBody, keep_alive: bool

@@ -31,6 +31,12 @@ async def sized(ctx) -> Response:
     path = ctx.request.path
     if path == "/huge-header":  # 100 KB of header fields: more than the arena holds
         return Response(200, [("X-Big", "v" * 100_000)], b"never sent")
+    if path == "/bad-field":  # a handler's header value with a CR LF in it
+        return Response(200, [("X-Note", "a\r\nSet-Cookie: evil=1")], b"never sent")
+    if path == "/wrong-length":  # a hand-made Fragments whose length is a lie
+        return Response(200, [], Fragments(["<p>hello</p>"], 5))
+    if path == "/not-str":
+        return Response(200, [], Fragments(["<p>", 42, "</p>"], 9))  # type: ignore[list-item]
     if path.startswith("/fragments/"):  # what a Quot or an HTML node page gives the server
         parts = fragments_of(int(path.rsplit("/", 1)[1]))
         return Response(200, [("Content-Type", "text/html")], Fragments(parts, utf8(parts)))
@@ -159,3 +165,28 @@ def test_idle_keep_alive_connections_hold_no_pages(kit, arena_mode):
         finally:
             for sock in socks:
                 sock.close()
+
+
+@pytest.mark.parametrize(
+    "target, says",
+    [
+        ("/bad-field", "invalid character (CR, LF or NUL) in response header X-Note"),
+        ("/wrong-length", "bad reply body: 12 bytes, not 5"),
+        ("/not-str", "bad reply body: "),
+    ],
+)
+def test_a_reply_that_cannot_be_framed_gets_a_500_not_a_broken_stream(
+    kit, arena_mode, target, says
+):
+    """Nothing has been sent when the server finds out, so the client gets a 500 naming the
+    problem (development mode), the log says it, and the connection keeps working."""
+    with kit.running(sized, dev=True) as srv:
+        with socket.create_connection(("127.0.0.1", srv.port)) as sock:
+            (status, body, headers), again = h11_get(sock, [target, "/3"])
+        assert status == 500 and "x-note" not in headers
+        assert says.encode() in body.replace(b"&#x27;", b"'")
+        assert again[:2] == (200, body_of(3))
+        deadline = time.monotonic() + 5
+        while says not in srv.error_log.getvalue():
+            assert time.monotonic() < deadline, srv.error_log.getvalue()
+            time.sleep(0.01)
