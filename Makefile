@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs clean
+.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -43,6 +43,24 @@ asan-test: dev
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
 	  PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(ASAN_SO) \
 	  $(PY) -m pytest tests/regions -q -p no:cacheprovider $(ASAN_ARGS)
+
+## tests/regions and the snapshot benchmark (section 1 of bench-regions) under the other
+## Pythons pyenv has: the C guard's fast check is a dict watcher on 3.12+, the version tag on
+## 3.11. One venv per version in build/pyvers/ (the extension is built in place for its ABI);
+## a version pyenv does not have is skipped with a message.
+PYENV_ROOT ?= $(HOME)/.pyenv
+PYVERS ?= 3.12 3.13
+test-pyvers:
+	@for v in $(PYVERS); do \
+	  py=$$(ls -d $(PYENV_ROOT)/versions/$$v.*/bin/python3 2>/dev/null | sort -V | tail -n 1); \
+	  if [ -z "$$py" ]; then echo "test-pyvers: no Python $$v in $(PYENV_ROOT), skipped"; continue; fi; \
+	  venv=build/pyvers/$$v; echo "== Python $$v ($$py, venv $$venv)"; \
+	  test -x $$venv/bin/python || $$py -m venv $$venv || exit 1; \
+	  $$venv/bin/python -m pip install --quiet -e . pytest pytest-timeout hypothesis || exit 1; \
+	  $$venv/bin/python -m pytest tests/regions -q -p no:cacheprovider || exit 1; \
+	  $$venv/bin/python -c "import sys; sys.path.insert(0, 'benchmarks'); \
+	    import bench_regions; bench_regions.bench_snapshots(short=True)" || exit 1; \
+	done
 
 ## snapshot check+restore, arena assembly, bytes per request, RSS soak (200,000 requests)
 bench-regions: dev

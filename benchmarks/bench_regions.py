@@ -2,6 +2,7 @@
 allocation diet (§3.1) cost in pyweb, C beside the pure-Python fallback in the same run.
 
 Run:  .venv/bin/python benchmarks/bench_regions.py [--short] [--soak N]
+      .venv/bin/python benchmarks/bench_regions.py --breakdown 1000 [--short]   (3b only)
 
 1. **Snapshot check + restore** of a module with 50 globals (45 ints, 5 lists of 20 items):
    ``restore()`` when nothing changed (the per-request cost), ``changed()``, and
@@ -11,8 +12,15 @@ Run:  .venv/bin/python benchmarks/bench_regions.py [--short] [--soak N]
    socket, as the server does it: ``writev`` + ``send`` (one ``writev(2)``) + ``reset`` vs
    ``b"".join`` + ``os.write``; bytes allocated each.
 3. **Bytes allocated per request** (Hop's 457 B): a server in this process with
-   ``--profile-alloc``; a client in another thread sends keep-alive ``GET /hello`` and the
-   984-byte dynamic page; the server thread's allocator counts / requests.
+   ``--profile-alloc``; a client in another thread sends keep-alive ``GET /hello`` and
+   ``GET /table`` (the pages site's large page); the server thread's allocator counts /
+   requests. The client sends each request when the previous reply is in, so whether the
+   server finds it already there varies by run (3b separates the two cases).
+3b. **Where the bytes go** (``--breakdown N``, BglMem's histogram): exact counts for
+   ``/hello`` and the peers' 984-byte dynamic page, with the next request already there
+   (pipelined) or not (the server waits), access log off and on; then the top functions by
+   the bytes they allocate themselves (cProfile with the hook's counter as its clock, the
+   profiler's own allocations subtracted), and the floor in both cases.
 4. **Soak**: ``pyweb serve pages`` in a subprocess, N keep-alive requests alternating
    ``/hello`` and the mutating ``/counter`` page (a restore on every other request);
    RSS after warm-up and at the end. The target in the issue is N = 200,000, RSS growth
@@ -300,7 +308,7 @@ def bench_floor(short: bool) -> None:
         )
 
 
-FLOOR_MODES = {"pipelined": {"window": 2}, "waits": {"pause": 0.0005}}
+FLOOR_MODES = {"pipelined": {"window": 16}, "waits": {"pause": 0.0005}}
 
 
 def _floor(short: bool, **client: float) -> tuple[float, float]:
@@ -382,13 +390,35 @@ def _label(key: tuple[str, int, str]) -> str:
     file, line, name = key
     if file == "~":
         return name.replace("<built-in method ", "<").replace("<method ", "<")
-    for base in (str(ROOT) + os.sep, *(p + os.sep for p in sys.path if "site-packages" in p)):
+    # site-packages first: the project's virtualenv lives under ROOT
+    for base in (*(p + os.sep for p in sys.path if "site-packages" in p), str(ROOT) + os.sep):
         if file.startswith(base):
             file = file[len(base) :]
             break
     else:
         file = os.path.basename(file)
     return f"{file}:{line} {name}"
+
+
+_AREAS = [  # (label prefix, area), first match wins
+    ("pyweb/events/", "pyweb.events: the choice an idle connection waits on (CML sync)"),
+    ("pyweb/protocol/parser.py", "parser (pyweb/protocol/parser.py)"),
+    ("pyweb/protocol/", "response head and events (pyweb/protocol)"),
+    ("pyweb/server/", "connection loop, receive, reply (pyweb/server)"),
+    ("pyweb/app/", "site dispatch, Conn, the page's response (pyweb/app)"),
+    ("pyweb/regions.py", "module snapshots (pyweb/regions.py)"),
+    ("pages/", "the page script"),
+    ("<", "C functions and methods (called from all of these)"),
+    ("benchmarks/", "the benchmark's handler and dynamic page"),
+]
+
+
+def _area(key: tuple[str, int, str]) -> str:
+    label = _label(key)
+    for prefix, area in _AREAS:
+        if label.startswith(prefix):
+            return area
+    return "trio, outcome, contextlib, the interpreter (event loop, cancel scopes)"
 
 
 def _corrected(
@@ -587,6 +617,17 @@ def bench_breakdown(n: int) -> None:
         print(f"| **{total_b:,.0f}** | **{total_c:.1f}** | total, profiled and corrected |")
         exact_b, exact_c = totals[target, mode, False]
         print(f"| {exact_b:,.0f} | {exact_c:.1f} | total, exact (above) |")
+        areas: dict[str, list[float]] = {}
+        for key, b in rows:
+            area = areas.setdefault(_area(key), [0.0, 0.0])
+            area[0] += b / n
+            area[1] += own["calls"].get(key, 0.0) / n
+        print(f"\nThe same by area ({target}, {mode}):\n")
+        print("| bytes/request | allocations/request | area |")
+        print("|---:|---:|---|")
+        for name, (b, c) in sorted(areas.items(), key=lambda kv: -kv[1][0]):
+            if round(b):
+                print(f"| {b:,.0f} | {c:.1f} | {name} |")
 
     print("Exact counts (allocator hook, no profiler), median of 5 rounds (min–max):\n")
     print("| page | next request | access log | bytes/request | allocations/request |")

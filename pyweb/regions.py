@@ -416,6 +416,7 @@ class SiteRegions:
         data: dict[str, Any] = {
             "implementation": pyweb_regions.IMPLEMENTATION,
             "version_tag": pyweb_regions.VERSION_TAG,
+            "fast_check": pyweb_regions.FAST_CHECK,
             "modules": {
                 name: {"names": g.names, "containers": g.containers}
                 for name, g in self.guards.items()
@@ -511,7 +512,7 @@ def stats_page(regions: SiteRegions) -> Response:
     body = (
         "<!doctype html><html><head><meta charset=utf-8><title>pyweb stats</title></head>"
         f"<body><h1>pyweb stats</h1><p>pyweb_regions implementation: "
-        f"{data['implementation']}</p>"
+        f"{data['implementation']}, snapshot check: {data['fast_check']}</p>"
         "<h2>Allocations per page</h2>" + "".join(rows) + "<h2>Module snapshots</h2>"
         f"<ul>{modules or '<li>none yet</li>'}</ul>"
         f"<p>Mutations reported: {data['mutations_reported']}, restores: {data['restores']}</p>"

@@ -55,7 +55,11 @@ ModuleGuard = _impl.ModuleGuard
 Arena = _impl.Arena
 PAGE_SIZE: int = _impl.PAGE_SIZE
 VERSION_TAG: bool = bool(_impl.VERSION_TAG)
-"""True when the "nothing changed" check reads the dict version tag (C on 3.11-3.13)."""
+"""True when the "nothing changed" check reads the dict version tag (C on 3.11)."""
+FAST_CHECK: str = _impl.FAST_CHECK
+"""How a snapshot sees "nothing changed": ``"dict_watcher"`` (C on 3.12+: a callback marks
+the guard when the module dict is written), ``"version_tag"`` (C on 3.11) or ``"compare"``
+(the fallback, or no watcher id left)."""
 pool_stats = _impl.pool_stats
 utf8_length = _impl.utf8_length
 alloc_install = _impl.alloc_install
@@ -87,6 +91,7 @@ __all__ = [
     "Arena",
     "PAGE_SIZE",
     "VERSION_TAG",
+    "FAST_CHECK",
     "ALLOC_AVAILABLE",
     "pool_stats",
     "utf8_length",

@@ -29,6 +29,7 @@ __all__ = [
     "Arena",
     "PAGE_SIZE",
     "VERSION_TAG",
+    "FAST_CHECK",
     "pool_stats",
     "alloc_install",
     "alloc_installed",
@@ -39,6 +40,7 @@ __all__ = [
 
 PAGE_SIZE = 16384
 VERSION_TAG = 0
+FAST_CHECK = "compare"  # no version tag, no dict watcher from Python: compare with ==
 _FREE_MAX = 256
 
 
@@ -163,6 +165,10 @@ class ModuleGuard:
     def containers(self) -> int:
         return len(self._containers)
 
+    @property
+    def fast_check(self) -> str:
+        return FAST_CHECK
+
     def _scan(self, mode: int) -> tuple[tuple[str, str], ...]:
         if self._quiet():
             return ()
@@ -256,6 +262,13 @@ def utf8_length(fragments: Iterable[str]) -> int:
             raise TypeError(f"utf8_length() takes str fragments, not {type(s).__name__}")
         total += len(s) if s.isascii() else len(s.encode("utf-8"))
     return total
+
+
+def _set_fast_check(name: str) -> str:
+    """Only "compare" exists here (the C version's tests switch mechanisms with this)."""
+    if name != FAST_CHECK:
+        raise ValueError(f"fast check {name!r} is not available on this Python")
+    return FAST_CHECK
 
 
 def pool_stats() -> dict[str, int]:

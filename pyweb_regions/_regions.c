@@ -7,8 +7,9 @@
  *                restored in place: SMLserver's "every request starts from an identical
  *                initial heap", approximated by rebinding (the object heap itself is never
  *                reset: objects escape into caches, logs, tracebacks; see docs/regions.md).
- *                The "nothing changed" check is one integer compare (the module dict's
- *                ma_version_tag, PEP 509, public in 3.11-3.13) plus a memcmp per container.
+ *                The "nothing changed" check is one flag test per module: on 3.12+ a dict
+ *                watcher marks the guard dirty when the module dict is written; on 3.11 it
+ *                compares the dict's ma_version_tag (PEP 509); plus a memcmp per container.
  *   Arena        a request heap for bytes: fixed-size region pages from a process-wide free
  *                list (SMLserver §5.1), filled by recv_into and by response assembly, handed
  *                out as memoryviews.  reset() is O(1) and refuses (BufferError) while a view
@@ -33,6 +34,12 @@
 #else
 #define HAVE_VERSION_TAG 0
 #endif
+/* Dict watchers (PyDict_AddWatcher, CPython 3.12+): a callback when a watched dict changes. */
+#if PY_VERSION_HEX >= 0x030C0000
+#define HAVE_DICT_WATCHERS 1
+#else
+#define HAVE_DICT_WATCHERS 0
+#endif
 
 /* ======================================================================================
  * ModuleGuard
@@ -46,7 +53,15 @@ typedef struct {
     PyObject *saved; /* tuple (list, set items), dict copy, or bytes */
     uint64_t tag;    /* dict containers: ma_version_tag when saved */
     int kind;
+    unsigned char dirty; /* dict containers, FAST_WATCHER: set by the watcher callback */
 } Container;
+
+/* How a guard sees "nothing changed" without comparing everything (FAST_CHECK):
+ *   FAST_TAG      the dict's ma_version_tag (PEP 509): 3.11, and 3.12-3.13 if no watcher;
+ *   FAST_WATCHER  a dict watcher sets a "dirty" flag when the dict changes (3.12+);
+ *   FAST_COMPARE  no shortcut: compare every binding by identity (still correct). */
+enum { FAST_COMPARE, FAST_TAG, FAST_WATCHER };
+static const char *const fast_names[] = {"compare", "version_tag", "dict_watcher"};
 
 typedef struct {
     PyObject_HEAD
@@ -56,7 +71,81 @@ typedef struct {
     uint64_t tag;
     Container *containers;
     Py_ssize_t ncontainers;
+    int mode;            /* FAST_*, chosen when the snapshot is taken */
+    unsigned char dirty; /* FAST_WATCHER: the module dict changed since the last check */
 } GuardObject;
+
+/* The mechanism new snapshots use: set at import (the best one available), changed only by
+ * _set_fast_check() so that the tests can run every mechanism on one Python. */
+static int fast_mode = HAVE_VERSION_TAG ? FAST_TAG : FAST_COMPARE;
+static int watcher_id = -1;
+
+#if HAVE_DICT_WATCHERS
+/* The watched dicts: one entry per (dict, flag to set). A watcher is per interpreter, not
+ * per guard, so the callback looks the dict up here. The list is short (the guarded module
+ * dicts and their top-level dicts) and the callback runs only when a watched dict is written,
+ * which after the snapshot means a request changed module state: a linear scan is enough. */
+typedef struct {
+    PyObject *dict; /* borrowed: the owner holds a reference while the entry exists */
+    unsigned char *dirty;
+    void *owner;
+} Watch;
+
+static Watch *watches = NULL;
+static Py_ssize_t nwatches = 0, watches_cap = 0;
+
+static int
+guard_watch_callback(PyDict_WatchEvent event, PyObject *dict, PyObject *key, PyObject *value)
+{
+    /* Called before the change, with the GIL held; marking is all it may do. */
+    (void)event, (void)key, (void)value;
+    for (Py_ssize_t i = 0; i < nwatches; i++)
+        if (watches[i].dict == dict)
+            *watches[i].dirty = 1;
+    return 0;
+}
+
+static int
+watch_add(PyObject *dict, unsigned char *dirty, void *owner)
+{
+    if (nwatches == watches_cap) {
+        Py_ssize_t cap = watches_cap ? 2 * watches_cap : 64;
+        Watch *w = PyMem_Realloc(watches, (size_t)cap * sizeof(Watch));
+        if (w == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        watches = w;
+        watches_cap = cap;
+    }
+    if (PyDict_Watch(watcher_id, dict) < 0)
+        return -1;
+    watches[nwatches++] = (Watch){dict, dirty, owner};
+    *dirty = 0;
+    return 0;
+}
+
+/* Forget the owner's entries; stop watching a dict nobody else watches (two guards may share
+ * a module, and a top-level dict may be imported into several modules). */
+static void
+watch_remove_owner(void *owner)
+{
+    for (Py_ssize_t i = 0; i < nwatches; i++) {
+        if (watches[i].owner != owner)
+            continue;
+        int shared = 0;
+        for (Py_ssize_t k = 0; k < nwatches && !shared; k++)
+            shared = watches[k].owner != owner && watches[k].dict == watches[i].dict;
+        if (!shared && PyDict_Unwatch(watcher_id, watches[i].dict) < 0)
+            PyErr_Clear(); /* unwatching twice (the owner's dict listed twice) is harmless */
+    }
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < nwatches; i++)
+        if (watches[i].owner != owner)
+            watches[j++] = watches[i];
+    nwatches = j;
+}
+#endif
 
 static uint64_t
 dict_tag(PyObject *d)
@@ -94,6 +183,11 @@ is_dunder(PyObject *key)
 static void
 guard_clear_snapshot(GuardObject *self)
 {
+#if HAVE_DICT_WATCHERS
+    /* First, while the dicts are still referenced: the entries point into self. */
+    if (watcher_id >= 0)
+        watch_remove_owner(self);
+#endif
     for (Py_ssize_t i = 0; i < self->ncontainers; i++) {
         Py_CLEAR(self->containers[i].name);
         Py_CLEAR(self->containers[i].obj);
@@ -134,6 +228,7 @@ guard_take(GuardObject *self)
     PyObject *key, *value;
     Py_ssize_t pos = 0, n = 0;
     guard_clear_snapshot(self);
+    self->mode = fast_mode;
     self->saved = PyDict_New();
     if (self->saved == NULL)
         return -1;
@@ -165,14 +260,22 @@ guard_take(GuardObject *self)
         c->obj = Py_NewRef(value);
         if (container_save(c) < 0)
             return -1;
+#if HAVE_DICT_WATCHERS
+        if (self->mode == FAST_WATCHER && kind == K_DICT && watch_add(value, &c->dirty, self) < 0)
+            return -1;
+#endif
     }
     self->tag = dict_tag(self->dict);
+#if HAVE_DICT_WATCHERS
+    if (self->mode == FAST_WATCHER && watch_add(self->dict, &self->dirty, self) < 0)
+        return -1;
+#endif
     return 0;
 }
 
 /* 1 if the container's contents differ from the saved copy, 0 if not, -1 on error. */
 static int
-container_changed(Container *c)
+container_changed(Container *c, int mode)
 {
     PyObject *o = c->obj, *s = c->saved;
     switch (c->kind) {
@@ -184,7 +287,7 @@ container_changed(Container *c)
                            (size_t)n * sizeof(PyObject *)) != 0;
     }
     case K_DICT: {
-        if (HAVE_VERSION_TAG && dict_tag(o) == c->tag)
+        if (mode == FAST_WATCHER ? !c->dirty : mode == FAST_TAG && dict_tag(o) == c->tag)
             return 0;
         if (PyDict_GET_SIZE(o) != PyDict_GET_SIZE(s))
             return 1;
@@ -196,6 +299,7 @@ container_changed(Container *c)
                 return PyErr_Occurred() ? -1 : 1;
         }
         c->tag = dict_tag(o); /* same contents (e.g. a key set and deleted): fast again */
+        c->dirty = 0;
         return 0;
     }
     case K_SET: {
@@ -235,6 +339,7 @@ container_restore(Container *c)
         if (PyDict_Update(o, s) < 0)
             return -1;
         c->tag = dict_tag(o);
+        c->dirty = 0; /* set by our own writes just now */
         break;
     case K_SET:
         if (PySet_Clear(o) < 0)
@@ -289,7 +394,10 @@ guard_scan(GuardObject *self, int mode, PyObject **changes)
     PyObject *key, *value;
     Py_ssize_t pos;
 
-    if (!HAVE_VERSION_TAG || dict_tag(self->dict) != self->tag) {
+    int maybe_changed = self->mode == FAST_WATCHER ? self->dirty
+                        : self->mode == FAST_TAG   ? dict_tag(self->dict) != self->tag
+                                                   : 1;
+    if (maybe_changed) {
         /* Something was stored in the module dict: compare bindings by identity. */
         PyObject *added = NULL, *rebound = NULL, *deleted = NULL;
         Py_ssize_t seen = 0;
@@ -355,13 +463,15 @@ guard_scan(GuardObject *self, int mode, PyObject **changes)
         Py_XDECREF(deleted);
         if (err)
             return -1;
-        if (count == 0 || mode == 2)
+        if (count == 0 || mode == 2) {
             self->tag = dict_tag(self->dict); /* checked (or restored): fast path again */
+            self->dirty = 0;
+        }
     }
 
     for (Py_ssize_t i = 0; i < self->ncontainers; i++) {
         Container *c = &self->containers[i];
-        int r = container_changed(c);
+        int r = container_changed(c, self->mode);
         if (r < 0)
             return -1;
         if (!r)
@@ -478,6 +588,12 @@ guard_get_containers(GuardObject *self, void *Py_UNUSED(closure))
     return PyLong_FromSsize_t(self->ncontainers);
 }
 
+static PyObject *
+guard_get_fast_check(GuardObject *self, void *Py_UNUSED(closure))
+{
+    return PyUnicode_FromString(fast_names[self->mode]);
+}
+
 static int
 guard_traverse(GuardObject *self, visitproc visit, void *arg)
 {
@@ -535,6 +651,8 @@ static PyGetSetDef guard_getset[] = {
     {"names", (getter)guard_get_names, NULL, "number of bindings in the snapshot", NULL},
     {"containers", (getter)guard_get_containers, NULL,
      "number of top-level containers whose contents are saved", NULL},
+    {"fast_check", (getter)guard_get_fast_check, NULL,
+     "how this snapshot sees 'nothing changed': dict_watcher, version_tag or compare", NULL},
     {NULL}};
 
 static PyTypeObject GuardType = {
@@ -1303,7 +1421,30 @@ utf8_length(PyObject *Py_UNUSED(module), PyObject *seq)
     return PyLong_FromSsize_t(total);
 }
 
+/* _set_fast_check(name) -> previous name: the mechanism for snapshots taken from now on
+ * (guards already taken keep theirs). For the tests, which run every mechanism available. */
+static PyObject *
+set_fast_check(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    int mode = -1;
+    for (int i = 0; name && i < 3; i++)
+        if (strcmp(name, fast_names[i]) == 0)
+            mode = i;
+    if (mode < 0 || (mode == FAST_TAG && !HAVE_VERSION_TAG) ||
+        (mode == FAST_WATCHER && watcher_id < 0)) {
+        PyErr_Format(PyExc_ValueError, "fast check %R is not available on this Python", arg);
+        return NULL;
+    }
+    PyObject *previous = PyUnicode_FromString(fast_names[fast_mode]);
+    if (previous != NULL)
+        fast_mode = mode;
+    return previous;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_set_fast_check", set_fast_check, METH_O,
+     "_set_fast_check(name) -> str: the mechanism new snapshots use (tests); the old one."},
     {"utf8_length", utf8_length, METH_O,
      "utf8_length(fragments) -> int: the UTF-8 length of a sequence of str, not encoded."},
     {"pool_stats", pool_stats, METH_NOARGS,
@@ -1333,10 +1474,22 @@ PyInit__regions(void)
     PyObject *m = PyModule_Create(&regions_module);
     if (m == NULL)
         return NULL;
+#if HAVE_DICT_WATCHERS
+    /* One watcher for all guards; an interpreter has 8 ids (CPython reserves some). None
+     * left: fall back to the version tag (3.12-3.13) or to comparing (3.14+). */
+    if (watcher_id < 0) {
+        watcher_id = PyDict_AddWatcher(guard_watch_callback);
+        if (watcher_id < 0)
+            PyErr_Clear();
+    }
+    if (watcher_id >= 0)
+        fast_mode = FAST_WATCHER;
+#endif
     if (PyModule_AddObjectRef(m, "ModuleGuard", (PyObject *)&GuardType) < 0 ||
         PyModule_AddObjectRef(m, "Arena", (PyObject *)&ArenaType) < 0 ||
         PyModule_AddIntConstant(m, "PAGE_SIZE", PAGE_SIZE) < 0 ||
-        PyModule_AddIntConstant(m, "VERSION_TAG", HAVE_VERSION_TAG) < 0) {
+        PyModule_AddIntConstant(m, "VERSION_TAG", fast_mode == FAST_TAG) < 0 ||
+        PyModule_AddStringConstant(m, "FAST_CHECK", fast_names[fast_mode]) < 0) {
         Py_DECREF(m);
         return NULL;
     }

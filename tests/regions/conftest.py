@@ -46,6 +46,7 @@ def use_impl(request, monkeypatch) -> str:
     for name in _NAMES:
         monkeypatch.setattr(pyweb_regions, name, getattr(module, name))
     monkeypatch.setattr(pyweb_regions, "VERSION_TAG", bool(module.VERSION_TAG))
+    monkeypatch.setattr(pyweb_regions, "FAST_CHECK", module.FAST_CHECK)
     monkeypatch.setattr(pyweb_regions, "IMPLEMENTATION", request.param)
     monkeypatch.setattr(pyweb_regions, "ALLOC_AVAILABLE", request.param == "c")
     return request.param

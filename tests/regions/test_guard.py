@@ -1,15 +1,71 @@
 """ModuleGuard: snapshot a module, say what a request changed, put it back (both
-implementations; SMLserver §2.1's identical initial state, approximated by rebinding)."""
+implementations; SMLserver §2.1's identical initial state, approximated by rebinding).
+
+The C guard's "nothing changed" shortcut has three mechanisms (``FAST_CHECK``): a dict
+watcher (3.12+), the dict version tag (3.11-3.13) and plain comparison. Every test here runs
+against each one this Python has, and against the pure-Python fallback."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import subprocess
+import sys
 import types
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pyweb_regions
+
 from .conftest import load
+
+MECHANISMS = ["dict_watcher", "version_tag", "compare"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextlib.contextmanager
+def mechanism(which: str) -> Iterator[types.ModuleType]:
+    """``"python"``, or ``"c/<mechanism>"``: the C module making its new guards use it."""
+    name, _, fast = which.partition("/")
+    module = load(name)
+    if not fast:
+        yield module
+        return
+    try:
+        previous = module._set_fast_check(fast)
+    except ValueError:
+        pytest.skip(
+            f"{fast} is not available on Python {sys.version_info[0]}.{sys.version_info[1]}"
+        )
+    try:
+        yield module
+    finally:
+        module._set_fast_check(previous)
+
+
+def _available() -> list[str]:
+    """The C mechanisms this Python has (just "c", which skips, when C was not built)."""
+    try:
+        c = pyweb_regions.implementation("c")
+    except ImportError:
+        return ["c", "python"]
+    out = []
+    for fast in MECHANISMS:
+        with contextlib.suppress(ValueError):
+            c._set_fast_check(c._set_fast_check(fast))
+            out.append(f"c/{fast}")
+    return [*out, "python"]
+
+
+@pytest.fixture(params=_available())
+def impl(request) -> Iterator[types.ModuleType]:
+    """Overrides conftest's ``impl``: the C guard once per mechanism, then the fallback."""
+    with mechanism(request.param) as module:
+        yield module
 
 
 def make_module() -> types.ModuleType:
@@ -129,6 +185,101 @@ def test_retake_accepts_the_current_state(impl):
     assert m.counter == 5
 
 
+def test_the_fast_check_is_the_best_this_python_has():
+    python = load("python")
+    assert python.FAST_CHECK == "compare" and python.VERSION_TAG == 0
+    assert python.ModuleGuard(make_module()).fast_check == "compare"
+    c = load("c")
+    expected = "version_tag" if sys.version_info < (3, 12) else "dict_watcher"
+    assert c.FAST_CHECK == expected
+    assert c.VERSION_TAG == (expected == "version_tag")
+    assert c.ModuleGuard(make_module()).fast_check == expected
+    if pyweb_regions.IMPLEMENTATION == "c":
+        assert pyweb_regions.FAST_CHECK == expected
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="dict watchers are 3.12+")
+def test_no_watcher_id_left_falls_back_to_the_version_tag_or_compare(tmp_path):
+    """An interpreter has 8 dict watcher ids: when other extensions took them all, the guard
+    still works, with the next best check (a real interpreter, ids used up by _testcapi)."""
+    testcapi = pytest.importorskip("_testcapi")
+    if not hasattr(testcapi, "add_dict_watcher"):
+        pytest.skip("this _testcapi cannot add dict watchers")
+    load("c")
+    script = """
+import _testcapi, types
+try:
+    while True:
+        _testcapi.add_dict_watcher(0)
+except RuntimeError:
+    pass
+from pyweb_regions import _regions
+m = types.ModuleType("m")
+m.x = 1
+g = _regions.ModuleGuard(m)
+quiet = g.changed()
+m.x = 2
+print(_regions.FAST_CHECK, g.fast_check, quiet, g.restore(), m.x)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split(maxsplit=2)
+    expected = "version_tag" if sys.version_info < (3, 14) else "compare"
+    assert out == [expected, expected, "False (('rebound', 'x'),) 1\n"]
+
+
+def test_a_guard_keeps_the_mechanism_it_was_made_with(impl):
+    g = impl.ModuleGuard(make_module())
+    made_with = g.fast_check
+    assert made_with in MECHANISMS
+    if made_with != "compare":
+        impl._set_fast_check("compare")  # the fixture puts the mechanism back
+        assert g.fast_check == made_with and impl.ModuleGuard(make_module()).fast_check == "compare"
+        g.retake()
+        assert g.fast_check == "compare"
+    with pytest.raises(ValueError, match="not available"):
+        impl._set_fast_check("telepathy")
+
+
+def test_guards_sharing_a_module_or_a_dict_each_see_changes(impl):
+    """Two guards on one module, and a dict imported into a second module: one guard going
+    away must not blind the others (a dict watcher is per dict, not per guard)."""
+    m = make_module()
+    m2 = types.ModuleType("_other")
+    m2.config = m.config  # `from _lib import config`
+    first, second, other = impl.ModuleGuard(m), impl.ModuleGuard(m), impl.ModuleGuard(m2)
+    del first
+    gc.collect()
+    m.counter = 1
+    assert second.changed() and not other.changed()
+    m.config.clear()
+    assert other.diff() == (("mutated", "config"),)
+    assert sorted(second.diff()) == [("mutated", "config"), ("rebound", "counter")]
+    assert other.restore() == (("mutated", "config"),)
+    assert m.config == {"debug": False}
+    assert second.restore() == (("rebound", "counter"),)  # config is already back
+    assert not second.changed() and not other.changed()
+    m.config.update(extra=1)
+    assert second.changed() and other.changed()
+    del other
+    gc.collect()
+    assert second.restore() == (("mutated", "config"),) and not second.changed()
+
+
+def test_a_module_outliving_its_guard(impl):
+    """The guard is gone; writing the module afterwards must not touch freed memory (the
+    watcher callback still runs for dicts watched by other guards)."""
+    m = make_module()
+    keep = impl.ModuleGuard(make_module())
+    g = impl.ModuleGuard(m)
+    del g
+    gc.collect()
+    for i in range(100):
+        setattr(m, f"x{i}", i)
+        m.config[i] = i
+    assert not keep.changed()
+
+
 def test_not_a_module(impl):
     with pytest.raises(TypeError, match="needs a module"):
         impl.ModuleGuard({"counter": 0})
@@ -171,9 +322,13 @@ def _state(m: types.ModuleType) -> dict:
 
 
 @settings(max_examples=150, deadline=None)
-@given(ops=_ops, which=st.sampled_from(["c", "python"]))
+@given(ops=_ops, which=st.sampled_from(_available()))
 def test_restore_undoes_any_top_level_change(ops, which):
-    impl = load(which)
+    with mechanism(which) as impl:
+        _check_restore_undoes(impl, ops)
+
+
+def _check_restore_undoes(impl: types.ModuleType, ops: list[tuple[str, str, int]]) -> None:
     m = make_module()
     before = _state(m)
     g = impl.ModuleGuard(m)

@@ -232,6 +232,9 @@ def test_stats_page(site_dir, use_impl):
         data = json.loads(client.get("/_pyweb/stats.json").text)
     assert data["implementation"] == use_impl
     assert "_lib" in data["modules"]
+    assert data["fast_check"] == load(use_impl).FAST_CHECK
+    assert (data["fast_check"] == "compare") == (use_impl == "python")
+    assert f"snapshot check: {data['fast_check']}" in r.text
     if use_impl == "c":
         page = data["pages"]["pages/clean.py".replace("pages", "site")]
         assert page["requests"] == 5
