@@ -32,7 +32,8 @@ test: dev
 lint: dev
 	$(PY) -m ruff check pyweb tests benchmarks
 
-## the regions tests against pyweb_regions built with AddressSanitizer (libasan preloaded,
+## the regions, server and site tests (every request is read into an arena page and every
+## reply sent from one) against pyweb_regions built with AddressSanitizer (libasan preloaded,
 ## Python's own allocator off so ASan sees every object); the in-tree build is not touched
 ASAN_SO := build/asan/_regions$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
 asan-test: dev
@@ -42,7 +43,7 @@ asan-test: dev
 	  pyweb_regions/_regions.c -o $(ASAN_SO)
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
 	  PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(ASAN_SO) \
-	  $(PY) -m pytest tests/regions -q -p no:cacheprovider $(ASAN_ARGS)
+	  $(PY) -m pytest tests/regions tests/server tests/app -q -p no:cacheprovider $(ASAN_ARGS)
 
 ## tests/regions and the snapshot benchmark (section 1 of bench-regions) under the other
 ## Pythons pyenv has: the C guard's fast check is a dict watcher on 3.12+, the version tag on
