@@ -414,6 +414,34 @@ class Arena:
             self._used[-1] += n
             self._size += n
 
+    def recv(self, fd: Any) -> int:
+        """One read from ``fd`` (an int or an object with ``fileno()``) into the free space of
+        the last page (a new page if it is full), committed; 0 at end of file;
+        BlockingIOError when nothing is there (nothing committed, a page taken for the read
+        goes back)."""
+        self._ok()
+        if not isinstance(fd, int):
+            fd = fd.fileno()
+        if fd < 0:  # what the C version's PyObject_AsFileDescriptor says
+            raise ValueError(f"file descriptor cannot be a negative integer ({fd})")
+        mark = self._mark()
+        if self._room() == 0:
+            self._add_page()
+        view = memoryview(self._pages[-1])[self._used[-1] :]
+        try:
+            n = os.readv(fd, [view])
+        except BaseException:
+            self._truncate(mark)
+            raise
+        finally:
+            view.release()
+        if n == 0:
+            self._truncate(mark)
+        else:
+            self._used[-1] += n
+            self._size += n
+        return n
+
     def views(self) -> list[memoryview]:
         """Read-only memoryviews of the contents, one per page (for sendmsg)."""
         self._ok()

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <errno.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #if PY_VERSION_HEX < 0x030E0000
 #define HAVE_VERSION_TAG 1
@@ -1027,6 +1028,44 @@ arena_send(ArenaObject *self, PyObject *args)
     return PyLong_FromSsize_t(r);
 }
 
+/* recv(fd) -> n: one read(2) from fd into the free space of the last page (a new page if it
+   is full), committed: Hop's per-thread input buffer (§3.1) in one call, with no memoryview
+   or bytes object made. 0 means end of file. When nothing is there (EAGAIN: BlockingIOError)
+   or the read fails, nothing is committed and a page taken for the read goes back. */
+static PyObject *
+arena_recv(ArenaObject *self, PyObject *arg)
+{
+    int fd = PyObject_AsFileDescriptor(arg); /* an int, or an object with fileno() */
+    if (fd < 0 || !arena_ok(self))
+        return NULL;
+    Mark m = arena_mark(self);
+    if (ARENA_ROOM(self) == 0 && arena_add_page(self) < 0)
+        return NULL;
+    Page *p = self->tail;
+    ssize_t r;
+    /* The kernel writes into the page without the GIL: an export, as in send(). */
+    self->exports++;
+    do {
+        Py_BEGIN_ALLOW_THREADS
+        r = read(fd, p->data + p->used, (size_t)(PAGE_SIZE - p->used));
+        Py_END_ALLOW_THREADS
+    } while (r < 0 && errno == EINTR && PyErr_CheckSignals() == 0);
+    self->exports--;
+    if (r < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetFromErrno(PyExc_OSError);
+        arena_truncate(self, m);
+        return NULL;
+    }
+    if (r == 0) {
+        arena_truncate(self, m); /* end of file: the page goes back if it was taken for this */
+        return PyLong_FromLong(0);
+    }
+    p->used += r;
+    self->size += r;
+    return PyLong_FromSsize_t(r);
+}
+
 static PyObject *
 arena_getvalue(ArenaObject *self, PyObject *Py_UNUSED(ignored))
 {
@@ -1163,6 +1202,9 @@ static PyMethodDef arena_methods[] = {
      "tail(min=1) -> writable memoryview of the free space of the last page (a new page if it "
      "has fewer than min bytes free): sock.recv_into(arena.tail()), then commit(n)."},
     {"commit", (PyCFunction)arena_commit, METH_O, "commit(n): n bytes were written into tail()."},
+    {"recv", (PyCFunction)arena_recv, METH_O,
+     "recv(fd) -> int: one read from fd (or a socket) into the last page's free space (a new page if it is "
+     "full), committed; 0 at end of file; BlockingIOError when nothing is there."},
     {"views", (PyCFunction)arena_views, METH_NOARGS,
      "views() -> list of read-only memoryviews of the contents, one per page (for sendmsg)."},
     {"send", (PyCFunction)arena_send, METH_VARARGS,

@@ -93,7 +93,6 @@ from pyweb.protocol.response import (
     FileBody,
     Fragments,
     Response,
-    ResponseHead,
     encode_chunk,
     frame_response,
 )
@@ -122,6 +121,7 @@ _REPLY_PAGES = _JOIN_LIMIT // pyweb_regions.PAGE_SIZE + 1
 """The reply arena's growth limit: a 64 KiB body and a page for the head. A larger body
 is sent straight from its own bytes after the head; a head that does not fit (a page
 setting 80 KiB of header fields) is answered with a 500 before anything is sent."""
+_REPLY_BYTES = _REPLY_PAGES * pyweb_regions.PAGE_SIZE
 
 DRAIN_LIMIT = 64 * 1024
 """A request body the handler did not read is read and thrown away after the reply, so the
@@ -141,6 +141,11 @@ DRAIN = 5  # reading an unread body after its reply was sent: close on timeout
 
 class _Abort(Exception):
     """The reply cannot be completed (broken stream, vanished file): close the connection."""
+
+
+class _Unframeable(Exception):
+    """A reply that cannot be sent as the handler gave it (its message says why); nothing
+    of it has been sent, so the client gets a 500 instead."""
 
 
 class _TimedOut(Exception):
@@ -289,7 +294,7 @@ class Connection:
                     deadline_set = False
                     while True:
                         try:  # the system call first; wait only if it would block
-                            # recv_into this thread's region page, fed to the parser (Hop
+                            # read into this thread's region page, fed to the parser (Hop
                             # §3.1: no 64 KiB bytes object per read; see recvbuf.py)
                             receive(sock, parser)
                         except BlockingIOError:
@@ -440,7 +445,17 @@ class Connection:
             except ValueError as exc:  # a header field the handler set: CR, LF, bad name
                 return await self._respond_500(request, str(exc), keep_alive)
             if self.arena is not None:
-                return await self._respond_from_arena(request, head, status, body, keep_alive)
+                # Hop §3.1: head and body copied into the connection's arena, one writev.
+                if not head.send_body:
+                    length = 0
+                try:
+                    rest = self._fill_arena(head.lines, body, length)
+                except _Unframeable as exc:  # nothing has been sent: the client gets a 500
+                    return await self._respond_500(request, str(exc), keep_alive)
+                await self.send_arena()
+                if rest is not None:  # larger than the arena: from its own bytes, no copy
+                    await self.send_all(rest)
+                return status, length, head.keep_alive
             if type(body) is Fragments:
                 try:
                     body = bytes(body)
@@ -462,48 +477,50 @@ class Connection:
             return await self._respond_file(request, response, body, keep_alive)
         return await self._respond_stream(request, response, keep_alive)
 
-    async def _respond_from_arena(
+    def _fill_arena(
         self,
-        request: Request,
-        head: ResponseHead,
-        status: int,
+        lines: list[bytes],
         body: bytes | bytearray | memoryview | Fragments,
-        keep_alive: bool,
-    ) -> tuple[int, int, bool]:
-        """A reply of known length: head lines and body (bytes, or the str fragments of a
-        quotation or HTML node, written as UTF-8) copied into the connection's arena and
-        sent with one writev (Hop §3.1); the arena is reset, its pages back on the free
-        list."""
+        length: int,
+    ) -> bytes | bytearray | memoryview | None:
+        """Copy a reply of known length into the connection's arena: the head lines, then
+        the body (bytes, or the str fragments of a quotation or HTML node, written as
+        UTF-8) when it fits. Returns the body still to send from its own bytes (it did not
+        fit), or None. Raises :class:`_Unframeable`, the arena left empty, when the head
+        does not fit or a hand-made ``Fragments`` is wrong. Not a coroutine: this is the
+        hot path, and a coroutine per step costs more than the copies save."""
         arena = self.arena
         assert arena is not None
-        length = len(body) if head.send_body else 0
         try:
-            arena.writev(head.lines)
+            arena.writev(lines)  # all or nothing
         except MemoryError as exc:
-            # Nothing has been sent, so the client can still be told: a 500, never a
-            # partial write. (writev wrote nothing either: all or nothing.)
-            message = f"the reply's header fields do not fit the reply arena ({exc})"
-            return await self._respond_500(request, message, keep_alive)
-        if length and len(arena) + length <= _REPLY_PAGES * pyweb_regions.PAGE_SIZE:
-            at = len(arena)
-            try:
-                if type(body) is Fragments:
-                    arena.writev(body.parts)
-                else:
-                    arena.write(body)
+            raise _Unframeable(
+                f"the reply's header fields do not fit the reply arena ({exc})"
+            ) from None
+        if not length:
+            return None
+        fits = len(arena) + length <= _REPLY_BYTES
+        if type(body) is not Fragments:
+            if not fits:
+                return body
+            arena.write(body)  # bytes-like: exactly `length` bytes, and they fit
+            return None
+        # str pieces: each must be a str, and their UTF-8 must add up to `length`
+        at = len(arena)
+        try:
+            if fits:
+                arena.writev(body.parts)
                 written = len(arena) - at
-                problem = "" if written == length else f"{written} bytes, not {length}"
-            except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-                problem = str(exc)
-            if problem:  # a hand-made Fragments: a wrong length, or a piece that is not str
-                arena.reset()  # the head must not go out with the next reply
-                return await self._respond_500(request, f"bad reply body: {problem}", keep_alive)
-            await self.send_arena()
-        else:
-            await self.send_arena()
-            if length:  # larger than the arena: from its own bytes (no copy into pages)
-                await self.send_all(bytes(body) if type(body) is Fragments else body)
-        return status, length, head.keep_alive
+            else:
+                data = bytes(body)
+                written = len(data)
+            problem = "" if written == length else f"{written} bytes, not {length}"
+        except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+            problem = str(exc)
+        if problem:
+            arena.reset()  # the head must not go out with the next reply
+            raise _Unframeable(f"bad reply body: {problem}")
+        return None if fits else data
 
     async def _respond_500(
         self, request: Request, message: str, keep_alive: bool

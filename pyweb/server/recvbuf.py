@@ -5,12 +5,17 @@ that find nothing and raise ``BlockingIOError``, and shrinks it afterwards: meas
 ``--profile-alloc``, about 131 KB of the 146 KB a keep-alive ``GET /hello`` allocated on
 the server thread. Hop's fix was one input buffer per thread instead of one per socket;
 pyweb's is the same, with the buffer a region page (:class:`pyweb_regions.Arena`, SMLserver
-§5.1) from the process-wide free list: ``recv_into`` writes straight into it, the parser
-copies what arrived into its own buffer, and the arena is reset (O(1), the page back on
-the free list) right after. One page per *thread* is enough because a read and its
-``feed`` run without yielding to another task; the view into the page is released before
-``reset``, which would otherwise refuse (BufferError). Request bodies are read the same way
-(``Connection.receive_body``).
+§5.1) from the process-wide free list: ``Arena.recv`` reads straight into it (one C call:
+no ``bytes``, no memoryview), the parser copies what arrived into its own buffer through the
+buffer protocol, and the arena is reset (O(1), the page back on the free list) right after.
+One page per *thread* is enough because a read and its ``feed`` run without yielding to
+another task. Request bodies are read the same way (``Connection.receive_body``).
+
+The first version used the general ``sock.recv_into(arena.tail())`` + ``commit`` + a view
+slice: correct, but its four calls and two memoryviews made a read 0.3 µs slower than
+``sock.recv`` (and a failed read 0.4 µs slower), which cost the whole server 8 % of its
+``hello`` throughput (``benchmarks/peers.py --servers pyweb,pyweb-noarena``): allocation
+that is freed at once is cheap in CPython, and saving it must not add interpreter work.
 
 Replies go the other way through a second arena, one per connection
 (``Connection.send_arena``): a reply may have to wait for a slow client, so its pages
@@ -40,6 +45,10 @@ ARENA = pyweb_regions.IMPLEMENTATION == "c" and os.environ.get("PYWEB_ARENA", "1
 """Whether reads go through a region page (see the module doc)."""
 
 _local = threading.local()
+# Bound now, while ``ARENA`` says it is the C class: reading relies on its buffer protocol
+# (the fallback's pages cannot be read through ``bytearray +=`` on Python 3.11), and a test
+# that swaps pyweb_regions' names for the fallback's must not change the server's read path.
+_Arena = pyweb_regions.Arena
 
 
 class _Parser(Protocol):
@@ -47,16 +56,17 @@ class _Parser(Protocol):
 
 
 def _receive_arena(sock: socket.socket, parser: _Parser) -> None:
-    arena = getattr(_local, "arena", None)
-    if arena is None:
-        arena = _local.arena = pyweb_regions.Arena(max_pages=1)
     try:
-        with arena.tail() as view:
-            n = sock.recv_into(view)  # BlockingIOError: nothing committed, view released
-            arena.commit(n)
-            parser.feed(view[:n])  # b"" (n == 0) tells the parser the client closed
+        arena = _local.arena
+    except AttributeError:
+        arena = _local.arena = _Arena(max_pages=1)
+    arena.recv(sock)  # BlockingIOError: the arena is left as it was, empty
+    try:
+        # The parser copies the page's bytes through the buffer protocol (no memoryview
+        # object); an empty arena has length 0, which tells it the client closed.
+        parser.feed(arena)  # type: ignore[arg-type]
     finally:
-        arena.reset()  # the page goes back to the free list, read or not
+        arena.reset()  # the page goes back to the free list
 
 
 def _receive_plain(sock: socket.socket, parser: _Parser) -> None:

@@ -143,6 +143,43 @@ def test_recv_into_the_arena_from_a_real_socket(impl):
     a.reset()
 
 
+def test_recv_reads_one_page_and_gives_back_what_it_did_not_use(impl):
+    """Arena.recv(fd): what the server's read path does (pyweb/server/recvbuf.py): one read
+    into a page, no bytes object; BlockingIOError and end of file keep no page."""
+    in_use = impl.pool_stats()["in_use"]
+    a = impl.Arena(max_pages=2)
+    left, right = socket.socketpair()
+    with left, right:
+        right.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            a.recv(right)  # nothing there: no page kept
+        assert a.pages == 0 and len(a) == 0 and impl.pool_stats()["in_use"] == in_use
+        payload = bytes(range(256)) * (impl.PAGE_SIZE // 128)  # exactly two pages
+        left.sendall(payload[:100])
+        assert a.recv(right.fileno()) == 100  # an int works as well as a socket
+        left.sendall(payload[100:])
+        assert a.recv(right) == impl.PAGE_SIZE - 100  # what the first page has room for
+        assert a.recv(right) == impl.PAGE_SIZE  # then a second page
+        assert a.getvalue() == payload and a.pages == 2
+        left.sendall(b"more")
+        with pytest.raises(MemoryError, match="arena full"):
+            a.recv(right)  # both pages full: nothing read, the bytes wait in the socket
+        assert a.getvalue() == payload and a.pages == 2
+        a.reset()
+        assert a.recv(right) == 4 and a.getvalue() == b"more"
+        a.reset()
+        left.close()
+        assert a.recv(right) == 0  # end of file
+        assert a.pages == 0 and impl.pool_stats()["in_use"] == in_use
+    with pytest.raises(ValueError, match="negative"):
+        a.recv(right)  # closed socket: fileno() is -1
+    with pytest.raises(OSError):
+        a.recv(10_000)  # no such descriptor: EBADF
+    a.close()
+    with pytest.raises(ValueError, match="closed"):
+        a.recv(0)
+
+
 def test_send_the_views_with_one_sendmsg(impl):
     a = impl.Arena()
     body = b"<p>" + b"x" * 20000 + b"</p>"
@@ -256,6 +293,32 @@ class ArenaMachine(RuleBasedStateMachine):
         tail.release()
         self.arena.commit(n)
         self.model += data[:n]
+
+    @precondition(lambda self: self.arena is not None)
+    @rule(data=st.binary(max_size=20000), close=st.booleans())
+    def recv(self, data: bytes, close: bool) -> None:
+        """recv(fd): one read into the last page's free space (or a new page), committed;
+        nothing there, end of file and a full arena leave the arena as it was."""
+        left, right = socket.socketpair()
+        with left, right:
+            right.setblocking(False)
+            if data:
+                left.sendall(data)
+            if close:
+                left.shutdown(socket.SHUT_WR)
+            room = self.arena.pages * self.impl.PAGE_SIZE - len(self.model)
+            pages = self.arena.pages
+            try:
+                n = self.arena.recv(right)
+            except BlockingIOError:  # nothing sent, not closed
+                assert not data and not close and self.arena.pages == pages
+                return
+            except MemoryError:  # the last page is full and the arena has no page left
+                assert room == 0 and self.arena.pages == self.MAX_PAGES
+                return
+            expected = room if room else self.impl.PAGE_SIZE
+            assert n == min(len(data), expected) and (n > 0 or close)
+            self.model += data[:n]
 
     @precondition(lambda self: self.arena is not None and len(self.model) > 0)
     @rule()
