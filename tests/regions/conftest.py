@@ -4,12 +4,17 @@ the extension was not built, which ``pip install`` allows when there is no compi
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+import pyweb.testing
 import pyweb_regions
 
 _NAMES = [
@@ -58,3 +63,49 @@ def write_site(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
     return root
+
+
+# Two pages for the tests that interleave requests on one server thread: big.py allocates
+# 1 MB and sleeps (trio runs other requests meanwhile), small.py allocates 300 KB at once.
+INTERLEAVED_PAGES = {
+    "big.py": """
+        import trio
+        first = bytearray(1_000_000)
+        await trio.sleep(0.6)
+        conn.return_(f"big {len(first)}", content_type="text/plain")
+    """,
+    "small.py": """
+        block = bytearray(300_000)
+        conn.return_(f"small {len(block)}", content_type="text/plain")
+    """,
+}
+
+
+@contextlib.contextmanager
+def while_in_flight(site, client, target: str) -> Iterator[dict[str, str]]:  # type: ignore[no-untyped-def]
+    """GET ``target`` from another thread; the ``with`` body runs once the site counts it in
+    flight. After the block the dict holds its reply's text under ``"text"``."""
+    results: dict[str, str] = {}
+
+    def other_request() -> None:
+        with pyweb.testing.Client(client.base_url) as other:
+            results["text"] = other.get(target).text
+
+    t = threading.Thread(target=other_request)
+    t.start()
+    try:
+        deadline = time.monotonic() + 5
+        while site.regions.in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        yield results
+    finally:
+        t.join()
+
+
+def interleave(site, client) -> None:  # type: ignore[no-untyped-def]
+    """GET /big from another thread and, while its page sleeps, four GET /small: 1.2 MB
+    allocated by other requests on the same server thread during /big's request."""
+    with while_in_flight(site, client, "/big") as big:
+        for _ in range(4):
+            assert client.get("/small").text == "small 300000"
+    assert big["text"] == "big 1000000"

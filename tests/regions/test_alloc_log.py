@@ -11,8 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ import pytest
 import pyweb.testing
 from pyweb.app.site import Site
 
-from .conftest import load, write_site
+from .conftest import INTERLEAVED_PAGES, interleave, load, write_site
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -93,41 +91,13 @@ def test_interleaved_requests_are_each_logged_with_their_own_bytes(tmp_path):
     """While one request sleeps, four others run on the same thread and allocate 1.2 MB:
     the sleeping request's line still shows only its own 1 MB (the per-task slot)."""
     load("c")
-    root = write_site(
-        tmp_path / "site",
-        {
-            "sleepy.py": """
-                import trio
-                first = bytearray(1_000_000)
-                await trio.sleep(0.6)
-                conn.return_(f"sleepy {len(first)}", content_type="text/plain")
-            """,
-            "small.py": """
-                block = bytearray(300_000)
-                conn.return_(f"small {len(block)}", content_type="text/plain")
-            """,
-        },
-    )
+    root = write_site(tmp_path / "site", INTERLEAVED_PAGES)
     site = Site(root, profile_alloc=True)
     log = tmp_path / "access.log"
     with pyweb.testing.serve(
         site, access_log=str(log), access_log_format="alloc", error_log=None
     ) as client:
-        results = {}
-
-        def sleepy() -> None:
-            with pyweb.testing.Client(client.base_url) as other:
-                results["sleepy"] = other.get("/sleepy").text
-
-        t = threading.Thread(target=sleepy)
-        t.start()
-        deadline = time.monotonic() + 5
-        while site.regions.in_flight == 0 and time.monotonic() < deadline:  # type: ignore[union-attr]
-            time.sleep(0.01)
-        for _ in range(4):
-            assert client.get("/small").text == "small 300000"
-        t.join()
-        assert results["sleepy"] == "sleepy 1000000"
+        interleave(site, client)
     by_target: dict[str, list[int]] = {}
     for line in log.read_text().splitlines():
         m = LINE.match(line)
@@ -135,8 +105,8 @@ def test_interleaved_requests_are_each_logged_with_their_own_bytes(tmp_path):
         by_target.setdefault(m["target"], []).append(int(m["b"]))
     assert len(by_target["/small"]) == 4
     assert all(300_000 <= b < 400_000 for b in by_target["/small"]), by_target
-    [sleepy_bytes] = by_target["/sleepy"]
-    assert 1_000_000 <= sleepy_bytes < 1_200_000, sleepy_bytes  # not 2.2 MB
+    [big_bytes] = by_target["/big"]
+    assert 1_000_000 <= big_bytes < 1_200_000, big_bytes  # not 2.2 MB
 
 
 def test_the_timed_format_is_unchanged_by_profiling(root, tmp_path):
@@ -151,16 +121,11 @@ def test_the_timed_format_is_unchanged_by_profiling(root, tmp_path):
     assert re.search(r'"GET /hello HTTP/1\.1" 200 5 "-" "[^"]*" rt=\d+\.\d{6} worker=-$', line)
 
 
-@pytest.mark.parametrize("regions", ["python", "c"])
-def test_pyweb_serve_says_why_the_field_is_a_dash(root, tmp_path, regions):
-    """``pyweb serve`` with ``access_log_format = "alloc"`` in pyweb.toml: the fallback
-    (even with --profile-alloc) and a server without --profile-alloc say at start-up why
-    every line will end with alloc=-, and the lines do."""
-    if regions == "c":
-        load("c")
-    log = tmp_path / "access.log"
-    (root / "pyweb.toml").write_text(f'access_log_format = "alloc"\naccess_log = "{log}"\n')
-    flags = ["--profile-alloc"] if regions == "python" else []
+def serve_once(
+    root: Path, flags: list[str], regions: str, target: str, text: str
+) -> tuple[str, str]:
+    """``pyweb serve root *flags`` in a subprocess (``PYWEB_REGIONS=regions``): one GET of
+    ``target``, which must answer ``text``, then SIGTERM; returns its banner and stderr."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pyweb", "serve", str(root), "--port", "0", *flags],
         stdout=subprocess.PIPE,
@@ -172,14 +137,27 @@ def test_pyweb_serve_says_why_the_field_is_a_dash(root, tmp_path, regions):
         banner = proc.stdout.readline()  # type: ignore[union-attr]
         port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
         with pyweb.testing.Client(f"http://127.0.0.1:{port}") as client:
-            assert client.get("/hello").text == "hello"
+            assert client.get(target).text == text
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
-        err = proc.stderr.read()  # type: ignore[union-attr]
+        return banner, proc.stderr.read()  # type: ignore[union-attr]
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("regions", ["python", "c"])
+def test_pyweb_serve_says_why_the_field_is_a_dash(root, tmp_path, regions):
+    """``pyweb serve`` with ``access_log_format = "alloc"`` in pyweb.toml: the fallback
+    (even with --profile-alloc) and a server without --profile-alloc say at start-up why
+    every line will end with alloc=-, and the lines do."""
+    if regions == "c":
+        load("c")
+    log = tmp_path / "access.log"
+    (root / "pyweb.toml").write_text(f'access_log_format = "alloc"\naccess_log = "{log}"\n')
+    flags = ["--profile-alloc"] if regions == "python" else []
+    banner, err = serve_once(root, flags, regions, "/hello", "hello")
     why = "not available" if regions == "python" else "--profile-alloc was not given"
     assert "the access log's alloc field will be '-'" in err and why in err, err
     [line] = log.read_text().splitlines()
@@ -189,27 +167,9 @@ def test_pyweb_serve_says_why_the_field_is_a_dash(root, tmp_path, regions):
 def test_pyweb_serve_with_profile_alloc_logs_numbers(root, tmp_path):
     load("c")
     log = tmp_path / "access.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", str(root), "--port", "0", "--profile-alloc",
-         "--access-log", str(log), "--access-log-format", "alloc"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYWEB_REGIONS": ""},
-    )  # fmt: skip
-    try:
-        banner = proc.stdout.readline()  # type: ignore[union-attr]
-        assert banner.endswith(", regions c)\n"), banner
-        port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
-        with pyweb.testing.Client(f"http://127.0.0.1:{port}") as client:
-            assert client.get("/big").text == "big 200000"
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
-        err = proc.stderr.read()  # type: ignore[union-attr]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    flags = ["--profile-alloc", "--access-log", str(log), "--access-log-format", "alloc"]
+    banner, err = serve_once(root, flags, "", "/big", "big 200000")
+    assert banner.endswith(", regions c)\n"), banner
     assert "alloc field" not in err, err
     [line] = log.read_text().splitlines()
     m = LINE.match(line)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ import pytest
 import pyweb.testing
 from pyweb.app.site import Site
 
-from .conftest import load, write_site
+from .conftest import INTERLEAVED_PAGES, interleave, load, while_in_flight, write_site
 
 LIB = """
 hits = 0
@@ -107,24 +105,13 @@ def test_strict_regions_fail_with_500(site_dir, use_impl):
 def test_no_restore_while_another_request_is_in_flight(site_dir, use_impl):
     server, site = serve(site_dir)
     with server as client:
-        results = {}
-
-        def slow() -> None:
-            with pyweb.testing.Client(client.base_url) as other:
-                results["slow"] = other.get("/slow?t=1.0").text
-
-        t = threading.Thread(target=slow)
-        t.start()
-        deadline = time.monotonic() + 5
-        while site.regions.in_flight == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        # The slow request is in flight and has appended to _lib.names: a request that
-        # finishes now must not pull that state from under it.
-        r = client.get("/read")
-        assert r.text == "hits=0 names=1"
-        assert site.regions.pending  # reported, waiting for a quiet moment
-        t.join()
-        assert results["slow"] == "slow done"
+        with while_in_flight(site, client, "/slow?t=1.0") as slow:
+            # The slow request is in flight and has appended to _lib.names: a request that
+            # finishes now must not pull that state from under it.
+            r = client.get("/read")
+            assert r.text == "hits=0 names=1"
+            assert site.regions.pending  # reported, waiting for a quiet moment
+        assert slow["text"] == "slow done"
         assert client.get("/read").text == "hits=0 names=0"  # restored once quiet
 
 
@@ -297,39 +284,11 @@ def test_allocations_are_charged_to_the_right_request_when_trio_interleaves(tmp_
     """While one request sleeps, others run on the same thread: each is charged only the
     bytes allocated in its own task steps (a trio Instrument switches the counter)."""
     load("c")
-    root = write_site(
-        tmp_path / "site",
-        {
-            "big.py": """
-                import trio
-                first = bytearray(1_000_000)
-                await trio.sleep(0.6)
-                conn.return_(f"big {len(first)}", content_type="text/plain")
-            """,
-            "small.py": """
-                block = bytearray(300_000)
-                conn.return_(f"small {len(block)}", content_type="text/plain")
-            """,
-        },
-    )
+    root = write_site(tmp_path / "site", INTERLEAVED_PAGES)
     site = Site(root, profile_alloc=True)
     with pyweb.testing.serve(site, error_log=None) as client:
-        results = {}
-
-        def big() -> None:
-            with pyweb.testing.Client(client.base_url) as other:
-                results["big"] = other.get("/big").text
-
-        t = threading.Thread(target=big)
-        t.start()
-        deadline = time.monotonic() + 5
-        while site.regions.in_flight == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        for _ in range(4):  # 1.2 MB allocated while big.py sleeps
-            assert client.get("/small").text == "small 300000"
-        t.join()
-        assert results["big"] == "big 1000000"
-        assert site.regions.in_flight == 0
+        interleave(site, client)
+    assert site.regions.in_flight == 0
     pages = site.regions.stats()["pages"]
     big_bytes = pages[f"{root.name}/big.py"]["bytes_per_request"]
     small_bytes = pages[f"{root.name}/small.py"]["bytes_per_request"]
