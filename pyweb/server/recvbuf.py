@@ -13,9 +13,10 @@ another task. Request bodies are read the same way (``Connection.receive_body``)
 
 The first version used the general ``sock.recv_into(arena.tail())`` + ``commit`` + a view
 slice: correct, but its four calls and two memoryviews made a read 0.3 µs slower than
-``sock.recv`` (and a failed read 0.4 µs slower), which cost the whole server 8 % of its
-``hello`` throughput (``benchmarks/peers.py --servers pyweb,pyweb-noarena``): allocation
-that is freed at once is cheap in CPython, and saving it must not add interpreter work.
+``sock.recv`` (and a read that finds nothing 0.4 µs slower). With a reply path that then had
+a coroutine more, the whole server served 8 % fewer ``hello`` requests per second than
+without arenas (``benchmarks/peers.py --servers pyweb,pyweb-noarena``): allocation that is
+freed at once is cheap in CPython, and saving it must not add interpreter work.
 
 Replies go the other way through a second arena, one per connection
 (``Connection.send_arena``): a reply may have to wait for a slow client, so its pages
