@@ -61,6 +61,8 @@ class WorkerSlot:
     starts: int = 0
     delay: float = FIRST_DELAY
     exits: list[int] = field(default_factory=list)
+    starting: bool = False
+    """A worker is being started (its process does not exist yet)."""
 
     @property
     def pid(self) -> int | None:
@@ -113,10 +115,22 @@ class Supervisor:
     async def _start(self, slot: WorkerSlot) -> trio.Process:
         fd = self.listener.fileno()
         env = dict(os.environ, PYWEB_WORKERS_FILE=self.table_path, PYWEB_WORKER_ID=str(slot.index))
-        process = await trio.lowlevel.open_process(
-            list(self.command(slot.index, fd)), pass_fds=(fd,), env=env
-        )
+        slot.starting = True
+        try:
+            process = await trio.lowlevel.open_process(
+                list(self.command(slot.index, fd)), pass_fds=(fd,), env=env
+            )
+        finally:
+            slot.starting = False
         slot.process = process
+        if self.stopping:
+            # stop() came while this worker was being started (its predecessor had just
+            # recycled): it missed the SIGTERM the others got, so it gets its own, or it
+            # would serve on and the drain would wait for it forever.
+            try:
+                process.send_signal(signal.SIGTERM)
+            except ProcessLookupError:  # pragma: no cover - it died at once
+                pass
         slot.started_at = time.monotonic()
         slot.starts += 1
         self._write_table()
@@ -198,9 +212,16 @@ class Supervisor:
 
     async def _stop_when_all_exited(self, scope: trio.CancelScope) -> None:
         for slot in self.slots:
-            while slot.process is None:  # pragma: no cover - stopped before its first start
-                await trio.sleep(0.01)
-            await slot.process.wait()
+            # Wait for the slot's last process: one may be starting (see _start), in which
+            # case the process the slot holds now is its exited predecessor.
+            while True:
+                process = slot.process
+                if process is None or slot.starting:
+                    await trio.sleep(0.01)
+                    continue
+                await process.wait()
+                if slot.process is process and not slot.starting:
+                    break
         scope.cancel()
 
     async def wait_for_starts(self, total: int) -> None:

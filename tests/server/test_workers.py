@@ -142,6 +142,41 @@ def test_max_requests_recycles_without_losing_a_request():
     assert RECYCLE_EXIT in supervisor.slots[0].exits + supervisor.slots[1].exits
 
 
+@pytest.mark.timeout(30)
+def test_a_stop_while_a_worker_is_being_replaced_stops_the_replacement_too():
+    """The race behind a rare hang of the test above: a worker recycles, and stop() comes
+    while its replacement is being started. The replacement missed the SIGTERM the others
+    got; it must be stopped all the same, and the drain must wait for it, not hang on it.
+    Here stop() is called from inside the start (the command callback runs just before the
+    process is spawned), which makes the race happen every time."""
+    sock = listener()
+    port = sock.getsockname()[1]
+    supervisor: Supervisor
+    starts: list[int] = []
+
+    def command(index: int, fd: int) -> list[str]:
+        starts.append(index)
+        if len(starts) == 3:  # the first replacement (both first workers are starts 1, 2)
+            supervisor.stop()
+        return [sys.executable, "-c", WORKER, str(fd), "1"]
+
+    async def main() -> list[int | None]:
+        nonlocal supervisor
+        supervisor = Supervisor(sock, 2, command, say=lambda _: None)
+        with trio.fail_after(20):  # a failure, not a timeout, if the drain waits forever
+            async with trio.open_nursery() as nursery:
+                await nursery.start(supervisor.run)
+                await ask(port)  # served by one worker, which then recycles
+        # What each slot's last process exited with (read here: trio reaps it).
+        return [slot.process.returncode for slot in supervisor.slots]  # type: ignore[union-attr]
+
+    statuses = trio.run(main)
+    assert len(starts) == 3
+    # Every worker has exited, the replacement too, and by the SIGTERM of the drain (before
+    # or after its handler was installed), not by the SIGKILL that ends a forced stop.
+    assert all(status in (0, -signal.SIGTERM) for status in statuses), statuses
+
+
 def test_worker_table_outside_a_supervisor(monkeypatch):
     monkeypatch.delenv("PYWEB_WORKERS_FILE", raising=False)
     assert worker_table() == []
