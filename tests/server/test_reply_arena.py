@@ -37,6 +37,10 @@ async def sized(ctx) -> Response:
         return Response(200, [], Fragments(["<p>hello</p>"], 5))
     if path == "/not-str":
         return Response(200, [], Fragments(["<p>", 42, "</p>"], 9))  # type: ignore[list-item]
+    if path == "/wrong-length-big":  # too large for the arena: checked all the same
+        return Response(200, [], Fragments(["x" * 90_000], 100_000))
+    if path == "/not-str-big":
+        return Response(200, [], Fragments(["x" * 90_000, 42], 90_002))  # type: ignore[list-item]
     if path.startswith("/fragments/"):  # what a Quot or an HTML node page gives the server
         parts = fragments_of(int(path.rsplit("/", 1)[1]))
         return Response(200, [("Content-Type", "text/html")], Fragments(parts, utf8(parts)))
@@ -173,6 +177,8 @@ def test_idle_keep_alive_connections_hold_no_pages(kit, arena_mode):
         ("/bad-field", "invalid character (CR, LF or NUL) in response header X-Note"),
         ("/wrong-length", "bad reply body: 12 bytes, not 5"),
         ("/not-str", "bad reply body: "),
+        ("/wrong-length-big", "bad reply body: 90000 bytes, not 100000"),
+        ("/not-str-big", "bad reply body: "),
     ],
 )
 def test_a_reply_that_cannot_be_framed_gets_a_500_not_a_broken_stream(
