@@ -98,7 +98,11 @@ def describe(mutations: list[Mutation], restored: bool) -> str:
 
 # ---- snapshot right after initialisation ------------------------------------------------
 
-_sites: weakref.WeakValueDictionary[str, SiteRegions] = weakref.WeakValueDictionary()
+_sites: dict[str, weakref.WeakSet[SiteRegions]] = {}
+"""Site root → every live SiteRegions on it. Usually one; a test or a notebook may build a
+second Site on the same pages while the first serves, and the library modules they share
+(one ``sys.modules``) must be snapshotted by both when they initialise: a site that saw the
+module only later, in its ``scan`` after a request, would snapshot what that request left."""
 
 
 class _ImportState(threading.local):
@@ -112,14 +116,16 @@ class _ImportState(threading.local):
 _imports = _ImportState()
 
 
-def _module_root(module: types.ModuleType) -> SiteRegions | None:
+def _module_sites(module: types.ModuleType) -> list[SiteRegions]:
     file = getattr(module, "__file__", None)
     if not file:
-        return None
-    for root, regions in list(_sites.items()):
-        if file.startswith(root + os.sep):
-            return regions
-    return None
+        return []
+    return [
+        regions
+        for root, sites in list(_sites.items())
+        if file.startswith(root + os.sep)
+        for regions in list(sites)
+    ]
 
 
 class GuardedLoader(importlib.machinery.SourceFileLoader):
@@ -139,8 +145,7 @@ class GuardedLoader(importlib.machinery.SourceFileLoader):
                 done = state.imported[:]
                 state.imported.clear()
                 for m in done:
-                    regions = _module_root(m)
-                    if regions is not None:
+                    for regions in _module_sites(m):
                         regions.guard(m)
 
 
@@ -221,7 +226,7 @@ class SiteRegions:
         self._requests_base = 0
         if profile_alloc:
             self._start_profiling()
-        _sites[self.root] = self
+        _sites.setdefault(self.root, weakref.WeakSet()).add(self)
 
     # -- guards
 

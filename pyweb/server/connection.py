@@ -269,7 +269,7 @@ class Connection:
         server = self.server
         config = server.config
         parser = self.parser
-        sock = self.sock
+        fd = self.fd
         handler = self.handler
         log_access = server.access_enabled
         dev = config.dev
@@ -296,7 +296,7 @@ class Connection:
                         try:  # the system call first; wait only if it would block
                             # read into this thread's region page, fed to the parser (Hop
                             # §3.1: no 64 KiB bytes object per read; see recvbuf.py)
-                            receive(sock, parser)
+                            receive(fd, parser)
                         except BlockingIOError:
                             if not deadline_set:
                                 self.deadline = trio.current_time() + wait
@@ -409,7 +409,7 @@ class Connection:
             watch.stop()  # one task at a time may wait on the socket: now it is this one
         while True:
             try:
-                receive(self.sock, self.parser)  # into the thread's region page, then parsed
+                receive(self.fd, self.parser)  # into the thread's region page, then parsed
                 break
             except BlockingIOError:
                 if await select(readable_evt(self.sock), wrap(timeout(body_timeout), _timed_out)):

@@ -238,6 +238,30 @@ def test_stats_page_is_not_served_by_default(site_dir, use_impl):
         assert client.get("/_pyweb/stats").status == 404
 
 
+def test_a_second_site_on_the_same_pages_leaves_the_first_its_snapshots(tmp_path, use_impl):
+    """A test or a notebook may build a second Site on the pages a first one serves. They
+    share sys.modules, so a library module that a request to the first imports must be
+    snapshotted by the first when it initialises, not later, after the request changed it
+    (which made the count stick at 1 + the visits before, and test_the_example_counter_pages
+    fail after tests/app had visited /counter)."""
+    root = write_site(
+        tmp_path / "site",
+        {
+            "_hits.py": "count = 0\n",
+            "bump.py": """
+                import _hits
+                _hits.count += 1
+                conn.return_(f"count={_hits.count}", content_type="text/plain")
+            """,
+        },
+    )
+    server, _ = serve(root)
+    with server as client:
+        other = Site(root)  # built while the first serves, never served itself
+        assert [client.get("/bump").text for _ in range(3)] == ["count=1"] * 3
+        del other
+
+
 def test_the_example_counter_pages(use_impl):
     pages = Path(__file__).resolve().parents[2] / "pages"
     server, _ = serve(pages, dev=True)
