@@ -11,6 +11,8 @@ Run:  .venv/bin/python benchmarks/bench_regions.py [--short] [--soak N]
    ``Arena`` (``writev`` + ``views`` + ``reset``) vs ``b"".join``; then with the write to a
    socket, as the server does it: ``writev`` + ``send`` (one ``writev(2)``) + ``reset`` vs
    ``b"".join`` + ``os.write``; bytes allocated each.
+2b. **Reading a request**: the server's read with ``Arena.recv`` into the thread's region
+   page vs ``recv(65536)``, a request there and a read that finds nothing; time and bytes.
 3. **Bytes allocated per request** (Hop's 457 B): a server in this process with
    ``--profile-alloc``; a client in another thread sends keep-alive ``GET /hello`` and
    ``GET /table`` (the pages site's large page); the server thread's allocator counts /
@@ -119,6 +121,21 @@ def fragments() -> list[bytes]:
     return head + body
 
 
+def allocated(fn) -> str:  # type: ignore[no-untyped-def]
+    """Bytes one call of ``fn`` allocates (the C hook's count over 100 calls), or n/a."""
+    if not pyweb_regions.ALLOC_AVAILABLE:
+        return "n/a"
+    pyweb_regions.alloc_install()
+    fn()
+    pyweb_regions.alloc_enable(True)
+    b0, _ = pyweb_regions.alloc_counts()
+    for _ in range(100):
+        fn()
+    b1, _ = pyweb_regions.alloc_counts()
+    pyweb_regions.alloc_enable(False)
+    return f"{(b1 - b0) / 100:.0f}"
+
+
 def bench_assembly(short: bool) -> None:
     print("\n## 2. Response assembly: 20 fragments, then reset\n")
     frags = fragments()
@@ -128,21 +145,6 @@ def bench_assembly(short: bool) -> None:
     print("|---|---:|---:|")
     number, rounds = (2000, 3) if short else (20000, 7)
     impls = implementations()
-    counter = impls.get("c")
-    if counter is not None:
-        counter.alloc_install()
-
-    def allocated(fn) -> str:
-        if counter is None:
-            return "n/a"
-        fn()
-        counter.alloc_enable(True)
-        b0, _ = counter.alloc_counts()
-        for _ in range(100):
-            fn()
-        b1, _ = counter.alloc_counts()
-        counter.alloc_enable(False)
-        return f"{(b1 - b0) / 100:.0f}"
 
     def join() -> None:
         b"".join(frags)
@@ -212,6 +214,54 @@ def bench_assembly(short: bool) -> None:
             f"| Arena ({name}): writev + send (one writev) + reset (the server) | "
             f"{timed(assemble_send):.2f} | {allocated_send(assemble_send)} |"
         )
+    left.close()
+    right.close()
+
+
+def bench_read(short: bool) -> None:
+    """The server's two read paths (pyweb/server/recvbuf.py), called as the connection
+    calls them: a request that is there, and a read that finds nothing (BlockingIOError,
+    then the connection waits). The parser is a stand-in that copies what it is fed into
+    its buffer, as the real one does."""
+    from pyweb.server import recvbuf
+
+    print("\n## 2b. Reading a request: Arena.recv into the thread's page vs recv(65536)\n")
+    print("| path | µs per read, request there | bytes allocated | µs, nothing there | bytes |")
+    print("|---|---:|---:|---:|---:|")
+    number, rounds = (2000, 3) if short else (20000, 7)
+    request = b"GET /hello HTTP/1.1\r\nHost: bench\r\n\r\n"
+
+    class Sink:
+        def __init__(self) -> None:
+            self.buf = bytearray()
+
+        def feed(self, data: bytes) -> None:
+            self.buf += data
+            del self.buf[:]
+
+    left, right = socket.socketpair()
+    right.setblocking(False)
+    fd, sink = right.fileno(), Sink()
+    paths = [("recv(65536) (PYWEB_ARENA=0)", recvbuf._receive_plain)]
+    if pyweb_regions.IMPLEMENTATION == "c":
+        paths.insert(0, ("Arena.recv + feed(arena) + reset (the server)", recvbuf._receive_arena))
+    for name, receive in paths:
+
+        def there(receive=receive) -> None:
+            left.send(request)
+            receive(fd, sink)
+
+        def nothing(receive=receive) -> None:
+            try:
+                receive(fd, sink)
+            except BlockingIOError:
+                pass
+
+        print(
+            f"| {name} | {best(there, number, rounds):.2f} | {allocated(there)} | "
+            f"{best(nothing, number, rounds):.2f} | {allocated(nothing)} |"
+        )
+    print("\n(µs include the client's send of the request; the difference is the read path)")
     left.close()
     right.close()
 
@@ -710,6 +760,7 @@ def main() -> None:
     print(f"pyweb_regions: {pyweb_regions.IMPLEMENTATION}, Python {sys.version.split()[0]}")
     bench_snapshots(args.short)
     bench_assembly(args.short)
+    bench_read(args.short)
     bench_alloc(args.short)
     bench_floor(args.short)
     if soak:

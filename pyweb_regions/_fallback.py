@@ -425,21 +425,18 @@ class Arena:
         if fd < 0:  # what the C version's PyObject_AsFileDescriptor says
             raise ValueError(f"file descriptor cannot be a negative integer ({fd})")
         mark = self._mark()
-        if self._room() == 0:
-            self._add_page()
-        view = memoryview(self._pages[-1])[self._used[-1] :]
+        view = self.tail()
         try:
             n = os.readv(fd, [view])
         except BaseException:
-            self._truncate(mark)
-            raise
-        finally:
             view.release()
-        if n == 0:
+            self._truncate(mark)  # a page taken for the read goes back
+            raise
+        view.release()
+        if n:
+            self.commit(n)
+        else:  # end of file
             self._truncate(mark)
-        else:
-            self._used[-1] += n
-            self._size += n
         return n
 
     def views(self) -> list[memoryview]:
