@@ -27,8 +27,13 @@ def need_redis() -> None:
         pytest.skip("Redis is not running on 127.0.0.1:6379")
 
 
+# Every key of this run starts with RUN_PREFIX, so the clean-up below removes this run's keys
+# only: suites running at the same time (several checkouts on one machine) keep theirs.
+RUN_PREFIX = f"pyweb-test:{uuid.uuid4().hex[:8]}:"
+
+
 def unique_prefix() -> str:
-    return f"pyweb-test:{uuid.uuid4().hex[:12]}:"
+    return f"{RUN_PREFIX}{uuid.uuid4().hex[:12]}:"
 
 
 def configure(url: str, clock=None) -> None:
@@ -41,14 +46,14 @@ def configure(url: str, clock=None) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _remove_test_keys_from_redis():
-    """Every Redis key the cache tests made starts with pyweb-test:; remove them at the end."""
+    """Every Redis key this run's cache tests made starts with RUN_PREFIX; remove them at the end."""
     yield
     if redis_up():
         import redis
 
         client = redis.Redis(host="127.0.0.1", port=6379)
         batch = []
-        for key in client.scan_iter(match="pyweb-test:*", count=1000):
+        for key in client.scan_iter(match=RUN_PREFIX + "*", count=1000):
             batch.append(key)
             if len(batch) == 500:
                 client.unlink(*batch)
