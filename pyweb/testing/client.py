@@ -1,57 +1,26 @@
-"""A test client that speaks real HTTP to a real pyweb server (for tests and notebooks).
-
-Serve a directory and fetch a page::
-
-    import pyweb.testing
-
-    with pyweb.testing.serve("pages") as client:
-        response = client.get("/index.html")
-        print(response.status, response.headers["content-type"])
-        print(response.text[:60])
-
-Serve an async handler and post a form to it::
-
-    from pyweb.protocol.response import Response
-
-    async def echo(ctx):
-        return Response(200, [("Content-Type", "text/plain")], await ctx.body())
-
-    with pyweb.testing.serve(echo) as client:
-        assert client.post("/", {"name": "Ada", "age": "36"}).text == "name=Ada&age=36"
-
-Talk to a server that is already running::
-
-    client = pyweb.testing.Client("http://127.0.0.1:8000")
-    client.get("/").status
-
-:func:`serve` starts :class:`pyweb.server.Server` in its own thread, with its own
-``trio.run``, on 127.0.0.1 and a free port (port 0), with the access log off; any keyword
-overrides a :class:`~pyweb.server.ServerConfig` field. Leaving the ``with`` block shuts the
-server down gracefully (in its own trio run, via ``trio.from_thread``) and re-raises
-anything that crashed it. Nothing is simulated: requests go through a socket, the parser,
-the scheduler and the connection loop exactly as a browser's would.
+"""An HTTP/1.1 client for tests and notebooks: keep-alive, a cookie jar, whole responses.
 
 :class:`Client` keeps one keep-alive connection (reconnecting when the server closed it)
 and a small cookie jar: cookies set by responses go back on later requests whose path
 matches (RFC 6265 §5.1.4, §5.3; ``Max-Age``/``Expires`` in the past delete a cookie;
-``Domain`` is ignored since a client talks to one host).
+``Domain`` is ignored since a client talks to one host). :func:`pyweb.testing.serve`
+hands one out for the server it starts; talk to a server that is already running with::
+
+    client = pyweb.testing.Client("http://127.0.0.1:8000")
+    client.get("/").status
 """
 
 from __future__ import annotations
 
 import http.client
 import json as jsonlib
-import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-import trio
-
-__all__ = ["serve", "Client", "TestResponse", "Headers"]
+__all__ = ["Client", "TestResponse", "Headers"]
 
 
 class Headers(Mapping[str, str]):
@@ -352,94 +321,3 @@ class Client:
         if raw.will_close:
             self.close()
         return TestResponse(raw.status, raw.reason, Headers(raw.getheaders()), data)
-
-
-# --- running a server in the background ---------------------------------------------------
-
-
-class _ServerThread:
-    """A pyweb Server in its own thread and trio run (so the caller may block freely)."""
-
-    def __init__(self, server: Any):
-        self.server = server
-        self.token: trio.lowlevel.TrioToken | None = None
-        self.error: BaseException | None = None
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._main, name="pyweb-testing-server", daemon=True)
-
-    def _main(self) -> None:
-        async def run() -> None:
-            self.token = trio.lowlevel.current_trio_token()
-            async with trio.open_nursery() as nursery:
-                await nursery.start(self.server.serve)
-                self.ready.set()
-
-        try:
-            trio.run(run)
-        except BaseException as exc:  # handed to the caller's thread by stop()/start()
-            self.error = exc
-        finally:
-            self.ready.set()
-
-    def start(self, timeout: float) -> None:
-        self.thread.start()
-        if not self.ready.wait(timeout):
-            raise TimeoutError(f"the pyweb server did not start listening within {timeout} s")
-        self._raise_crash()
-
-    def stop(self, timeout: float) -> None:
-        if self.thread.is_alive() and self.token is not None:
-            try:
-                trio.from_thread.run_sync(self.server.shutdown, trio_token=self.token)
-            except trio.RunFinishedError:
-                pass  # it already stopped (crashed): the error is reported below
-        self.thread.join(timeout)
-        if self.thread.is_alive():
-            raise TimeoutError(f"the pyweb server did not shut down within {timeout} s")
-        self._raise_crash()
-
-    def _raise_crash(self) -> None:
-        if self.error is not None:
-            error, self.error = self.error, None
-            # Nurseries wrap errors in groups; one error is easier to read (and to catch).
-            while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-                error = error.exceptions[0]
-            raise error
-
-
-@contextmanager
-def serve(target: Any, *, timeout: float = 30.0, **config: Any) -> Iterator[Client]:
-    """Run a real pyweb server for the ``with`` block and yield a :class:`Client` for it.
-
-    ``target`` is a directory (served as a site) or an async handler
-    ``async def handler(ctx) -> Response``. Keywords override
-    :class:`~pyweb.server.ServerConfig` fields (``scheduler="pool"``, ``dev=True``, ...).
-    The client's ``server`` attribute is the :class:`~pyweb.server.Server`.
-    """
-    from pyweb.server import Server, ServerConfig
-
-    options: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "access_log": None}
-    handler = None
-    if callable(target):
-        handler = target
-    else:
-        options["site_dir"] = str(target)
-    options.update(config)
-    server_config = ServerConfig(**options)
-    if handler is None:
-        from pyweb.app.site import Site
-
-        handler = Site(str(target), dev=server_config.dev)
-    server = Server(server_config, handler)
-    runner = _ServerThread(server)
-    runner.start(timeout)
-    host = options["host"]
-    client = Client(
-        f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
-    )
-    client.server = server  # type: ignore[attr-defined]
-    try:
-        yield client
-    finally:
-        client.close()
-        runner.stop(timeout)
