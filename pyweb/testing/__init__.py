@@ -35,6 +35,6 @@ needs neither hypothesis nor locust.
 from __future__ import annotations
 
 from .client import Client, Headers, TestResponse
-from .server import ServerThread, serve
+from .server import ServerThread, reachable, serve
 
-__all__ = ["serve", "Client", "TestResponse", "Headers", "ServerThread"]
+__all__ = ["serve", "Client", "TestResponse", "Headers", "ServerThread", "reachable"]

@@ -15,6 +15,7 @@ while they still hold connections (``shutdown()``, then watch ``returned``).
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,16 @@ import trio
 
 from .client import Client
 
-__all__ = ["serve", "ServerThread"]
+__all__ = ["serve", "ServerThread", "reachable"]
+
+
+def reachable(host: str, port: int, timeout: float = 1.0) -> bool:
+    """True if something accepts TCP connections at ``host:port`` within ``timeout``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 class ServerThread:
