@@ -29,12 +29,27 @@ Serve an async handler and post a form to it::
         assert client.post("/", {"name": "Ada", "age": "36"}).text == "name=Ada&age=36"
 
 The two optional submodules are imported only when asked for, so ``import pyweb.testing``
-needs neither hypothesis nor locust.
+needs neither hypothesis nor locust; the server part (trio) is imported on first use, so
+that ``pyweb.testing.locust`` also loads in locust's own environment, which has no trio.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .client import Client, Headers, TestResponse
-from .server import ServerThread, reachable, serve
+
+if TYPE_CHECKING:
+    from .server import ServerThread, reachable, serve
 
 __all__ = ["serve", "Client", "TestResponse", "Headers", "ServerThread", "reachable"]
+
+_FROM_SERVER = {"serve", "ServerThread", "reachable"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_SERVER:
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module 'pyweb.testing' has no attribute {name!r}")
