@@ -59,7 +59,7 @@ def errors_of(nb: nbformat.NotebookNode) -> list[tuple[int, nbformat.NotebookNod
 
 
 def test_notebooks_found():
-    assert len(TUTORIALS) >= 2 and len(EXERCISES) == 3
+    assert len(TUTORIALS) >= 2 and len(EXERCISES) >= 3
     assert [p.name for p in EXERCISES] == [p.name for p in SOLUTIONS]
 
 
@@ -134,6 +134,7 @@ FIRST_FAILURE = {
     "(a <form> element) with fields 'name', 'email', 'age'; the page has no form.",
     "03_multiplication_service.ipynb": "For n=3. We expected a table (a <table> element) "
     "with 3 rows of 3 cells; the page has no table.",
+    "11_request_parser.ipynb": "parse_request_line raised NotImplementedError('TODO')",
 }
 
 
@@ -152,7 +153,8 @@ def test_unsolved_exercise_fails_at_its_first_check_in_plain_words(path, tmp_pat
     assert len(error.traceback) == 1 and "Check failed:" in error.traceback[0]
     assert "notebook.py" not in error.traceback[0]
     student = next(i for i, t in enumerate(tags) if "student" in t)
-    assert nb.cells[student].outputs[0].text.startswith("wrote ")
+    if nb.cells[student].source.startswith("%%page"):  # not in a plain-Python exercise
+        assert nb.cells[student].outputs[0].text.startswith("wrote ")
 
 
 # --- guest mode in a real kernel ------------------------------------------------------------
