@@ -1,9 +1,9 @@
 """Run the locust scenarios (benchmarks/locustfile.py) headless against the example site.
 
 ``pyweb loadtest pages --locustfile benchmarks/locustfile.py`` with the benchmark's
-conditions: the server pinned to CPU 0, locust to CPU 1 (so they do not compete), locust in
-``benchmarks/.venv-locust`` (created on first use, as for ``pyweb loadtest``). Prints
-locust's summary table; the exit status is 1 if any request failed.
+conditions: the server pinned to CPU 0, locust to CPU 1 (so they do not compete). locust is
+the one ``pyweb loadtest`` installs on first use. Prints locust's summary table; the exit
+status is 1 if any request failed.
 
 Usage: .venv/bin/python benchmarks/load.py [--users 20] [--time 20s]
 """
@@ -35,7 +35,6 @@ def main(argv: list[str] | None = None) -> int:
         users=args.users,
         time=args.time,
         locustfile=str(HERE / "locustfile.py"),
-        venv=HERE / ".venv-locust",
         wrap=lambda command: peers.pinned("1", command),
     )
 

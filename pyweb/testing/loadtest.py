@@ -80,7 +80,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def locust_command(locust: Path, locustfile: Path, url: str, users: int, time: str) -> list[str]:
     return [
-        str(locust), "-f", str(locustfile), "--headless", "-H", url,
+        str(locust), "-f", str(locustfile), "--headless", "-H", url.rstrip("/"),
         "-u", str(users), "-r", str(users), "-t", time,
         "--only-summary", "--exit-code-on-error", "1",
     ]
@@ -116,10 +116,36 @@ def run(
             url = f"http://127.0.0.1:{runner.port}"
             print(f"pyweb loadtest: serving {site_dir} at {url}; {users} users for {time} "
                   f"({users_file})", flush=True)
-            command = wrap(locust_command(locust, users_file.resolve(), url, users, time))
-            return subprocess.run(command, env=_locust_env(Path(tmp))).returncode
+            return run_locust(url, users_file, users=users, time=time, locust=locust,
+                              wrap=wrap).returncode
         finally:
             runner.stop()
+
+
+def run_locust(
+    url: str,
+    locustfile: str | os.PathLike[str],
+    *,
+    users: int = 10,
+    time: str = "10s",
+    csv: str | os.PathLike[str] | None = None,
+    capture: bool = False,
+    locust: Path | None = None,
+    wrap: Callable[[list[str]], list[str]] = lambda command: command,
+) -> subprocess.CompletedProcess[str]:
+    """Run locust headless against ``url`` (a running server) and wait for it to finish.
+
+    ``csv``: also write locust's statistics as CSV files starting with that path
+    (``PREFIX_stats.csv``: one row per request name and an ``Aggregated`` row, with the
+    request and failure counts, ``Requests/s`` and the percentiles ``50%`` ... ``100%``).
+    ``capture``: keep locust's output in the result instead of printing it."""
+    command = locust_command(locust or ensure_locust(), Path(locustfile).resolve(), url,
+                             users, time)
+    if csv is not None:
+        command += ["--csv", str(csv)]
+    with tempfile.TemporaryDirectory(prefix="pyweb-locust-") as tmp:
+        return subprocess.run(wrap(command), env=_locust_env(Path(tmp)), text=True,
+                              capture_output=capture)
 
 
 def _locust_env(tmp: Path) -> dict[str, str]:

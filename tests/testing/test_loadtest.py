@@ -1,12 +1,11 @@
 """pyweb loadtest and pyweb.testing.locust: real locust, real server, real sockets.
 
-locust is installed on first use into benchmarks/.venv-locust (the environment
-``make bench-locust`` uses), so the first run of these tests takes a minute longer.
+locust is installed on first use into its own environment (``make test`` does it first, so
+that no test has to wait for pip).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -17,16 +16,14 @@ import pytest
 from tests.helpers import write_site
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV = ROOT / "benchmarks" / ".venv-locust"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def loadtest(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYWEB_LOCUST_VENV": str(VENV)}
     return subprocess.run(
         [sys.executable, "-m", "pyweb", "loadtest", *args],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=400,
+        capture_output=True, text=True, cwd=ROOT, timeout=400,
     )
 
 
