@@ -12,15 +12,37 @@ hands one out for the server it starts; talk to a server that is already running
 
 from __future__ import annotations
 
+import html
 import http.client
 import json as jsonlib
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-__all__ = ["Client", "TestResponse", "Headers"]
+__all__ = ["Client", "TestResponse", "Headers", "csrf_token_in", "CSRF_FIELD", "CSRF_HEADER"]
+
+CSRF_FIELD = "csrf_token"
+"""The form field that carries a site's CSRF token (pyweb's sessions)."""
+CSRF_HEADER = "X-CSRF-Token"
+"""The header that may carry it instead (for requests that are not forms)."""
+
+# <input ... name="csrf_token" ... value="..."> with the attributes in either order.
+_INPUT = re.compile(r"<input\b[^>]*>", re.IGNORECASE)
+_ATTR = re.compile(r"""([a-zA-Z_:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
+
+
+def csrf_token_in(page: str) -> str | None:
+    """The value of the first ``<input name="csrf_token">`` in ``page``, or None."""
+    if CSRF_FIELD not in page:
+        return None
+    for tag in _INPUT.findall(page):
+        attrs = {m[0].lower(): m[1] or m[2] or m[3] for m in _ATTR.findall(tag)}
+        if attrs.get("name") == CSRF_FIELD and "value" in attrs:
+            return html.unescape(attrs["value"])
+    return None
 
 
 class Headers(Mapping[str, str]):
@@ -144,6 +166,8 @@ class Client:
         self._jar: dict[tuple[str, str], _Cookie] = {}
         self.connections_opened = 0
         """How many TCP connections this client has opened (1 while keep-alive works)."""
+        self.last_csrf_token: str | None = None
+        """The CSRF token of the last HTML form received (see :meth:`post`)."""
 
     # -- the verbs --
 
@@ -168,9 +192,22 @@ class Client:
         *,
         headers: Mapping[str, str] | None = None,
         json: Any = None,
+        csrf: bool | None = None,
     ) -> TestResponse:
         """POST ``data``: a dict is form-encoded (``application/x-www-form-urlencoded``),
-        ``str`` is sent as UTF-8 text, ``bytes`` as they are; or ``json=`` any JSON value."""
+        ``str`` is sent as UTF-8 text, ``bytes`` as they are; or ``json=`` any JSON value.
+
+        CSRF: the token of the last form the client saw (``<input name="csrf_token">``) goes
+        with the POST, as the ``csrf_token`` field of a dict and as the ``X-CSRF-Token``
+        header (``csrf=None``, the default); ``csrf=True`` first fetches ``/`` for a token
+        if none was seen yet; ``csrf=False`` sends none."""
+        if csrf and self.last_csrf_token is None:
+            self.csrf_token("/")
+        token = self.last_csrf_token if csrf is not False else None
+        if token is not None:
+            headers = {CSRF_HEADER: token, **(headers or {})}
+            if isinstance(data, Mapping) and CSRF_FIELD not in data:
+                data = {**data, CSRF_FIELD: token}
         content_type: str | None = None
         body: bytes
         if json is not None:
@@ -212,7 +249,15 @@ class Client:
             body = None
         response = self._exchange(method, target, body, send_headers)
         self._store_cookies(urlsplit(target).path, response.headers.get_all("set-cookie"))
+        if "html" in response.content_type:
+            self.last_csrf_token = csrf_token_in(response.text) or self.last_csrf_token
         return response
+
+    def csrf_token(self, path: str = "/") -> str | None:
+        """GET ``path`` and return the CSRF token of its form (the value of the hidden
+        ``<input name="csrf_token">``), or None; later POSTs send it."""
+        self.get(path)
+        return self.last_csrf_token
 
     def close(self) -> None:
         if self._conn is not None:

@@ -28,7 +28,8 @@ A locustfile for the guessing game::
 
 Run it with ``pyweb loadtest DIR --locustfile players.py`` (which serves DIR and installs
 locust on first use) or with locust itself against a running server. This module imports
-nothing from pyweb but itself, so that it loads in locust's own environment.
+nothing from pyweb but ``pyweb.testing.client`` (the standard library only), so that it
+loads in locust's own environment.
 """
 
 from __future__ import annotations
@@ -39,29 +40,15 @@ from typing import Any
 from locust import HttpUser
 from locust.clients import HttpSession
 
+from pyweb.testing.client import CSRF_FIELD, CSRF_HEADER, csrf_token_in
+
 __all__ = ["PywebUser", "PywebSession", "CSRF_FIELD", "CSRF_HEADER", "ERROR_MARKERS"]
 
-CSRF_FIELD = "csrf_token"
-CSRF_HEADER = "X-CSRF-Token"
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 ERROR_MARKERS = ("Traceback (most recent call last)",)
 """Text that shows a page is an error page whatever its status (a development-mode page)."""
 
-# <input ... name="csrf_token" ... value="..."> with the attributes in either order.
-_INPUT = re.compile(r"<input\b[^>]*>", re.IGNORECASE)
-_ATTR = re.compile(r"""([a-zA-Z_:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
 _TITLE = re.compile(r"<title>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-
-
-def csrf_token_in(page: str) -> str | None:
-    """The value of the first ``<input name="csrf_token">`` in ``page``, or None."""
-    if CSRF_FIELD not in page:
-        return None
-    for tag in _INPUT.findall(page):
-        attrs = {m[0].lower(): m[1] or m[2] or m[3] for m in _ATTR.findall(tag)}
-        if attrs.get("name") == CSRF_FIELD and "value" in attrs:
-            return attrs["value"]
-    return None
 
 
 def error_page_problem(status: int, page: str) -> str | None:
