@@ -55,8 +55,8 @@ from typing import Any
 import trio
 
 import pyweb_regions
+from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.response import Fragments, Response
-from pyweb.server.errorpage import error_response
 
 __all__ = ["SiteRegions", "Mutation", "IMPLEMENTATION", "GuardedLoader"]
 

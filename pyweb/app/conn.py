@@ -42,7 +42,7 @@ from .formdata import MultiDict, UploadedFile
 from .results import to_response
 
 if TYPE_CHECKING:
-    from pyweb.server.context import RequestContext
+    from pyweb.handler import Context
 
 __all__ = ["Conn", "ResponseAlreadySent", "current_conn", "RequestHeaders"]
 
@@ -127,7 +127,7 @@ class Conn:
 
     def __init__(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         *,
         form: MultiDict,
         files: MultiDict,

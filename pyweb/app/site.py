@@ -8,7 +8,7 @@ Routing, first match wins (docs/pages.md has the full story):
 2. a **script**: ``/NAME`` or ``/NAME.py`` runs ``NAME.py`` (``/`` and ``/dir/`` run an
    ``index.py`` if there is one);
 3. a **template page**: ``/NAME`` renders ``templates/NAME.html``;
-4. a **static file** (sendfile, validators, ranges: :mod:`pyweb.server.static`), except the
+4. a **static file** (sendfile, validators, ranges: :mod:`pyweb.app.static`), except the
    site's source: ``.py`` files, ``_library`` names, ``templates/`` and ``__pycache__``
    answer 404 so code and templates are never sent as text.
 
@@ -41,17 +41,17 @@ from typing import Any
 from urllib.parse import unquote
 
 from pyweb import forms
+from pyweb.handler import Context
+from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
 from pyweb.regions import SiteRegions, stats_json, stats_page
-from pyweb.server.context import RequestContext
-from pyweb.server.errorpage import error_response
-from pyweb.server.static import StaticFiles
 
 from . import pages
 from .conn import Conn, _current
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body
 from .services import Service
+from .static import StaticFiles
 from .templates import Templates
 
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
@@ -348,7 +348,7 @@ class Site:
 
     # ---- serving ------------------------------------------------------------------------
 
-    async def __call__(self, ctx: RequestContext) -> Response:
+    async def __call__(self, ctx: Context) -> Response:
         request = ctx.request
         if self.dev and self.refresh() and self.regions is not None:
             self.regions.reload()
@@ -407,7 +407,7 @@ class Site:
             return self._not_found(request.path)
         return self._static(ctx)
 
-    def _static(self, ctx: RequestContext) -> Response:
+    def _static(self, ctx: Context) -> Response:
         request = ctx.request
         method = request.method
         if method == "GET" or method == "HEAD":
@@ -437,7 +437,7 @@ class Site:
 
     def run_page(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         run: Callable[[Conn], Awaitable[None]],
         page: str,
         filename: str | None = None,
@@ -453,7 +453,7 @@ class Site:
 
     async def _run_page(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         run: Callable[[Conn], Awaitable[None]],
         page: str,
         filename: str | None,

@@ -24,23 +24,20 @@ Use::
 from __future__ import annotations
 
 import socket
-from collections.abc import Awaitable, Callable
 
 import trio
 
-from pyweb.events import Multicast
+from pyweb.events import Latch, Multicast
+from pyweb.handler import Handler
 from pyweb.protocol.response import Response
 
 from .config import ServerConfig
 from .connection import Connection
 from .context import RequestContext
-from .control import RELOAD, SHUTDOWN, Latch
+from .control import RELOAD, SHUTDOWN
 from .schedulers import Scheduler, make_scheduler
 
 __all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
-
-Handler = Callable[[RequestContext], Awaitable[Response]]
-"""``async def handler(ctx: RequestContext) -> Response``."""
 
 
 class Server:

@@ -84,6 +84,7 @@ from pyweb.events import (
     writable_evt,
 )
 from pyweb.events.library import Port
+from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.events import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
 from pyweb.protocol.parser import RequestParser
@@ -99,7 +100,6 @@ from pyweb.protocol.response import (
 
 from .context import RequestContext
 from .control import SHUTDOWN
-from .errorpage import error_response
 from .gone import ClientWatch
 from .listener import close_socket
 from .logging import AccessRecord
@@ -417,7 +417,7 @@ class Connection:
                         f"the request body stopped arriving for {body_timeout:g} s", status=408
                     ) from None
         self.phase = phase
-        if watch is not None and watch.waiters:
+        if watch is not None and watch.latch.waiting:
             watch.start()
         # A large upload whose bytes keep arriving would otherwise never let other
         # connections run (recv above only yields when it has to wait).
