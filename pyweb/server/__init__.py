@@ -31,7 +31,7 @@ from pyweb.events import Latch, Multicast
 from pyweb.handler import Handler
 from pyweb.protocol.response import Response
 
-from .config import ServerConfig
+from .config import ServerConfig, settings
 from .connection import Connection
 from .context import RequestContext
 from .control import RELOAD, SHUTDOWN
@@ -116,10 +116,7 @@ class Server:
     # Settings that belong to the listening socket, the scheduler or the open log files: a
     # reload cannot change them (Marlow §6 re-reads what new connections use); they need a
     # restart (log files are reopened with SIGUSR1).
-    FIXED_ON_RELOAD = (
-        "host", "port", "scheduler", "pool_size", "backlog", "listen_fd",
-        "access_log", "error_log", "access_log_format",
-    )  # fmt: skip
+    FIXED_ON_RELOAD = (*(f.name for f, how in settings() if how.restart), "backlog")
 
     def reconfigure(self, config: ServerConfig, handler: Handler) -> list[str]:
         """Reload (SIGHUP, Marlow §6): connections accepted from now on use ``config`` and
