@@ -102,9 +102,11 @@ class IVar(Generic[T]):
 
 
 class _IGet(BaseEvent[Any]):
+    """``iGetEvt`` and ``mGetEvt``: enabled while the variable is full; leaves it full."""
+
     __slots__ = ("var",)
 
-    def __init__(self, var: IVar[Any]) -> None:
+    def __init__(self, var: IVar[Any] | MVar[Any]) -> None:
         self.var = var
 
     def ready(self) -> bool:
@@ -180,7 +182,7 @@ class MVar(Generic[T]):
 
     def get_evt(self) -> Event[T]:
         """``val mGetEvt : 'a mvar -> 'a event``: enabled while full; leaves it full."""
-        return _MGet(self)
+        return _IGet(self)
 
     def swap_evt(self, new: T) -> Event[T]:
         """``mSwapEvt``: take the value and put ``new`` in its place, in one commit."""
@@ -190,7 +192,7 @@ class MVar(Generic[T]):
         return await sync(_MTake(self, _TAKE))
 
     async def get(self) -> T:
-        return await sync(_MGet(self))
+        return await sync(_IGet(self))
 
     async def swap(self, new: T) -> T:
         """``val mSwap : ('a mvar * 'a) -> 'a``"""
@@ -208,22 +210,6 @@ class MVar(Generic[T]):
     def __repr__(self) -> str:
         state = f"full={self._value!r}" if self._full else "empty"
         return f"<MVar {state}>"
-
-
-class _MGet(BaseEvent[Any]):
-    __slots__ = ("var",)
-
-    def __init__(self, var: MVar[Any]) -> None:
-        self.var = var
-
-    def ready(self) -> bool:
-        return self.var._full
-
-    def commit_now(self) -> Any:
-        return self.var._value
-
-    def enqueue(self, sync: _Sync, leaf: int) -> None:
-        self.var._readers.enqueue(sync, leaf)
 
 
 class _MTake(BaseEvent[Any]):
