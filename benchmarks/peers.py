@@ -140,6 +140,7 @@ SERVERS = {
     "pyweb-nothread": "pyweb.server.Server, nothread scheduler",
     "pyweb-noarena": "pyweb.server.Server, one-to-one, no arenas: recv() and joined replies (PYWEB_ARENA=0)",
     "pyweb-baseline": "pyweb as in the checkout given with --baseline DIR (before/after in one run)",
+    "pyweb-baseline-noarena": "pyweb-baseline with PYWEB_ARENA=0 (where that checkout has it)",
 }
 BASELINE_TREE: Path | None = None
 """``--baseline DIR``: another checkout of pyweb (e.g. ``git worktree add /tmp/before main``,
@@ -204,11 +205,13 @@ def server_command(name: str, port: int) -> list[str]:
         ]
     if name == "raw-trio":
         return [project, "raw_trio.py", "--host", HOST, "--port", str(port)]
-    if name == "pyweb-baseline":
+    if name.startswith("pyweb-baseline"):
         if BASELINE_TREE is None:
             raise ValueError("pyweb-baseline needs --baseline DIR")
         apps = BASELINE_TREE / "benchmarks" / "apps"
-        return ["env", f"PYTHONPATH={BASELINE_TREE}:{apps}", project, str(apps / "pyweb_app.py"),
+        arena = "0" if name.endswith("-noarena") else "1"
+        return ["env", f"PYTHONPATH={BASELINE_TREE}:{apps}", f"PYWEB_ARENA={arena}",
+                project, str(apps / "pyweb_app.py"),
                 "--host", HOST, "--port", str(port), "--scheduler", "one-to-one"]  # fmt: skip
     if name.startswith("pyweb"):
         scheduler = {"pyweb": "one-to-one", "pyweb-pool": "pool", "pyweb-nothread": "nothread"}
