@@ -138,9 +138,9 @@ SERVERS = {
     "pyweb": "pyweb.server.Server, one-to-one scheduler (default)",
     "pyweb-pool": "pyweb.server.Server, pool scheduler (16 tasks)",
     "pyweb-nothread": "pyweb.server.Server, nothread scheduler",
-    "pyweb-noarena": "pyweb.server.Server, one-to-one, no arenas: recv() and joined replies (PYWEB_ARENA=0)",
     "pyweb-baseline": "pyweb as in the checkout given with --baseline DIR (before/after in one run)",
-    "pyweb-baseline-noarena": "pyweb-baseline with PYWEB_ARENA=0 (where that checkout has it)",
+    "pyweb-baseline-noarena": "pyweb-baseline with PYWEB_ARENA=0: the no-arena path of checkouts "
+    "that had one (before the one reply path; docs/regions.md)",
 }
 BASELINE_TREE: Path | None = None
 """``--baseline DIR``: another checkout of pyweb (e.g. ``git worktree add /tmp/before main``,
@@ -215,9 +215,7 @@ def server_command(name: str, port: int) -> list[str]:
                 "--host", HOST, "--port", str(port), "--scheduler", "one-to-one"]  # fmt: skip
     if name.startswith("pyweb"):
         scheduler = {"pyweb": "one-to-one", "pyweb-pool": "pool", "pyweb-nothread": "nothread"}
-        # pyweb-noarena: no region pages, to read nor to reply (pyweb/server/recvbuf.py)
-        prefix = ["env", "PYWEB_ARENA=0"] if name == "pyweb-noarena" else []
-        return prefix + [
+        return [
             project,
             "pyweb_app.py",
             "--host",
