@@ -57,14 +57,10 @@ def _add_settings(serve: argparse.ArgumentParser) -> None:
         if how.switch:
             target.add_argument(flag, action="store_true", help=help_text)
             continue
-        target.add_argument(
-            flag,
-            type=None if how.parse is None else _flag_type(how.parse),
-            choices=how.choices,
-            default=default,
-            metavar=how.metavar,
-            help=help_text,
-        )
+        options: dict[str, Any] = {"default": default, "help": help_text}
+        if how.parse is not None:
+            options["type"] = _flag_type(how.parse)
+        target.add_argument(flag, choices=how.choices, metavar=how.metavar, **options)
 
 
 SETTING_GROUPS = {"regions": "module snapshots and allocation accounting (docs/regions.md)"}
@@ -386,8 +382,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             status = trio.run(serve_until_signalled, server, argv, started)
         except* OSError as group:  # typically: the port is in use, or the host is not ours
-            exc = group.exceptions[0]
-            print(f"pyweb: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+            reason = group.exceptions[0]
+            print(
+                f"pyweb: error: cannot listen on {args.host}:{args.port}: {reason}",
+                file=sys.stderr,
+            )
         return status
     print(f"pyweb: error: unknown command {args.command!r}", file=sys.stderr)  # pragma: no cover
     return 2

@@ -157,7 +157,7 @@ class Site:
         return problem
 
     def _walk(self) -> list[str]:
-        found = []
+        found: list[str] = []
         for directory, dirs, files in os.walk(self.root):
             dirs[:] = sorted(
                 d

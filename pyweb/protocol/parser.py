@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import methodcaller
+from typing import NoReturn
 
 from . import grammar as g
 from .errors import (
@@ -644,7 +645,7 @@ def _check_transfer_coding(codings: list[str]) -> None:
         )
 
 
-def _explain_request_line(line: str) -> None:
+def _explain_request_line(line: str) -> NoReturn:
     """The request line failed the fast regex: raise the most helpful error."""
     for ch, name in (("\n", "a bare LF"), ("\r", "a bare CR"), ("\x00", "NUL")):
         if ch in line:
@@ -737,7 +738,7 @@ def _fields_slow(lines: list[str], what: str) -> list[tuple[str, str]]:
     return out
 
 
-def _explain_field_line(line: str, what: str) -> None:
+def _explain_field_line(line: str, what: str) -> NoReturn:
     """A field line failed the grammar: say what is wrong with it."""
     if line[:1] in (" ", "\t"):
         raise BadRequest(

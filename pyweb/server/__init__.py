@@ -26,11 +26,12 @@ Use::
 from __future__ import annotations
 
 import socket
+from typing import TYPE_CHECKING
 
 import trio
 
 from pyweb.events import Latch, Multicast
-from pyweb.handler import Handler
+from pyweb.handler import Context, Handler
 from pyweb.protocol.response import Response
 
 from .config import ServerConfig, settings
@@ -38,6 +39,10 @@ from .connection import Connection
 from .context import RequestContext
 from .control import RELOAD, SHUTDOWN
 from .schedulers import Scheduler, make_scheduler
+
+if TYPE_CHECKING:
+    from .logging import ServerLog
+    from .status import StatusHandler
 
 __all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
 
@@ -49,7 +54,7 @@ class Server:
         # The handler is always given: the server does not know about pages or sites
         # (DESIGN.md: server/ does not import app/); `pyweb serve` passes a pyweb.app Site.
         self.config = config
-        self.status = None
+        self.status: StatusHandler | None = None
         """The :class:`~pyweb.server.status.StatusHandler` when ``config.status`` is on."""
         self.served = 0
         """Requests handed to the handler so far (counted only with ``max_requests``)."""
@@ -65,7 +70,8 @@ class Server:
         """True once :meth:`shutdown` was called: no new requests, replies say close."""
         self.access_enabled = config.access_log is not None
         self.listener: socket.socket | None = None
-        self.log = None
+        self.log: ServerLog | None = None
+        """The access and error logs, open while :meth:`serve` runs."""
         self.host = config.host
         self.port = config.port
         self.broadcast: Multicast[str] = Multicast()
@@ -149,7 +155,7 @@ class Server:
             return handler
         limit = config.max_requests
 
-        async def counted(ctx: RequestContext) -> Response:
+        async def counted(ctx: Context) -> Response:
             # --max-requests: the request that reaches the limit is served, its reply says
             # close, and the server drains; the supervisor starts a fresh worker.
             self.served += 1

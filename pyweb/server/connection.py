@@ -71,8 +71,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from pyweb.events import Event, at_time, choose, guard, readable_evt, sync, wrap
-from pyweb.events.library import Port
+from pyweb.events import Event, Port, at_time, choose, guard, readable_evt, sync, wrap
 from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.events import NEED_DATA, ConnectionClosed, Request
@@ -126,12 +125,14 @@ class Connection:
         self.config = config = server.config
         """The settings this connection started with, kept to its end (Marlow §6)."""
         self.handler = server.handler
-        self.log = server.log
+        log = server.log
+        assert log is not None, "connections exist only while the server serves"
+        self.log = log
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = peer
         self.parser = RequestParser(config.limits)
-        self.replies = Replies(sock, peer, config, server.log)
+        self.replies = Replies(sock, peer, config, log)
         self.phase = IDLE
         self.deadline = _INF
         """When the current wait for a request stops waiting (trio clock), read by the
