@@ -202,6 +202,7 @@ def build_site(args: argparse.Namespace, config: ServerConfig) -> Site:
         no_script_cache=args.no_script_cache,
         exec_library=args.exec_library,
         profile_alloc=args.profile_alloc,
+        page_timeout=config.page_timeout,
     )
 
 

@@ -189,6 +189,16 @@ class ServerConfig:
         metavar="S",
     )  # fmt: skip
     """Longest wait for a client to accept more response bytes (a client that doesn't read)."""
+    page_timeout: float = setting(
+        30.0,
+        "seconds a page or service may run before it is stopped with a 503 "
+        "(default: {default:g}; long polls and streams opt out)",
+        parse=seconds,
+        metavar="S",
+    )
+    """Longest a page or service may run (Marlow §4, applied to the handler): past it the
+    page is stopped and the client gets a 503 saying it took too long. Long polls and
+    streams opt out (docs/pages.md)."""
     max_connections: int = setting(
         1000, "connections served at once (default: {default})", parse=positive_int,
         metavar="N",
@@ -288,7 +298,8 @@ class ServerConfig:
             raise ValueError(f"max_requests must be at least 1, got {self.max_requests}")
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
-        for name in ("header_timeout", "keepalive_timeout", "body_timeout", "send_timeout"):
+        timeouts = ("header_timeout", "keepalive_timeout", "body_timeout", "send_timeout")
+        for name in (*timeouts, "page_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
         if self.max_body is not None and self.max_body != self.limits.max_body:
