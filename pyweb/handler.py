@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
 from pyweb.events import Event
-from pyweb.protocol.events import Request
+from pyweb.protocol.messages import Request
 from pyweb.protocol.response import Response
 
 __all__ = ["Context", "Handler"]

@@ -53,7 +53,7 @@ from email.utils import formatdate, parsedate_tz
 from urllib.parse import unquote
 
 from pyweb.protocol.errorpage import error_response
-from pyweb.protocol.events import Request
+from pyweb.protocol.messages import Request
 from pyweb.protocol.response import FileBody, Response
 
 __all__ = ["StaticFiles", "content_type_for"]

@@ -57,7 +57,7 @@ from .errors import (
     TargetTooLong,
     VersionNotSupported,
 )
-from .events import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
+from .messages import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
 
 __all__ = ["Limits", "RequestParser", "MAX_EMPTY_LINES"]
 

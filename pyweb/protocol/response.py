@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
 
-from .events import Request
+from .messages import Request
 
 __all__ = [
     "Response",

@@ -24,7 +24,7 @@ import trio
 
 from pyweb.events import readable_evt, select, timeout, wrap
 from pyweb.protocol.errors import ProtocolError
-from pyweb.protocol.events import NEED_DATA, Data, EndOfMessage, Request
+from pyweb.protocol.messages import NEED_DATA, Data, EndOfMessage, Request
 from pyweb.protocol.response import CONTINUE_100
 
 from .recvbuf import receive

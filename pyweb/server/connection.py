@@ -74,7 +74,7 @@ import trio
 from pyweb.events import Event, Port, at_time, choose, guard, readable_evt, sync, wrap
 from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
-from pyweb.protocol.events import NEED_DATA, ConnectionClosed, Request
+from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import RequestParser
 from pyweb.protocol.response import Response
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from pyweb.events import Event
-from pyweb.protocol.events import Request
+from pyweb.protocol.messages import Request
 
 from .body import RequestBody
 

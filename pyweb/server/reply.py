@@ -45,7 +45,7 @@ from pyweb.protocol.response import (
 from pyweb_regions import Arena
 
 if TYPE_CHECKING:
-    from pyweb.protocol.events import Request
+    from pyweb.protocol.messages import Request
 
     from .config import ServerConfig
     from .logging import ServerLog

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import pyweb.testing
 from pyweb.app.static import StaticFiles, content_type_for
-from pyweb.protocol.events import Request
+from pyweb.protocol.messages import Request
 from pyweb.protocol.response import FileBody, Response
 
 INDEX = b"<!doctype html><title>home</title>" + b"x" * 950  # 984 bytes, like the benchmark page
