@@ -48,7 +48,7 @@ from pyweb.handler import Context
 from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
-from pyweb.regions import SiteRegions, stats_json, stats_page
+from pyweb.regions import SiteRegions
 from pyweb.regions import _with_banner as with_banner
 
 from . import blocking, pages, unawaited
@@ -56,6 +56,7 @@ from .conn import Conn, PageExit, _current
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body
 from .services import Service
 from .static import StaticFiles
+from .stats import stats_json, stats_page
 from .templates import Templates
 
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
