@@ -14,6 +14,7 @@ from .errors import (
     TargetTooLong,
     VersionNotSupported,
 )
+from .headers import Headers
 from .messages import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Message, Request
 from .parser import Limits, RequestParser
 from .response import (
@@ -30,7 +31,7 @@ from .response import (
 
 __all__ = [
     "BadRequest", "Body", "BodyTooLarge", "CONTINUE_100", "ConnectionClosed", "Data",
-    "EndOfMessage", "FileBody", "HeadersTooLarge", "LAST_CHUNK", "Limits", "Message",
+    "EndOfMessage", "FileBody", "Headers", "HeadersTooLarge", "LAST_CHUNK", "Limits", "Message",
     "NEED_DATA", "NotImplementedByServer", "ProtocolError", "Request", "RequestParser",
     "Response", "ResponseHead", "TargetTooLong", "VersionNotSupported", "encode_chunk",
     "frame_response", "http_date",
