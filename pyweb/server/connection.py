@@ -112,7 +112,7 @@ def _timed_out(_: object) -> object:
 
 
 class Connection:
-    """One client connection and its ``talk`` loop. ``await conn.run()`` serves it to the
+    """One client connection and its ``talk`` loop. ``await connection.run()`` serves it to the
     end and closes the socket."""
 
     __slots__ = (
