@@ -41,8 +41,10 @@ test: dev locust-env
 locust-env: install
 	$(PY) -c "from pyweb.testing.loadtest import ensure_locust; ensure_locust()"
 
+## make lint: ruff (with a complexity limit on server/ and protocol/) and mypy, 0 errors
 lint: dev
 	$(PY) -m ruff check pyweb tests benchmarks
+	$(PY) -m mypy
 
 ## the regions, server and site tests (every request is read into an arena page and every
 ## reply sent from one) against pyweb_regions built with AddressSanitizer (libasan preloaded,
