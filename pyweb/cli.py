@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import trio
 
 import pyweb_regions
+from pyweb import signing
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.protocol.parser import Limits
 from pyweb.server import Server, ServerConfig
@@ -535,6 +536,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
         try:
             site = build_site(args, config)
+        except (signing.MissingSecretKey, ValueError) as exc:
+            print(f"pyweb: error: {exc}", file=sys.stderr)
+            return 2
         except SiteError as err:
             for problem in err.problems:
                 print(problem, file=sys.stderr)
