@@ -79,6 +79,7 @@ def _read_object(value: Any, annotation: type, where: str, errors: list[FieldErr
         errors.append(FieldError(where or "(body)", f"expected an object, got {_show(value)}"))
         return None
     fields = _fields(annotation)
+    before = len(errors)
     out: dict[str, Any] = {}
     for key in value:
         if key not in fields:
@@ -88,6 +89,8 @@ def _read_object(value: Any, annotation: type, where: str, errors: list[FieldErr
             out[key] = _read(value[key], hint, _at(where, key), errors)
         elif required:
             errors.append(FieldError(_at(where, key), "missing"))
+    if len(errors) > before:
+        return None
     if dataclasses.is_dataclass(annotation):
         try:
             return annotation(**out)

@@ -111,10 +111,8 @@ class SessionStore:
         if not cookie:
             return Session()
         try:
-            sid = signing.unsign(cookie, salt=_SALT)
-        except signing.BadSignature:
-            return Session()
-        if not isinstance(sid, str):
+            sid = signing.signer(_SALT).unsign(cookie).decode("ascii")
+        except (signing.BadSignature, UnicodeDecodeError):
             return Session()
         stored = await self.cache.alookup(sid)
         if stored is None:
@@ -145,4 +143,4 @@ class SessionStore:
             session.sid = secrets.token_urlsafe(24)
         await self.cache.ainsert(session.sid, json.dumps(session._data, allow_nan=False))
         session.modified = False
-        return signing.sign(session.sid, salt=_SALT) if fresh else None
+        return signing.signer(_SALT).sign(session.sid).decode("ascii") if fresh else None

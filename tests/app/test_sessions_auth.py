@@ -202,7 +202,7 @@ def test_forged_or_unknown_session_cookie_is_no_session(site):
         sid_part, _, signature = good.partition(".")
         forged_values = [
             good[:-3] + "abc",  # a changed signature
-            signing.sign("some-id-i-made-up", salt="pyweb.session"),  # a made-up id (well signed)
+            signing.signer("pyweb.session").sign("made-up-id").decode(),  # well signed, no session
             "not-even-a-token",
             sid_part,
         ]
