@@ -7,7 +7,7 @@ real-HTTP client for tests and notebooks).
 
 What a page needs is importable from here::
 
-    from pyweb import qq, safe, service, trap, forms, html, auth, csrf_field
+    from pyweb import qq, safe, service, trap, forms, html, auth, csrf_field, to_thread
 
 The names are loaded on first use, so ``import pyweb`` stays cheap for the server itself.
 """
@@ -26,6 +26,7 @@ __all__ = [
     "service",
     "trap",
     "current_conn",
+    "to_thread",
     "csrf_field",
     "csrf_token",
     "forms",
@@ -43,11 +44,13 @@ _EXPORTS = {
     "trap": ("pyweb.app.traps", "trap"),
     "csrf_field": ("pyweb.app.csrf", "csrf_field"),
     "csrf_token": ("pyweb.app.csrf", "csrf_token"),
+    "to_thread": ("pyweb.app.blocking", "to_thread"),
 }
 _MODULES = ("forms", "html", "auth", "signing")
 
 if TYPE_CHECKING:
     from pyweb import auth, forms, html, signing
+    from pyweb.app.blocking import to_thread
     from pyweb.app.conn import current_conn
     from pyweb.app.csrf import csrf_field, csrf_token
     from pyweb.app.services import service

@@ -36,7 +36,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from pyweb import cache
-from pyweb.app.conn import Conn, StopPage, current_conn
+from pyweb.app.conn import Conn, current_conn
 
 __all__ = [
     "hash_password",
@@ -180,7 +180,7 @@ def require_login() -> str:
     here = conn.url if conn.method in ("GET", "HEAD") else conn.path
     sep = "&" if "?" in login_url else "?"
     conn.redirect(f"{login_url}{sep}next={quote(here, safe='/')}", 303)
-    raise StopPage("require_login: not logged in")
+    conn.exit()  # the page stops here (SMLserver's Web.exit)
 
 
 def login_required(func: Callable[..., Any]) -> Any:
