@@ -120,7 +120,7 @@ def verify_password(password: str, hashed: str | None, *, user: str | None = Non
         ok = False
     except InvalidHashError:
         raise ValueError(
-            f"verify_password: {hashed[:12]!r}... is not a password hash from hash_password"
+            f"verify_password: {(hashed or '')[:12]!r}... is not a password hash from hash_password"
         ) from None
     except VerificationError:
         ok = False

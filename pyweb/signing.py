@@ -138,7 +138,8 @@ def unsign(token: str, *, salt: str, max_age: float | None = None) -> Any:
     seconds."""
     if not isinstance(token, str | bytes):
         raise BadSignature(f"a signed token is a str, got {type(token).__name__}")
-    return _serializer(salt).loads(token, max_age=max_age)
+    age = None if max_age is None else int(max_age)  # itsdangerous counts whole seconds
+    return _serializer(salt).loads(token, max_age=age)
 
 
 # -- the site's key -------------------------------------------------------------------------

@@ -139,8 +139,7 @@ class SessionStore:
                 session.sid = None
             return "" if dropped else None
         fresh = session.sid is None
-        if fresh:
-            session.sid = secrets.token_urlsafe(24)
-        await self.cache.ainsert(session.sid, json.dumps(session._data, allow_nan=False))
+        sid = session.sid = session.sid or secrets.token_urlsafe(24)
+        await self.cache.ainsert(sid, json.dumps(session._data, allow_nan=False))
         session.modified = False
-        return signing.signer(_SALT).sign(session.sid).decode("ascii") if fresh else None
+        return signing.signer(_SALT).sign(sid).decode("ascii") if fresh else None

@@ -175,7 +175,7 @@ class Site:
         self.service_routes = Router()
         """Services whose path has parameters (``/todo/{id}``)."""
         self.script_routes = Router()
-        """Scripts whose name has parameters (``todo/[id]``)."""
+        """Scripts whose name has parameters (``todo/[id]``), by URL name."""
         self.traps: list[Trap] = []
         """Traps in registration order."""
         self.problems: list[Problem] = []
@@ -253,7 +253,7 @@ class Site:
                 self._problem(script.path, 1, str(exc))
                 continue
             if pattern is not None:
-                self.script_routes.add(pattern, script)
+                self.script_routes.add(pattern, name)  # the URL name: dev mode recompiles
         for first, second in self.script_routes.ambiguous(self.service_routes):
             self._problem(
                 self.root,
@@ -552,7 +552,12 @@ class Site:
         if by_service is not None and (by_script is None or _wins(by_service[0], by_script[0])):
             return await self._run_service(ctx, by_service[1], by_service[2], traps)
         if by_script is not None:
-            return await self._run_script(ctx, by_script[1], by_script[2], traps)
+            name = by_script[1]
+            script = self._dev_script(name) if self.dev else self.scripts.get(name)
+            if isinstance(script, Problem):
+                return error_response(500, dev=True, detail=f"the page does not compile: {script}")
+            if script is not None:
+                return await self._run_script(ctx, script, by_script[2], traps)
         return None
 
     def _trapped_static(self, ctx: RequestContext, traps: list[Trap]) -> Awaitable[Response]:

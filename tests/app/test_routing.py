@@ -274,3 +274,15 @@ def test_script_pattern_of_a_folder():
     pattern = script_pattern("[user]/todo/[id]")
     assert pattern is not None and pattern.names == ("user", "id")
     assert pattern.match("/ada/todo/3".split("/")) == {"user": "ada", "id": "3"}
+
+
+def test_a_changed_parameter_script_is_recompiled_in_dev(site):
+    from .conftest import touch_later
+
+    root = site({"item/[id].py": "conn.return_('one ' + conn.path_params['id'])\n"})
+    with serve(root, dev=True) as client:
+        assert client.get("/item/4").text == "one 4"
+        page = root / "item" / "[id].py"
+        page.write_text("conn.return_('two ' + conn.path_params['id'])\n")
+        touch_later(page)
+        assert client.get("/item/4").text == "two 4"
