@@ -97,6 +97,8 @@ class Service:
             return None  # forms.check_signature reports it
         found = []
         for name, hint in hints.items():
+            if name == "return":
+                continue
             inner, _optional = forms._split_optional(hint)
             if is_json_type(inner):
                 found.append((name, hint))

@@ -428,7 +428,8 @@ class Site:
         return self._secure(response)
 
     def _secure(self, response: Response) -> Response:
-        """Add the security headers a response does not set itself."""
+        """The response with the security headers it does not set itself. A new Response:
+        a page may return one object built once, which must not change."""
         headers = response.headers
         names = {name.lower() for name, _ in headers}
         html = False
@@ -436,10 +437,14 @@ class Site:
             if name.lower() == "content-type":
                 html = value.startswith("text/html")
                 break
-        for name, value, html_only in self._security_headers:
-            if (html or not html_only) and name.lower() not in names:
-                headers.append((name, value))
-        return response
+        extra = [
+            (name, value)
+            for name, value, html_only in self._security_headers
+            if (html or not html_only) and name.lower() not in names
+        ]
+        if not extra:
+            return response
+        return dataclasses.replace(response, headers=[*headers, *extra])
 
     async def _route(self, ctx: RequestContext) -> Response:
         request = ctx.request
@@ -784,11 +789,12 @@ class Site:
         ):
             parts.append("Secure")
         conn._set_cookies.append(("Set-Cookie", "; ".join(parts)))
-        if conn.response is not None and not any(
-            n.lower() == "cache-control" for n, _ in conn.response.headers
-        ):
-            # a response that sets a session cookie is this browser's only
-            conn.response.headers.append(("Cache-Control", "private, no-store"))
+        response = conn.response
+        if response is not None and not any(n.lower() == "cache-control" for n, _ in response.headers):
+            # a response that sets a session cookie is this browser's only (a new Response:
+            # the page's may be an object built once)
+            private = [*response.headers, ("Cache-Control", "private, no-store")]
+            conn.response = dataclasses.replace(response, headers=private)
 
     def _page_error(
         self, ctx: RequestContext, page: str, filename: str | None, exc: Exception
