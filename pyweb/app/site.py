@@ -8,7 +8,7 @@ Routing, first match wins (docs/pages.md and docs/routing.md have the full story
 2. a **script**: ``/NAME`` or ``/NAME.py`` runs ``NAME.py`` (``/`` and ``/dir/`` run an
    ``index.py`` if there is one);
 3. a **template page**: ``/NAME`` renders ``templates/NAME.html``;
-4. an existing **static file** (sendfile, validators, ranges: :mod:`pyweb.server.static`),
+4. an existing **static file** (sendfile, validators, ranges: :mod:`pyweb.app.static`),
    except the site's source: ``.py`` files, ``_library`` names, ``templates/`` and
    ``__pycache__`` answer 404 so code and templates are never sent as text;
 5. a route with **path parameters** (``@service("/todo/{id}")``, ``pages/todo/[id].py``:
@@ -54,13 +54,12 @@ from urllib.parse import unquote
 import trio
 
 from pyweb import forms, signing
+from pyweb.handler import Context
+from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
-from pyweb.regions import SiteRegions, stats_json, stats_page
+from pyweb.regions import SiteRegions
 from pyweb.regions import _with_banner as with_banner
-from pyweb.server.context import RequestContext
-from pyweb.server.errorpage import error_response
-from pyweb.server.static import StaticFiles
 
 from . import blocking, csrf, pages, unawaited
 from .conn import Conn, PageExit, RequestError, _current
@@ -68,6 +67,8 @@ from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_b
 from .routes import Pattern, Router, script_pattern
 from .services import JSONFieldErrors, Service
 from .sessions import COOKIE_NAME, DEFAULT_IDLE, SessionStore
+from .static import StaticFiles
+from .stats import stats_json, stats_page
 from .templates import Templates
 from .traps import Trap
 
@@ -211,7 +212,7 @@ class Site:
         return problem
 
     def _walk(self) -> list[str]:
-        found = []
+        found: list[str] = []
         for directory, dirs, files in os.walk(self.root):
             dirs[:] = sorted(
                 d
@@ -423,7 +424,7 @@ class Site:
 
     # ---- serving ------------------------------------------------------------------------
 
-    async def __call__(self, ctx: RequestContext) -> Response:
+    async def __call__(self, ctx: Context) -> Response:
         response = await self._route(ctx)
         return self._secure(response)
 
@@ -446,7 +447,7 @@ class Site:
             return response
         return dataclasses.replace(response, headers=[*headers, *extra])
 
-    async def _route(self, ctx: RequestContext) -> Response:
+    async def _route(self, ctx: Context) -> Response:
         request = ctx.request
         if self.dev and self.refresh() and self.regions is not None:
             self.regions.reload()
@@ -507,7 +508,7 @@ class Site:
         return self._static(ctx)
 
     def _run_service(
-        self, ctx: RequestContext, svc: Service, params: dict[str, str] | None, traps: list[Trap]
+        self, ctx: Context, svc: Service, params: dict[str, str] | None, traps: list[Trap]
     ) -> Awaitable[Response]:
         if ctx.request.method not in svc.methods:
             return _ready(self._not_allowed(ctx.request.method, ", ".join(svc.methods)))
@@ -526,7 +527,7 @@ class Site:
 
     def _run_script(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         script: pages.Script,
         params: dict[str, str] | None,
         traps: list[Trap],
@@ -545,7 +546,7 @@ class Site:
         )
 
     async def _run_pattern(
-        self, ctx: RequestContext, decoded: str, name: str, traps: list[Trap]
+        self, ctx: Context, decoded: str, name: str, traps: list[Trap]
     ) -> Response | None:
         """Serve a path through a route with parameters, if one matches (the most specific
         of a service's and a script's; an existing static file has won already)."""
@@ -565,7 +566,7 @@ class Site:
                 return await self._run_script(ctx, script, by_script[2], traps)
         return None
 
-    def _trapped_static(self, ctx: RequestContext, traps: list[Trap]) -> Awaitable[Response]:
+    def _trapped_static(self, ctx: Context, traps: list[Trap]) -> Awaitable[Response]:
         """A static file behind traps: the traps run first, as for a page."""
 
         async def serve_file(conn: Conn) -> None:
@@ -575,7 +576,7 @@ class Site:
             ctx, serve_file, f"file {ctx.request.path}", None, False, traps=traps, check_csrf=False
         )
 
-    def _static(self, ctx: RequestContext) -> Response:
+    def _static(self, ctx: Context) -> Response:
         request = ctx.request
         method = request.method
         if method == "GET" or method == "HEAD":
@@ -605,7 +606,7 @@ class Site:
 
     def run_page(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         run: Callable[[Conn], Awaitable[None]],
         page: str,
         filename: str | None = None,
@@ -627,7 +628,7 @@ class Site:
 
     async def _run_page(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         run: Callable[[Conn], Awaitable[None]],
         page: str,
         filename: str | None,
@@ -691,7 +692,7 @@ class Site:
 
     async def _page_outcome(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         conn: Conn,
         run: Callable[[Conn], Awaitable[None]],
         page: str,
@@ -797,7 +798,7 @@ class Site:
             conn.response = dataclasses.replace(response, headers=private)
 
     def _page_error(
-        self, ctx: RequestContext, page: str, filename: str | None, exc: Exception
+        self, ctx: Context, page: str, filename: str | None, exc: Exception
     ) -> Response:
         _from_the_page(exc, filename)
         # An exception may say which status it means (``http_status = 503`` on "the
@@ -811,7 +812,7 @@ class Site:
         )
 
     def _ended(
-        self, ctx: RequestContext, page: str, filename: str | None, exc: BaseException
+        self, ctx: Context, page: str, filename: str | None, exc: BaseException
     ) -> Response:
         line = _line_in(exc, filename)
         at = f" at line {line}" if line else ""
@@ -830,7 +831,7 @@ class Site:
         _log(ctx, why, None)
         return error_response(500, dev=self.dev, detail=why)
 
-    def _too_long(self, ctx: RequestContext, page: str) -> Response:
+    def _too_long(self, ctx: Context, page: str) -> Response:
         why = (
             f"{page} took longer than {self.page_timeout:g} s (--page-timeout) and was "
             "stopped. A page that waits long on purpose (a long poll) waits on its own "
@@ -843,7 +844,7 @@ class Site:
 
     def _unawaited_page(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         page: str,
         filename: str | None,
         found: list[unawaited.Unawaited],
@@ -859,7 +860,7 @@ class Site:
 
     def _blocked(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         run: blocking.PageRun,
         dog: blocking.Watchdog,
         response: Response,
@@ -963,7 +964,7 @@ def _line_in(exc: BaseException, filename: str | None) -> int | None:
     return line
 
 
-def _log(ctx: RequestContext, message: str, exc: BaseException | None) -> None:
+def _log(ctx: Context, message: str, exc: BaseException | None) -> None:
     log_error = getattr(ctx, "log_error", None)
     if log_error is not None:
         log_error(message, exc)
