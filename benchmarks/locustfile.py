@@ -19,6 +19,8 @@ after a POST, and count an error page as a failure. Run them with::
 or ``make bench-locust`` (the same, locust pinned to its own CPU).
 
 Every response is checked for what the page must say, so a fast wrong answer is a failure.
+Each user keeps its cookies (locust's session) and sends back the CSRF token its form
+carried, as a browser does: a POST without it is refused with 403.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from locust import between, events, task
 from pyweb.testing.locust import PywebUser
 
 NUMBER = re.compile(r'name="n" value="(\d+)"')
+TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 PAGES: dict[str, bool] = {}
 
 
@@ -66,11 +69,13 @@ class GuessingGamePlayer(PywebUser):
                 r.failure("no hidden number in the new-game form")
                 return
         n = found.group(1)
+        token = TOKEN.search(r.text)
         low, high = 0, 100
         for _ in range(10):  # 7 guesses always suffice for 0..100
             guess = (low + high) // 2
             with self.client.post(
-                "/guess", data={"n": n, "guess": str(guess)}, name="/guess (a guess)",
+                "/guess", data={"n": n, "guess": str(guess), "csrf_token": token and token[1]},
+                name="/guess (a guess)",
                 catch_response=True,
             ) as r:  # fmt: skip
                 if "Congratulations" in r.text:
@@ -101,9 +106,15 @@ class GuestBookVisitor(PywebUser):
         if not PAGES.get("/guest", True):
             return
         me = random.randrange(10**6)
+        token = TOKEN.search(self.client.get("/guest", name="/guest (read)").text)
         with self.client.post(
             "/guest_add",
-            data={"name": f"Visitor {me}", "email": f"v{me}@example.org", "comment": "Hello!"},
+            data={
+                "name": f"Visitor {me}",
+                "email": f"v{me}@example.org",
+                "comment": "Hello!",
+                "csrf_token": token and token[1],
+            },
             name="/guest_add (sign)",
             catch_response=True,
         ) as r:  # redirected back to the book, which now shows the entry

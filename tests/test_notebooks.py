@@ -145,7 +145,7 @@ FIRST_FAILURE = {
     "(a <form> element) with fields 'name', 'email', 'age'; the page has no form.",
     "03_multiplication_service.ipynb": "For n=3. We expected a table (a <table> element) "
     "with 3 rows of 3 cells; the page has no table.",
-    "11_request_parser.ipynb": "parse_request_line raised NotImplementedError('TODO')",
+    "12_request_parser.ipynb": "parse_request_line raised NotImplementedError('TODO')",
 }
 
 

@@ -111,7 +111,7 @@ def run(
         from pyweb.testing.server import ServerThread, build_server
 
         database.configure(db or f"sqlite:///{tmp}/loadtest.sqlite3", site=site_dir)
-        runner = ServerThread(build_server(site_dir, error_log=None)).start()
+        runner = ServerThread(build_server(site_dir, error_log=None, **_signing())).start()
         try:
             url = f"http://127.0.0.1:{runner.port}"
             print(f"pyweb loadtest: serving {site_dir} at {url}; {users} users for {time} "
@@ -120,6 +120,16 @@ def run(
                               wrap=wrap).returncode
         finally:
             runner.stop()
+
+
+def _signing() -> dict[str, object]:
+    """A signing key for this run when none is configured: sessions and CSRF tokens need one
+    outside --dev, and a load test's sessions end with it."""
+    if os.environ.get("PYWEB_SECRET_KEY"):
+        return {}
+    import secrets
+
+    return {"secret_key": (secrets.token_urlsafe(32),)}
 
 
 def run_locust(

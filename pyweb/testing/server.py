@@ -122,7 +122,7 @@ def build_server(target: Any, **config: Any) -> Any:
     if handler is None:
         from pyweb.app.site import Site
 
-        handler = Site(str(target), dev=server_config.dev, page_timeout=server_config.page_timeout)
+        handler = Site.from_settings(str(target), server_config)  # as `pyweb serve` builds it
     return Server(server_config, handler)
 
 
