@@ -192,18 +192,19 @@ class Client:
         *,
         headers: Mapping[str, str] | None = None,
         json: Any = None,
-        csrf: bool | None = None,
+        csrf: bool = False,
     ) -> TestResponse:
         """POST ``data``: a dict is form-encoded (``application/x-www-form-urlencoded``),
         ``str`` is sent as UTF-8 text, ``bytes`` as they are; or ``json=`` any JSON value.
 
-        CSRF: the token of the last form the client saw (``<input name="csrf_token">``) goes
-        with the POST, as the ``csrf_token`` field of a dict and as the ``X-CSRF-Token``
-        header (``csrf=None``, the default); ``csrf=True`` first fetches ``/`` for a token
-        if none was seen yet; ``csrf=False`` sends none."""
+        ``csrf=True``: send the CSRF token of the last form the client saw
+        (``<input name="csrf_token">``; if none yet, it first GETs ``/``), as the
+        ``csrf_token`` field of a dict and as the ``X-CSRF-Token`` header, as a browser
+        submitting that form would. By default nothing is added: a test sees exactly what
+        it sends (a POST without a token is refused by a site with CSRF on)."""
         if csrf and self.last_csrf_token is None:
             self.csrf_token("/")
-        token = self.last_csrf_token if csrf is not False else None
+        token = self.last_csrf_token if csrf else None
         if token is not None:
             headers = {CSRF_HEADER: token, **(headers or {})}
             if isinstance(data, Mapping) and CSRF_FIELD not in data:

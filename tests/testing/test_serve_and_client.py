@@ -210,10 +210,11 @@ async def csrf_site(ctx):
 
 def test_csrf_tokens_from_forms_go_with_posts():
     with pyweb.testing.serve(csrf_site) as client:
-        assert client.post("/", {"a": "1"}).text == "header=- body=a=1"  # none seen yet
+        assert client.post("/", {"a": "1"}).text == "header=- body=a=1"
         assert client.csrf_token("/form") == "t&1" and client.last_csrf_token == "t&1"
-        assert client.post("/", {"a": "1"}).text == "header=t&1 body=a=1&csrf_token=t%261"
-        assert client.post("/", b"raw").text == "header=t&1 body=raw"  # not a form: header
-        assert client.post("/", {"a": "1"}, csrf=False).text == "header=- body=a=1"
+        r = client.post("/", {"a": "1"}, csrf=True)
+        assert r.text == "header=t&1 body=a=1&csrf_token=t%261"
+        assert client.post("/", b"raw", csrf=True).text == "header=t&1 body=raw"  # header only
+        assert client.post("/", {"a": "1"}).text == "header=- body=a=1"  # not asked: none
     with pyweb.testing.serve(csrf_site) as client:  # csrf=True fetches / first
         assert client.post("/", {"a": "1"}, csrf=True).text.startswith("header=t&1 ")
