@@ -633,7 +633,9 @@ class Site:
             message, _line = unawaited.explain(item, filename, self.display)
             if message not in messages:
                 messages.append(message)
-        why = f"{page}: " + " ".join(messages)
+        why = " ".join(messages)
+        if not why.startswith(page):  # the message names the page's file and line itself
+            why = f"{page}: {why}"
         _log(ctx, why, None)
         return error_response(500, dev=self.dev, detail=why)
 
