@@ -99,7 +99,6 @@ from pyweb.protocol.response import (
 
 from .context import RequestContext
 from .control import SHUTDOWN
-from .errorpage import error_response
 from .gone import ClientWatch
 from .listener import close_socket
 from .logging import AccessRecord
@@ -341,7 +340,7 @@ class Connection:
                     request_line=request_line(request),
                     exc=exc,
                 )
-                response = error_response(500, dev=dev, detail=str(exc), exc=exc)
+                response = server.error_page(500, detail=str(exc), exc=exc)
 
             # ---- what happens to a body the handler did not read (see DRAIN_LIMIT)
             keep_alive = request.keep_alive and not server.closing
@@ -528,7 +527,7 @@ class Connection:
         """Nothing of the reply has been sent and it cannot be: log why and send a 500
         (the message on the page in development mode) instead."""
         self.log.error(f"500 for {self.peer}: {message}", request_line=request_line(request))
-        page = error_response(500, dev=self.server.config.dev, detail=message)
+        page = self.server.error_page(500, detail=message)
         return await self.respond(request, page, keep_alive)
 
     async def _respond_file(
@@ -685,10 +684,8 @@ class Connection:
 
     def error_page(self, status: int, err: ProtocolError | None = None) -> Response:
         if err is None:
-            return error_response(status, dev=self.server.config.dev)
-        return error_response(
-            status, dev=self.server.config.dev, detail=err.message, offending=err.offending
-        )
+            return self.server.error_page(status)
+        return self.server.error_page(status, detail=err.message, offending=err.offending)
 
     async def reject(self, err: ProtocolError, request: Request | None) -> None:
         """Marlow's ``Left resp``: answer a protocol error with its status, then close

@@ -124,10 +124,8 @@ class StatusHandler:
 
     def answer(self, ctx: RequestContext) -> Response:
         if not self.allowed(ctx):
-            return Response(
-                403,
-                [("content-type", "text/plain; charset=utf-8")],
-                b"403 Forbidden: the status page answers loopback clients and token holders\n",
+            return self.server.error_page(
+                403, detail="the status page answers loopback clients and token holders"
             )
         body = json.dumps(self.snapshot(), indent=1).encode() + b"\n"
         return Response(
