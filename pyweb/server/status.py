@@ -1,4 +1,4 @@
-"""``/_pyweb/status``: what the server is doing, for the operator (issue 8, item 5).
+"""``/_pyweb/status``: what the server is doing, for the operator.
 
 Marlow's server (§5) answers "what happened?" with its logs; an operator also asks "what is
 happening now?": how many connections are open, how many requests were served, which pages
