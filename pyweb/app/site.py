@@ -43,6 +43,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import trio
+from markupsafe import Markup
 
 from pyweb import forms
 from pyweb.protocol.errors import ProtocolError
@@ -391,7 +392,7 @@ class Site:
         calls this too, for the errors it answers itself (400, 408, 413, 414, 431, 505)."""
         if self.templates is not None and not (self.dev and exc is not None):
             override = self._override(
-                status, detail if self.dev else public_detail, sentence, title
+                status, detail if self.dev else public_detail, sentence, title, body_html
             )
             if override is not None:
                 return override
@@ -418,6 +419,7 @@ class Site:
             sentence=bad.intro(),
             title="Bad form input",
             body_html=bad.table_html(),
+            detail=listing,
             public_detail=listing,
         )
 
@@ -426,7 +428,7 @@ class Site:
         return filename.startswith(self.root + os.sep)
 
     def _override(
-        self, status: int, detail: str, sentence: str | None, title: str | None
+        self, status: int, detail: str, sentence: str | None, title: str | None, body_html: str
     ) -> Response | None:
         templates = self.templates
         assert templates is not None
@@ -441,6 +443,7 @@ class Site:
                 detail=detail or sentence or SENTENCES.get(status, ""),
                 sentence=sentence or SENTENCES.get(status, ""),
                 dev=self.dev,
+                details_html=Markup(body_html),
             )
         except Exception as exc:  # a broken error template must not hide the error
             _site_log.warning("templates/%s failed, pyweb's page used: %s", name, exc)
