@@ -12,7 +12,7 @@ from strings or quotations use ``page_html(title, body)``, which gives the same 
 import os
 
 from pyweb import current_conn
-from pyweb.html import BODY, FOOTER, HEAD, HEADER, LINK, MAIN, META, TITLE, A, H1, P, document
+from pyweb.html import BODY, FOOTER, H1, HEAD, HEADER, LINK, MAIN, META, TITLE, A, P, document
 
 SITE = "pyweb examples"
 STYLE = LINK(rel="stylesheet", href="/style.css")

@@ -10,7 +10,7 @@ import re
 
 from pyweb import safe
 from pyweb.forms import FormError, get_string
-from pyweb.html import A, CODE, P, PRE
+from pyweb.html import CODE, PRE, A, P
 
 import _highlight
 from _layout import page
