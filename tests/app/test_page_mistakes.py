@@ -81,6 +81,15 @@ PAGES = {
         conn.return_("<html><body><p>slept in a thread</p></body></html>")
         """
     ),
+    "thread_too_long.py": textwrap.dedent(
+        """\
+        import time
+        import pyweb
+
+        await pyweb.to_thread(time.sleep, 3)
+        conn.return_("too late")
+        """
+    ),
     "forgot_await.py": textwrap.dedent(
         """\
         import _store
@@ -191,6 +200,17 @@ def test_long_polls_and_streams_opt_out_of_the_deadline(site_dir):
         r = client.get("/streamed")
         assert r.status == 200
         assert r.text == "".join(f"tick {i}\n" for i in range(4))
+
+
+def test_to_thread_is_cancelled_with_the_request(site_dir):
+    server, log = serve(site_dir, page_timeout=0.5)
+    with server as client:
+        started = time.monotonic()
+        r = client.get("/thread_too_long")
+        assert r.status == 503
+        assert time.monotonic() - started < 2.5  # the page stopped waiting at its deadline
+        assert client.get("/ok").status == 200
+    assert "pages/thread_too_long.py took longer than 0.5 s" in log.getvalue()
 
 
 def test_page_timeout_is_a_cli_flag_and_a_config_key(tmp_path):
