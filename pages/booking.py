@@ -2,12 +2,15 @@
 # bad ones. A GET shows the form; a POST checks it.
 import datetime
 
-from pyweb import qq
+from pyweb import csrf_field, qq
 from pyweb.forms import get_date, get_email, get_nat, get_string, wrap_fail
 
 from _layout import page
 
-FORM = qq("""<form action="/booking" method="post">
+
+def form():
+    token = csrf_field()  # the hidden field every POST form carries (CSRF protection)
+    return qq("""<form action="/booking" method="post">{token}
 <p><label>Name <input name="name"></label></p>
 <p><label>E-mail <input name="email" type="email"></label></p>
 <p><label>Arrival <input name="arrival" type="date"></label></p>
@@ -15,8 +18,9 @@ FORM = qq("""<form action="/booking" method="post">
 <p><input type="submit" value="Book"></p>
 </form>""")
 
+
 if conn.method != "POST":
-    conn.return_(page("Book a room", FORM))
+    conn.return_(page("Book a room", form()))
 else:
     name = wrap_fail(get_string)("name", max_length=100)
     email = wrap_fail(get_email)("email")
@@ -30,7 +34,7 @@ else:
             page(
                 "Not booked",
                 qq('<p class="message">{arrival} is in the past: choose a day from today on.</p>'),
-                FORM,
+                form(),
             ),
             status=422,
         )

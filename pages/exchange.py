@@ -10,7 +10,7 @@ import os
 import re
 from urllib.parse import urlsplit
 
-from pyweb import qq
+from pyweb import csrf_field, qq
 from pyweb.cache import Option, Real, String, TimeOut, get, memoize
 from pyweb.fetch import fetch_url
 from pyweb.forms import FormError, get_real
@@ -19,7 +19,8 @@ from _layout import page
 
 c = get(String, Option(Real), "currency", TimeOut(300))
 
-form = qq("""<form method="post" action="/exchange">
+token = csrf_field()  # the hidden field every POST form carries (CSRF protection)
+form = qq("""<form method="post" action="/exchange">{token}
   <b>Dollar amount</b><br><input type="text" name="a">
   <input type="submit" value="Value in Danish Kroner">
 </form>""")
