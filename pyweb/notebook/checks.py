@@ -98,7 +98,7 @@ def explain_error(response: TestResponse) -> str:
             if not _is_library_file(file):  # the last frame of the student's own code
                 where = f" (line {number} of {os.path.basename(file)})"
         return f"the error was {last}{where}"
-    detail = _DETAIL_BOX.search(text) or _DETAIL.search(text)
+    detail = _DETAIL.search(text) or _DETAIL_BOX.search(text)
     if detail:
         return f"the server said: {html.unescape(detail.group(1)).strip()}"
     return "the page gave no further detail"

@@ -74,7 +74,9 @@ def error_response(
     parts = [body_html]
     if dev:
         if detail:
-            parts.append(f'<p class="detail">{html.escape(detail)}</p>\n')
+            parts.append(
+                f'<p class="detail"><strong>Detail:</strong> {html.escape(detail)}</p>\n'
+            )
         if offending:
             # repr() shows control bytes (CR, LF, NUL) visibly instead of rendering them
             parts.append(f"<h2>Offending input</h2>\n<pre>{html.escape(repr(offending))}</pre>\n")

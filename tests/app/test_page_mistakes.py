@@ -237,7 +237,7 @@ def test_blocking_code_is_named_once_with_its_file_and_line(site_dir):
             assert "pyweb-regions" not in r.text  # no banner in production
         r = client.get("/threaded")
         assert r.status == 200
-    lines = [line for line in log.getvalue().splitlines() if "held the server" in line]
+    lines = [line for line in log.getvalue().splitlines() if "blocks.py" in line]
     assert len(lines) == 1, log.getvalue()  # once per page and cause
     assert "pages/blocks.py, line 3 (time.sleep(1)) held the server for" in lines[0]
     assert "await pyweb.to_thread(fn, *args)" in lines[0]
