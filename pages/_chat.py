@@ -2,9 +2,9 @@
 
 Hop's "diffuse web" (Hop §1, §2) has the server push to the browser; here by long polling.
 A browser asks ``/chat?after=N`` and the request *waits* until there is a message it has
-not seen. Every waiting request holds a port on the room's :class:`~pyweb.events.Multicast`
-(CML §3.1: each port sees every later message, in order) and synchronizes on a choice of
-events (CML §2)::
+not seen. Every waiting request holds a port on the room's
+:class:`~pyweb.events.SharedMulticast` (CML §3.1: each port sees every later message, in
+order) and synchronizes on a choice of events (CML §2)::
 
     select(port.recv_evt(), timeout(30), conn.client_gone_evt(), conn.shutdown_evt())
 
@@ -15,25 +15,41 @@ graceful shutdown does not wait for the poll). ``/chat?stream`` offers the same 
 server-sent events: one response that stays open, the same choice inside an async
 generator (Hop §3.2's chunked replies).
 
+The room's channel is shared by every process of the site: with ``pyweb serve --workers 2
+--cache redis://...`` a message posted to one worker reaches the waiters of every worker
+(Redis pub/sub), and the channel keeps the last 100 messages (the history a late poll
+reads) and numbers them (``seq``) for all processes at once. With the in-process cache it
+is all in this process. A port may receive a :class:`~pyweb.events.Resync` instead of a
+message: this process may have missed messages (it has just subscribed, or lost Redis for a
+while), so the waiter re-reads the history.
+
 This is a library module (its name starts with ``_``): imported once per site load, so the
-room outlives each request (docs/pages.md); the scripts run per request. The room is
-deliberately process state: a waiting request is a live task, which no database can hold.
-So it is one :class:`Room` object, not top-level lists and dicts: pyweb's regions
-(SMLserver §2.1: every request starts from the library's initial state) reset changed
-top-level containers after a request, which is right for accidental state and wrong here
-(resetting the room would strand its waiters). Messages are also kept only in memory:
-a restart empties the room.
+room outlives each request (docs/pages.md); the scripts run per request. A waiting request
+is a live task, which no database can hold, so the room is one :class:`Room` object, not
+top-level lists and dicts: pyweb's regions (SMLserver §2.1: every request starts from the
+library's initial state) reset changed top-level containers after a request, which is
+right for accidental state and wrong here (resetting the room would strand its waiters).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pyweb.events import Event, Multicast, never, select, timeout, wrap
+import trio
+from pyweb.events import (
+    Event,
+    MulticastUnavailable,
+    Resync,
+    SharedMulticast,
+    at_time,
+    never,
+    select,
+    timeout,
+    wrap,
+)
 
 __all__ = ["PAGE", "ROOM", "Room", "post", "since", "stream", "wait_for_messages", "waiting"]
 
@@ -42,13 +58,11 @@ WAIT_SECONDS = 30.0
 
 
 class Room:
-    """The room: a multicast channel for news, the recent history, a waiter count."""
+    """The room: a channel shared by every worker (with its history), a waiter count."""
 
     def __init__(self, history: int = 100) -> None:
-        self.news: Multicast[dict[str, Any]] = Multicast()
-        self.history: deque[dict[str, Any]] = deque(maxlen=history)  # for late polls
-        self.seq = 0
-        self.waiting = 0
+        self.news = SharedMulticast("chat", history=history)
+        self.waiting = 0  # in this process
 
 
 ROOM = Room()
@@ -96,22 +110,19 @@ poll();
 """The chat page: a form, and a script that long-polls ``/chat?after=N`` in a loop."""
 
 
-def post(name: str, text: str) -> dict[str, Any]:
-    """Add a message to the room: every waiting request wakes up with it."""
-    ROOM.seq += 1
-    message = {"seq": ROOM.seq, "name": name, "text": text, "time": time.time()}
-    ROOM.history.append(message)
-    ROOM.news.send(message)  # never blocks: each port buffers (Mailbox, CML Fig. 3)
-    return message
+async def post(name: str, text: str) -> dict[str, Any]:
+    """Add a message to the room: every waiting request, in every worker, wakes up with it.
+    Returns the message with its ``seq``."""
+    return await ROOM.news.send({"name": name, "text": text, "time": time.time()})
 
 
-def since(after: int) -> list[dict[str, Any]]:
+async def since(after: int) -> list[dict[str, Any]]:
     """The messages with a sequence number above ``after`` that are still in the history."""
-    return [m for m in ROOM.history if m["seq"] > after]
+    return await ROOM.news.since(after)
 
 
 def waiting() -> int:
-    """How many requests are waiting right now (the test watches this count)."""
+    """How many requests are waiting in this process right now (the tests watch it)."""
     return ROOM.waiting
 
 
@@ -126,17 +137,27 @@ async def wait_for_messages(
     client leaving (``None``)."""
     port = ROOM.news.port()  # subscribe *before* looking: a message sent after it is seen
     try:
-        news = since(after)
+        news = await since(after)
         if news:
             return news
+        deadline = at_time(trio.current_time() + seconds)  # one deadline across resyncs
         ROOM.waiting += 1
         try:
-            return await select(
-                wrap(port.recv_evt(), lambda _message: since(after)),
-                wrap(timeout(seconds), lambda _: []),
-                wrap(client_gone, lambda _: None),
-                wrap(stopping or never(), lambda _: []),
-            )
+            while True:
+                got = await select(
+                    port.recv_evt(),
+                    wrap(deadline, lambda _: []),
+                    wrap(client_gone, lambda _: None),
+                    wrap(stopping or never(), lambda _: []),
+                )
+                if isinstance(got, Resync):  # messages may have been missed: look again
+                    news = await since(after)
+                    if news:
+                        return news
+                elif got is None or type(got) is list:
+                    return got
+                elif got["seq"] > after:
+                    return [got]
         finally:
             ROOM.waiting -= 1
     finally:
@@ -153,28 +174,33 @@ async def stream(
     """Server-sent events (``text/event-stream``): the messages after ``after``, then each
     new one as it comes, on one response that stays open. One port for the whole stream:
     it sees every later message, in order. A comment line every ``WAIT_SECONDS`` keeps
-    proxies from closing an idle stream; the stream ends when the client leaves or the
-    server shuts down (the browser's EventSource reconnects with ``Last-Event-ID``)."""
+    proxies from closing an idle stream; the stream ends when the client leaves, the server
+    shuts down or Redis cannot be reached (the browser's EventSource reconnects with
+    ``Last-Event-ID``)."""
     port = ROOM.news.port()
     ROOM.waiting += 1
     try:
-        for message in since(after):
-            after = message["seq"]
-            yield _event(message)
+        got: Any = Resync("start")
         while True:
+            if isinstance(got, Resync):  # the history first, then again after any gap
+                for message in await since(after):
+                    after = message["seq"]
+                    yield _event(message)
+            elif got == "heartbeat":
+                yield ": still here\n\n"
+            elif got == "gone":
+                return
+            elif got["seq"] > after:  # (a message the history part already sent is skipped)
+                after = got["seq"]
+                yield _event(got)
             got = await select(
                 port.recv_evt(),
                 wrap(timeout(WAIT_SECONDS), lambda _: "heartbeat"),
                 wrap(client_gone, lambda _: "gone"),
                 wrap(stopping or never(), lambda _: "gone"),
             )
-            if got == "gone":
-                return
-            if got == "heartbeat":
-                yield ": still here\n\n"
-            elif got["seq"] > after:  # (a message the history part already sent is skipped)
-                after = got["seq"]
-                yield _event(got)
+    except MulticastUnavailable:
+        return  # Redis is away: end the stream; the browser reconnects and catches up
     finally:
         ROOM.waiting -= 1
         port.close()

@@ -66,6 +66,7 @@ from ._core import (
 )
 from .channels import Channel
 from .library import RPC, Mailbox, Multicast, Port, Request
+from .shared import MulticastUnavailable, Resync, SharedMulticast
 from .sources import (
     TaskCancelled,
     TaskHandle,
@@ -82,8 +83,11 @@ __all__ = [
     "Event",
     "Mailbox",
     "Multicast",
+    "MulticastUnavailable",
     "Port",
     "Request",
+    "Resync",
+    "SharedMulticast",
     "TaskCancelled",
     "TaskHandle",
     "always",
