@@ -37,6 +37,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import parse_qs
 
 import trio
 from pyweb.events import (
@@ -51,7 +52,17 @@ from pyweb.events import (
     wrap,
 )
 
-__all__ = ["PAGE", "ROOM", "Room", "post", "since", "stream", "wait_for_messages", "waiting"]
+__all__ = [
+    "PAGE",
+    "ROOM",
+    "Room",
+    "post",
+    "since",
+    "stream",
+    "talk",
+    "wait_for_messages",
+    "waiting",
+]
 
 WAIT_SECONDS = 30.0
 """How long one long poll waits before answering "nothing new" (the browser asks again)."""
@@ -77,37 +88,61 @@ PAGE = """<!DOCTYPE html>
   <input name="text" placeholder="say something" maxlength="500" required autofocus>
   <input type="submit" value="Send">
 </form>
-<p><i>Each open tab keeps one request waiting on the server (a long poll); close the tab
-and the server frees it at once. Served by <a href="/">pyweb</a>.</i></p>
+<p><i>This tab listens by <b id="how">long polling</b> (try <a href="#poll">long poll</a>,
+<a href="#sse">server-sent events</a> or <a href="#ws">WebSocket</a>): one request or
+connection waits on the server; close the tab and the server frees it at once.
+Served by <a href="/">pyweb</a>.</i></p>
 <script>
 let after = 0;
 const list = document.getElementById("messages");
+const how = location.hash.slice(1) || "poll";
+document.getElementById("how").textContent =
+  {poll: "long polling", sse: "server-sent events", ws: "WebSocket"}[how] || how;
+window.addEventListener("hashchange", () => location.reload());
 function show(m) {
+  if (m.seq <= after) return;  // (seen already: a reconnection replays from `after`)
   const li = document.createElement("li");
   li.textContent = m.name + ": " + m.text;
   list.appendChild(li);
-  after = Math.max(after, m.seq);
+  after = m.seq;
 }
+const pause = (ms) => new Promise(ok => setTimeout(ok, ms));
 async function poll() {
   for (;;) {
     try {
       const r = await fetch("/chat?after=" + after);
       (await r.json()).messages.forEach(show);
     } catch (e) {
-      await new Promise(ok => setTimeout(ok, 2000));  // server away: try again later
+      await pause(2000);  // server away: try again later
     }
   }
+}
+function sse() {  // EventSource reconnects by itself, sending Last-Event-ID
+  const source = new EventSource("/chat?stream&after=" + after);
+  source.onmessage = (e) => show(JSON.parse(e.data));
+}
+let socket = null;
+function ws() {
+  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+  socket = new WebSocket(scheme + location.host + "/chat/ws?after=" + after);
+  socket.onmessage = (e) => { const m = JSON.parse(e.data); if (m.seq) show(m); };
+  socket.onclose = () => { socket = null; setTimeout(ws, 2000); };  // server away: again
 }
 document.getElementById("say").addEventListener("submit", async (e) => {
   e.preventDefault();
   const form = new FormData(e.target);
-  await fetch("/chat?json", {method: "POST", body: new URLSearchParams(form)});
+  if (how === "ws" && socket && socket.readyState === WebSocket.OPEN) {
+    socket.send(JSON.stringify({name: form.get("name"), text: form.get("text")}));
+  } else {
+    await fetch("/chat?json", {method: "POST", body: new URLSearchParams(form)});
+  }
   e.target.text.value = "";
 });
-poll();
+({poll, sse, ws}[how] || poll)();
 </script>
 </body></html>"""
-"""The chat page: a form, and a script that long-polls ``/chat?after=N`` in a loop."""
+"""The chat page: a form, and a script that listens by long poll (``/chat?after=N`` in a
+loop), server-sent events (``#sse``) or a WebSocket (``#ws``)."""
 
 
 async def post(name: str, text: str) -> dict[str, Any]:
@@ -161,6 +196,64 @@ async def wait_for_messages(
         finally:
             ROOM.waiting -= 1
     finally:
+        port.close()
+
+
+def _said(text: str | bytes) -> tuple[str, str]:
+    """A message a WebSocket sent: ``{"name": ..., "text": ...}``, checked like the form's
+    fields (ValueError naming what is wrong)."""
+    try:
+        said = json.loads(text)
+    except ValueError:
+        raise ValueError('send a JSON object {"name": ..., "text": ...}') from None
+    if not isinstance(said, dict):
+        raise ValueError('send a JSON object {"name": ..., "text": ...}')
+    fields = []
+    for field, longest in (("name", 40), ("text", 500)):
+        value = said.get(field)
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{field!r} must be a non-empty string")
+        if len(value) > longest:
+            raise ValueError(f"{field!r} is longer than {longest} characters")
+        fields.append(value.strip())
+    return fields[0], fields[1]
+
+
+async def talk(ws: Any) -> None:
+    """The room on a WebSocket: the messages after ``?after=N`` (0: the whole history), then
+    each new one, as JSON text; a JSON ``{"name", "text"}`` received is posted (an
+    ``{"error": ...}`` answers a bad one). One ``select`` waits for either side, or the
+    server shutting down. The connection ends when the browser closes it (``recv_evt()``
+    raises, which ends this function)."""
+    query = parse_qs(ws.query)
+    after = int(query["after"][0]) if query.get("after", [""])[0].isdigit() else 0
+    port = ROOM.news.port()
+    ROOM.waiting += 1
+    try:
+        got: Any = Resync("start")
+        while True:
+            if isinstance(got, Resync):  # the history first, then again after any gap
+                for message in await since(after):
+                    after = message["seq"]
+                    await ws.send(json.dumps(message))
+            elif type(got) is tuple:  # the browser said something
+                try:
+                    await post(*_said(got[1]))
+                except ValueError as exc:
+                    await ws.send(json.dumps({"error": str(exc)}))
+            elif got == "stop":
+                await ws.close(1001, "server shutting down")
+                return
+            elif got["seq"] > after:
+                after = got["seq"]
+                await ws.send(json.dumps(got))
+            got = await select(
+                wrap(ws.recv_evt(), lambda text: ("said", text)),
+                port.recv_evt(),
+                wrap(ws.shutdown_evt(), lambda _: "stop"),
+            )
+    finally:
+        ROOM.waiting -= 1
         port.close()
 
 

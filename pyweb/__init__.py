@@ -7,7 +7,7 @@ real-HTTP client for tests and notebooks).
 
 What a page needs is importable from here::
 
-    from pyweb import qq, safe, service, forms, html, to_thread
+    from pyweb import qq, safe, service, websocket, forms, html, to_thread
 
 The names are loaded on first use, so ``import pyweb`` stays cheap for the server itself.
 """
@@ -19,13 +19,24 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["qq", "Quot", "safe", "service", "current_conn", "to_thread", "forms", "html"]
+__all__ = [
+    "qq",
+    "Quot",
+    "safe",
+    "service",
+    "websocket",
+    "current_conn",
+    "to_thread",
+    "forms",
+    "html",
+]
 
 _EXPORTS = {
     "qq": ("pyweb.quot", "qq"),
     "Quot": ("pyweb.quot", "Quot"),
     "safe": ("pyweb.quot", "safe"),
     "service": ("pyweb.app.services", "service"),
+    "websocket": ("pyweb.app.websockets", "websocket"),
     "current_conn": ("pyweb.app.conn", "current_conn"),
     "to_thread": ("pyweb.app.blocking", "to_thread"),
 }
@@ -35,6 +46,7 @@ if TYPE_CHECKING:
     from pyweb.app.blocking import to_thread
     from pyweb.app.conn import current_conn
     from pyweb.app.services import service
+    from pyweb.app.websockets import websocket
     from pyweb.quot import Quot, qq, safe
 
 

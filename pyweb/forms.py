@@ -599,9 +599,7 @@ def make_getter(parse: Callable[[str], T], expected: str) -> Callable[..., T]:
     return getter
 
 
-def get_nat(
-    name: str, *, form: FormSource | None = None, min: int = 0, max: int = NAT_MAX
-) -> int:
+def get_nat(name: str, *, form: FormSource | None = None, min: int = 0, max: int = NAT_MAX) -> int:
     """The natural number in variable ``name``, from ``min`` to ``max`` (see
     :func:`parse_nat`; the same bounds as :func:`get_int`). SMLserver's ``FormVar.getNat``."""
     if min < 0:

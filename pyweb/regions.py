@@ -454,9 +454,7 @@ class SiteRegions:
         return data
 
 
-def _with_banner(
-    response: Response, message: str, header: str = "X-Pyweb-Regions"
-) -> Response:
+def _with_banner(response: Response, message: str, header: str = "X-Pyweb-Regions") -> Response:
     """Development mode: the page itself says what it did (HTML pages get a banner, every
     response a header: ``X-Pyweb-Regions``, or the one given)."""
     # A new Response: the page's may be a constant shared by every request (a service

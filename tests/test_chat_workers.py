@@ -6,6 +6,7 @@ one worker reaches the long polls and event streams waiting in the other.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -171,3 +172,31 @@ def test_event_streams_in_both_workers_get_every_message_in_order(port):
             got = [json.loads(line[6:]) for line in data.split(b"\n") if line.startswith(b"data: ")]
             assert got == sent
             sock.close()
+
+
+def test_websockets_in_both_workers_get_every_message(port):
+    from websockets.sync.client import connect
+
+    _, marker = post(port, "ws-marker")
+    url = f"ws://127.0.0.1:{port}/chat/ws?after={marker['seq']}"
+    with contextlib.ExitStack() as stack:
+        workers: dict[int, list] = {}
+        deadline = time.monotonic() + 20
+        while len(workers) < 2 or min(len(s) for s in workers.values()) < 2:
+            assert time.monotonic() < deadline, "websockets did not reach both workers"
+            ws = stack.enter_context(connect(url))
+            worker = int(ws.response.headers["X-Pyweb-Worker"])
+            workers.setdefault(worker, []).append(ws)
+        sockets = [ws for group in workers.values() for ws in group]
+        sent, posters = [], set()
+        while len(sent) < 10 or len(posters) < 2:  # posts land where the kernel puts them
+            assert len(sent) < 100, f"every post went to worker {posters}"
+            poster, message = post(port, f"ws{len(sent)}")
+            posters.add(poster)
+            sent.append(message)
+        said = {"name": "w", "text": "said on a websocket"}
+        sockets[0].send(json.dumps(said))
+        for ws in sockets:
+            got = [json.loads(ws.recv(timeout=20)) for _ in range(len(sent) + 1)]
+            assert got[:-1] == sent
+            assert {k: got[-1][k] for k in said} == said

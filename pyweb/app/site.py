@@ -57,6 +57,7 @@ from .conn import Conn, PageExit, _current
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body
 from .services import Service
 from .templates import Templates
+from .websockets import WebSocketRoute
 
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
 
@@ -140,6 +141,8 @@ class Site:
         """URL name (``"guess"``, ``"sub/page"``) → compiled script."""
         self.services: dict[str, Service] = {}
         """URL path → service."""
+        self.websockets: dict[str, WebSocketRoute] = {}
+        """URL path → WebSocket handler (``@pyweb.websocket``)."""
         self.problems: list[Problem] = []
         self._broken: dict[str, Problem] = {}  # script path -> its syntax error (dev)
         self._stamps: dict[str, int] = {}  # watched path -> mtime_ns (dev)
@@ -191,6 +194,7 @@ class Site:
         self._broken = {}
         self.scripts = {}
         self.services = {}
+        self.websockets = {}
         template_dir = os.path.join(self.root, "templates")
         if not os.path.isdir(template_dir):
             self.templates = None
@@ -268,6 +272,12 @@ class Site:
             self._problem(path, line, f"{type(exc).__name__}: {exc}")
             return
         for value in vars(module).values():
+            if isinstance(value, WebSocketRoute):
+                other = self.websockets.get(value.path) or self.services.get(value.path)
+                if other is not None and other is not value:
+                    self._problem(path, 1, f"{value!r} and {other!r} have the same URL")
+                    continue
+                self.websockets[value.path] = value
             if isinstance(value, Service):
                 other = self.services.get(value.path)
                 if other is not None and other is not value:
@@ -379,6 +389,9 @@ class Site:
                     return stats_page(self.regions)
                 if decoded == "/_pyweb/stats.json":
                     return stats_json(self.regions)
+        route = self.websockets.get(decoded)
+        if route is not None:
+            return route.upgrade(request, self.dev)
         svc = self.services.get(decoded)
         if svc is not None:
             if request.method not in svc.methods:

@@ -91,8 +91,17 @@ _CHUNK_CRLF = 5  # waiting for the CRLF after a chunk's data
 _TRAILERS = 6  # waiting for the trailer section after the last chunk
 _DONE = 7  # a non-keep-alive request has ended: nothing more will be read
 _CLOSED = 8  # EOF at a request boundary: ConnectionClosed
-_STATE_NAMES = ("HEAD", "EOM", "CL_BODY", "CHUNK_SIZE", "CHUNK_DATA", "CHUNK_CRLF",
-                "TRAILERS", "DONE", "CLOSED")
+_STATE_NAMES = (
+    "HEAD",
+    "EOM",
+    "CL_BODY",
+    "CHUNK_SIZE",
+    "CHUNK_DATA",
+    "CHUNK_CRLF",
+    "TRAILERS",
+    "DONE",
+    "CLOSED",
+)
 
 # Fields the parser itself interprets; every other field is just passed along.
 _SPECIAL = frozenset(("host", "content-length", "transfer-encoding", "connection", "expect"))
@@ -100,8 +109,9 @@ _SPECIAL = frozenset(("host", "content-length", "transfer-encoding", "connection
 # The first byte of a request line is a tchar (a method); CR may start an empty line.
 # Anything else (a TLS ClientHello starts with 0x16) can be rejected before a whole line
 # has arrived, instead of waiting for a CRLF that will never come.
-_TCHAR_BYTES = frozenset(b"!#$%&'*+-.^_`|~0123456789"
-                         b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_TCHAR_BYTES = frozenset(
+    b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
 _CR = 13
 
 # The request line's fast path (see _next_head): methods known to be tokens, and the two
@@ -114,8 +124,19 @@ class RequestParser:
     """Turns the bytes of one connection into request events (see the module doc)."""
 
     __slots__ = (
-        "limits", "_buf", "_state", "_eof", "_error", "_scan", "_line_seen", "_empty_lines",
-        "_keep_alive", "_remaining", "_body_total", "_head_bytes", "_head_fields",
+        "limits",
+        "_buf",
+        "_state",
+        "_eof",
+        "_error",
+        "_scan",
+        "_line_seen",
+        "_empty_lines",
+        "_keep_alive",
+        "_remaining",
+        "_body_total",
+        "_head_bytes",
+        "_head_fields",
     )
 
     def __init__(self, limits: Limits = Limits()) -> None:
@@ -289,9 +310,7 @@ class RequestParser:
             elif name == "content-length":
                 n = _content_length(value)
                 if content_length is not None and n != content_length:
-                    raise BadRequest(
-                        "Content-Length fields with different values", offending=value
-                    )
+                    raise BadRequest("Content-Length fields with different values", offending=value)
                 content_length = n
             elif name == "transfer-encoding":
                 if te is None:
@@ -390,8 +409,17 @@ class RequestParser:
         else:
             self._state = _EOM
         return Request(
-            method, target, version, headers, path, query, host, keep_alive,
-            content_length, chunked, expect_continue,
+            method,
+            target,
+            version,
+            headers,
+            path,
+            query,
+            host,
+            keep_alive,
+            content_length,
+            chunked,
+            expect_continue,
         )
 
     def _head_incomplete(self) -> None:
@@ -430,8 +458,10 @@ class RequestParser:
                 offending=bytes(buf[max(0, start - 40) : start + 1]),
             )
         if self._eof:
-            raise BadRequest("incomplete request: connection closed inside the request head",
-                             offending=bytes(buf[:100]))
+            raise BadRequest(
+                "incomplete request: connection closed inside the request head",
+                offending=bytes(buf[:100]),
+            )
 
     # -- bodies -----------------------------------------------------------------------
 
@@ -506,12 +536,15 @@ class RequestParser:
             if state == _CHUNK_CRLF:
                 if len(buf) < 2:
                     if buf and buf[0] != _CR:
-                        raise BadRequest("chunk data not followed by CRLF",
-                                         offending=bytes(buf[:20]))
+                        raise BadRequest(
+                            "chunk data not followed by CRLF", offending=bytes(buf[:20])
+                        )
                     break
                 if buf[:2] != b"\r\n":
-                    raise BadRequest("chunk data not followed by CRLF (wrong chunk size?)",
-                                     offending=bytes(buf[:20]))
+                    raise BadRequest(
+                        "chunk data not followed by CRLF (wrong chunk size?)",
+                        offending=bytes(buf[:20]),
+                    )
                 del buf[:2]
                 self._state = _CHUNK_SIZE
                 continue
@@ -570,8 +603,9 @@ def _content_length(value: str) -> int:
         if len(parts) < 2 or any(g.DIGITS.fullmatch(p) is None for p in parts):
             raise BadRequest(f"invalid Content-Length {value!r}", offending=value)
         if len(set(p.lstrip("0") for p in parts)) != 1:
-            raise BadRequest(f"Content-Length list with different values {value!r}",
-                             offending=value)
+            raise BadRequest(
+                f"Content-Length list with different values {value!r}", offending=value
+            )
         value = parts[0]
     digits = value.lstrip("0")
     if len(digits) > 19:
@@ -585,8 +619,9 @@ def _check_transfer_coding(codings: list[str]) -> None:
     (or applied twice) → 400; other codings (gzip, identity, ...) are not implemented → 501."""
     names = [c.strip(" \t").lower() for c in codings]
     if any(not n or g.TOKEN.fullmatch(n) is None for n in names):
-        raise BadRequest(f"invalid Transfer-Encoding {', '.join(codings)!r}",
-                         offending=", ".join(codings))
+        raise BadRequest(
+            f"invalid Transfer-Encoding {', '.join(codings)!r}", offending=", ".join(codings)
+        )
     if names[-1] != "chunked" or names.count("chunked") > 1:
         if "chunked" in names:
             raise BadRequest(
@@ -622,8 +657,7 @@ def _explain_request_line(line: str) -> None:
         if g.TOKEN.fullmatch(method) is None:
             raise BadRequest(f"invalid method {method!r}", offending=line)
         if any(not 0x21 <= ord(c) <= 0x7E for c in target):
-            raise BadRequest(f"invalid character in request target {target!r}",
-                             offending=line)
+            raise BadRequest(f"invalid character in request target {target!r}", offending=line)
         raise BadRequest(f"malformed HTTP version {version!r}", offending=line)
     raise BadRequest(
         "malformed request line (expected: METHOD SP target SP HTTP/1.1, single spaces)",
@@ -694,15 +728,14 @@ def _explain_field_line(line: str, what: str) -> None:
         raise BadRequest(f"{what} line without a colon: {line[:60]!r}", offending=line)
     if name != name.rstrip(" \t"):
         raise BadRequest(
-            f"whitespace between {what} field name {name.strip()!r} and colon "
-            "(RFC 9112 §5.1)",
+            f"whitespace between {what} field name {name.strip()!r} and colon (RFC 9112 §5.1)",
             offending=line,
         )
     if g.TOKEN.fullmatch(name) is None:
         raise BadRequest(f"invalid {what} field name {name[:60]!r}", offending=line)
     for ch, desc in (("\x00", "NUL"), ("\r", "a bare CR"), ("\n", "a bare LF")):
         if ch in value:
-            raise BadRequest(f"{what} field {name!r} contains {desc} (RFC 9110 §5.5)",
-                             offending=line)
-    raise BadRequest(f"invalid character in {what} field {name!r}: {value[:60]!r}",
-                     offending=line)
+            raise BadRequest(
+                f"{what} field {name!r} contains {desc} (RFC 9110 §5.5)", offending=line
+            )
+    raise BadRequest(f"invalid character in {what} field {name!r}: {value[:60]!r}", offending=line)

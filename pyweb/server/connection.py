@@ -96,6 +96,7 @@ from pyweb.protocol.response import (
     encode_chunk,
     frame_response,
 )
+from pyweb.protocol.websocket import WebSocketUpgrade
 
 from .context import RequestContext
 from .control import SHUTDOWN
@@ -104,6 +105,7 @@ from .gone import ClientWatch
 from .listener import close_socket
 from .logging import AccessRecord
 from .recvbuf import ARENA, receive
+from .websocket import run_session
 
 if TYPE_CHECKING:
     from . import Server
@@ -342,6 +344,12 @@ class Connection:
                     exc=exc,
                 )
                 response = error_response(500, dev=dev, detail=str(exc), exc=exc)
+
+            if type(response) is WebSocketUpgrade:  # the connection stops speaking HTTP
+                if log_access:
+                    self.log_access(request, 101, 0, received_at)
+                await run_session(self, request, response)
+                return
 
             # ---- what happens to a body the handler did not read (see DRAIN_LIMIT)
             keep_alive = request.keep_alive and not server.closing
