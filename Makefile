@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs lab clean
+.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs lab clean test-cluster
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -36,6 +36,15 @@ lab: install
 ## make test: every test (unit, property-based, integration over real sockets)
 test: dev
 	$(PY) -m pytest
+
+## two hosts (network namespaces) each running `pyweb serve --workers 2`, behind nginx,
+## sharing PostgreSQL and Redis: writes through nginx while a host is killed, push across
+## hosts, sessions across hosts; prints a table (root only; installs nginx if missing)
+CLUSTER_ARGS ?=
+test-cluster: dev
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx)
+	PATH="$$PATH:/usr/sbin" $(PY) tests/cluster/cluster.py $(CLUSTER_ARGS)
 
 lint: dev
 	$(PY) -m ruff check pyweb tests benchmarks
