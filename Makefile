@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs lab clean test-cluster
+.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs lab clean test-cluster bench-push
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -45,6 +45,13 @@ test-cluster: dev
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx)
 	PATH="$$PATH:/usr/sbin" $(PY) tests/cluster/cluster.py $(CLUSTER_ARGS)
+
+## push across processes (shared multicast cost, latency to another worker) and the
+## WebSocket echo round trip against uvicorn + websockets, one core each
+BENCH_PUSH_ARGS ?=
+bench-push: dev
+	$(PY) -m pip install --quiet uvicorn
+	$(PY) benchmarks/bench_push.py $(BENCH_PUSH_ARGS)
 
 lint: dev
 	$(PY) -m ruff check pyweb tests benchmarks
