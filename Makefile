@@ -53,8 +53,10 @@ bench-push: dev
 	$(PY) -m pip install --quiet uvicorn
 	$(PY) benchmarks/bench_push.py $(BENCH_PUSH_ARGS)
 
+## make lint: ruff (with a complexity limit on server/ and protocol/) and mypy, 0 errors
 lint: dev
 	$(PY) -m ruff check pyweb tests benchmarks
+	$(PY) -m mypy
 
 ## the regions, server and site tests (every request is read into an arena page and every
 ## reply sent from one) against pyweb_regions built with AddressSanitizer (libasan preloaded,

@@ -599,7 +599,9 @@ def make_getter(parse: Callable[[str], T], expected: str) -> Callable[..., T]:
     return getter
 
 
-def get_nat(name: str, *, form: FormSource | None = None, min: int = 0, max: int = NAT_MAX) -> int:
+def get_nat(
+    name: str, *, form: FormSource | None = None, min: int = 0, max: int = NAT_MAX
+) -> int:
     """The natural number in variable ``name``, from ``min`` to ``max`` (see
     :func:`parse_nat`; the same bounds as :func:`get_int`). SMLserver's ``FormVar.getNat``."""
     if min < 0:
@@ -909,7 +911,7 @@ def _build_plan(func: Callable[..., Any], skip: tuple[str, ...]) -> tuple[_Param
     while isinstance(target, functools.partial):
         target = target.func
     if isinstance(target, type):
-        target = target.__init__
+        target = target.__init__  # type: ignore[misc]  # its hints are the class's
     elif not (inspect.isfunction(target) or inspect.ismethod(target)):
         target = type(target).__call__
     try:

@@ -83,6 +83,7 @@ def _warn_unawaited_coroutine(coro: Any) -> None:
     )
 
 
+
 def install() -> None:
     """Wrap ``warnings._warn_unawaited_coroutine`` (what CPython calls when a coroutine that
     never ran is freed) once per process. The console warning stays as it was."""

@@ -38,7 +38,7 @@ from pyweb.protocol.websocket import (
     WebSocketUpgrade,
     check_handshake,
 )
-from pyweb.server.errorpage import error_response
+from pyweb.protocol.errorpage import error_response
 
 __all__ = ["WebSocketRoute", "websocket"]
 

@@ -52,7 +52,9 @@ _VCHAR = r"[\x21-\x7e]"
 # because that gives clearer error messages than one big alternation. Like h11, pyweb does
 # not insist that every character of a target is one RFC 3986 allows (browsers send "|",
 # "{", "}" unescaped); what matters for framing is that it contains no whitespace.
-REQUEST_LINE = re.compile(rf"({TCHAR}+) ({_VCHAR}+) HTTP/([0-9])\.([0-9])")
+REQUEST_LINE = re.compile(
+    rf"({TCHAR}+) ({_VCHAR}+) HTTP/([0-9])\.([0-9])"
+)
 
 # Used only to explain why a request line failed: a version that *looks* like HTTP with
 # another major version ("HTTP/2.0", "HTTP/3") earns 505 instead of 400 (RFC 9110 §15.6.6).

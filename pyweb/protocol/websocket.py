@@ -36,7 +36,7 @@ from typing import Any
 
 from wsproto.utilities import generate_accept_token
 
-from .events import Request
+from .messages import Request
 from .response import Response
 
 __all__ = [

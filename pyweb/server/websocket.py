@@ -49,11 +49,9 @@ from wsproto.connection import ConnectionState, ConnectionType
 from wsproto.events import BytesMessage, CloseConnection, Message, Ping, Pong, TextMessage
 from wsproto.utilities import RemoteProtocolError
 
-from pyweb.events import Event, Mailbox, always, choose, guard, select, timeout, wrap
-from pyweb.protocol.events import Request
+from pyweb.events import Event, Latch, Mailbox, always, choose, guard, select, timeout, wrap
+from pyweb.protocol.messages import Request
 from pyweb.protocol.websocket import WebSocketOptions, WebSocketUpgrade, accept_head
-
-from .control import Latch
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -172,7 +170,7 @@ class WebSocket:
             try:
                 data = self._ws.send(event)
                 if data:
-                    await self._conn.send_all(data)
+                    await self._conn.replies.send_all(data)
             except (OSError, trio.BrokenResourceError) as exc:
                 self._lost()
                 raise WebSocketClosed(ABNORMAL, str(exc)) from None
@@ -291,7 +289,7 @@ class WebSocket:
 async def run_session(conn: Connection, request: Request, upgrade: WebSocketUpgrade) -> None:
     """Complete the handshake on ``conn`` and run ``upgrade.session(ws)`` to the end."""
     head = accept_head(upgrade.accept, upgrade.headers)
-    await conn.send_all(head)
+    await conn.replies.send_all(head)
     ws = WebSocket(conn, request, upgrade.options)
     # Frames a client sent right behind its handshake are already in the HTTP parser.
     first = bytes(conn.parser._buf)

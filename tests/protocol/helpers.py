@@ -46,12 +46,8 @@ def split_points(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in zip(points, points[1:], strict=False) if b > a]
 
 
-def run_pyweb(
-    pieces: list[bytes],
-    eof: bool = False,
-    limits: Limits = DEFAULT_LIMITS,
-    max_buffered: int | None = None,
-):
+def run_pyweb(pieces: list[bytes], eof: bool = False, limits: Limits = DEFAULT_LIMITS,
+              max_buffered: int | None = None):
     """Feed pieces to pyweb; return (requests, error or None, closed)."""
     p = RequestParser(limits)
     done: list[Parsed] = []
@@ -67,13 +63,8 @@ def run_pyweb(
                 return
             if isinstance(ev, Request):
                 assert cur is None
-                cur = Parsed(
-                    ev.method,
-                    ev.target,
-                    ev.http_version,
-                    list(ev.headers),
-                    keep_alive=ev.keep_alive,
-                )
+                cur = Parsed(ev.method, ev.target, ev.http_version, list(ev.headers),
+                             keep_alive=ev.keep_alive)
                 body = []
             elif isinstance(ev, Data):
                 assert cur is not None and ev.data
@@ -129,19 +120,17 @@ def run_h11(pieces: list[bytes], eof: bool = False):
                     return
                 return
             if isinstance(ev, h11.Request):
-                cur = Parsed(
-                    ev.method.decode("latin-1"),
-                    ev.target.decode("latin-1"),
-                    ev.http_version.decode("latin-1"),
-                    [(n.decode("latin-1"), v.decode("latin-1")) for n, v in ev.headers],
-                )
+                cur = Parsed(ev.method.decode("latin-1"), ev.target.decode("latin-1"),
+                             ev.http_version.decode("latin-1"),
+                             [(n.decode("latin-1"), v.decode("latin-1")) for n, v in ev.headers])
                 body = []
             elif isinstance(ev, h11.Data):
                 body.append(bytes(ev.data))
             elif isinstance(ev, h11.EndOfMessage):
                 assert cur is not None
                 cur.body = b"".join(body)
-                cur.trailers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in ev.headers]
+                cur.trailers = [(n.decode("latin-1"), v.decode("latin-1"))
+                                for n, v in ev.headers]
                 cur.keep_alive = conn.their_state is h11.DONE
                 done.append(cur)
                 cur = None

@@ -44,14 +44,11 @@ def pyweb_accepts(data: bytes):
     return reqs
 
 
-@pytest.mark.parametrize(
-    "data",
-    [
-        b"GET / HTTP/1.1\nHost: a\n\n",
-        b"GET / HTTP/1.1\r\nHost: a\nAccept: */*\r\n\r\n",
-        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: 1\n\n",
-    ],
-)
+@pytest.mark.parametrize("data", [
+    b"GET / HTTP/1.1\nHost: a\n\n",
+    b"GET / HTTP/1.1\r\nHost: a\nAccept: */*\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: 1\n\n",
+])
 def test_differs_from_h11_rejects_bare_lf_line_endings_rfc9112_s2_2(data: bytes) -> None:
     # RFC 9112 §2.2: a recipient MAY recognise a single LF as a line terminator. pyweb
     # does not: disagreement between hops about line endings enables request smuggling.
@@ -80,10 +77,8 @@ def test_differs_from_h11_rejects_obs_fold_rfc9112_s5_2() -> None:
 def test_differs_from_h11_rejects_content_length_with_transfer_encoding_rfc9112_s6_1() -> None:
     # RFC 9112 §6.1: a server MAY reject a request with both; §6.3 says such a message
     # "ought to be handled as an error". h11 silently uses chunked framing.
-    data = (
-        b"POST / HTTP/1.1\r\n" + H + b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n"
-        b"\r\n0\r\n\r\n"
-    )
+    data = (b"POST / HTTP/1.1\r\n" + H + b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n"
+            b"\r\n0\r\n\r\n")
     h11_accepts(data)
     pyweb_rejects(data)
 
@@ -129,15 +124,10 @@ def test_differs_from_h11_connect_is_501_rfc9110_s9_3_6() -> None:
     pyweb_rejects(data, NotImplementedByServer)
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        b"GET * HTTP/1.1",
-        b"GET example.org:80 HTTP/1.1",
-        b"GET index.html HTTP/1.1",
-        b"GET http://user@example.org/ HTTP/1.1",
-    ],
-)
+@pytest.mark.parametrize("line", [
+    b"GET * HTTP/1.1", b"GET example.org:80 HTTP/1.1", b"GET index.html HTTP/1.1",
+    b"GET http://user@example.org/ HTTP/1.1",
+])
 def test_differs_from_h11_checks_the_request_target_form_rfc9112_s3_2(line: bytes) -> None:
     # RFC 9112 §3.2: origin-form starts with "/", asterisk-form is only for OPTIONS,
     # authority-form only for CONNECT, absolute-form has no userinfo (RFC 9110 §4.2.4).
@@ -160,9 +150,8 @@ def test_differs_from_h11_http_1_0_keep_alive_rfc9112_s9_3() -> None:
 def test_differs_from_h11_rejects_cr_in_chunk_extension_rfc9112_s7_1_1() -> None:
     # RFC 9112 §7.1.1: chunk-ext is made of tokens and quoted strings, never CR; h11
     # ignores everything after ";" up to CRLF, including a bare CR.
-    data = (
-        b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n1;a\rb\r\nx\r\n0\r\n\r\n"
-    )
+    data = (b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
+            b"1;a\rb\r\nx\r\n0\r\n\r\n")
     h11_accepts(data)
     pyweb_rejects(data)
 

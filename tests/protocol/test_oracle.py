@@ -20,12 +20,16 @@ from pyweb.protocol import Limits
 
 from .helpers import run_h11, run_pyweb, split_points
 
-pytestmark = pytest.mark.timeout(3600 if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz" else 120)
+pytestmark = pytest.mark.timeout(
+    3600 if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz" else 120
+)
 
 TCHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 SPECIAL = {"host", "content-length", "transfer-encoding", "connection", "expect"}
 PATH_CHARS = "abcXYZ0189-._~!$&'()*+,;=:@%/"
-VALUE_CHARS = "".join(chr(c) for c in range(0x21, 0x7F)) + "\x01\x1f\x7f\x80\xa0\xe9\xff"
+VALUE_CHARS = (
+    "".join(chr(c) for c in range(0x21, 0x7F)) + "\x01\x1f\x7f\x80\xa0\xe9\xff"
+)
 
 tokens = st.text(TCHARS, min_size=1, max_size=12)
 methods = st.one_of(
@@ -58,25 +62,19 @@ def requests(draw, last: bool) -> dict:
     if form == "asterisk":
         method, target = "OPTIONS", "*"
     elif form == "absolute":
-        target = (
-            draw(st.sampled_from(["http", "https"])) + "://" + host + draw(paths) + draw(queries)
-        )
+        target = draw(st.sampled_from(["http", "https"])) + "://" + host + draw(paths) + draw(queries)
     else:
         target = draw(paths) + draw(queries)
     headers = draw(fields)
     if version == "1.1" or draw(st.booleans()):
         headers.insert(draw(st.integers(0, len(headers))), ("Host", host))
     if draw(st.booleans()) and headers:  # duplicate an ordinary field
-        headers.append(
-            draw(st.sampled_from([h for h in headers if h[0] != "Host"] or [("X", "y")]))
-        )
+        headers.append(draw(st.sampled_from([h for h in headers if h[0] != "Host"] or [("X", "y")])))
     if last and draw(st.booleans()):
         headers.append(("Connection", draw(st.sampled_from(["close", "Close", "foo, close"]))))
     if version == "1.1" and draw(st.booleans()):
         headers.append(("Expect", "100-continue"))
-    framing = draw(
-        st.sampled_from(["none", "cl", "chunked"] if version == "1.1" else ["none", "cl"])
-    )
+    framing = draw(st.sampled_from(["none", "cl", "chunked"] if version == "1.1" else ["none", "cl"]))
     body = b""
     trailers: list[tuple[str, str]] = []
     wire_body = b""
@@ -127,13 +125,8 @@ def test_valid_requests_agree_with_h11(data: bytes, cut: list[int], eof: bool) -
 
 
 INSERTS = [b"\r", b"\n", b"\x00", b" ", b":", b"\t", b"\r\n", b"\r\n ", b",", b"\x0b"]
-CONFLICTS = [
-    b"Content-Length: 3\r\n",
-    b"Transfer-Encoding: chunked\r\n",
-    b"Content-Length: 7\r\n",
-    b"Host: other\r\n",
-    b"Transfer-Encoding: gzip\r\n",
-]
+CONFLICTS = [b"Content-Length: 3\r\n", b"Transfer-Encoding: chunked\r\n",
+             b"Content-Length: 7\r\n", b"Host: other\r\n", b"Transfer-Encoding: gzip\r\n"]
 
 
 @st.composite
@@ -147,16 +140,16 @@ def mutations(draw) -> bytes:
         elif kind == "insert":
             data[pos:pos] = draw(st.sampled_from(INSERTS) | st.binary(min_size=1, max_size=3))
         elif kind == "delete":
-            del data[pos : pos + draw(st.integers(1, 4))]
+            del data[pos:pos + draw(st.integers(1, 4))]
         elif kind == "dup_line":
             start = data.rfind(b"\r\n", 0, pos) + 2
             end = data.find(b"\r\n", pos)
             if end > start:
-                data[end + 2 : end + 2] = data[start : end + 2]
+                data[end + 2:end + 2] = data[start:end + 2]
         else:
             end = data.find(b"\r\n")
             if end >= 0:
-                data[end + 2 : end + 2] = draw(st.sampled_from(CONFLICTS))
+                data[end + 2:end + 2] = draw(st.sampled_from(CONFLICTS))
     return bytes(data)
 
 
@@ -178,15 +171,13 @@ def test_whatever_h11_rejects_pyweb_rejects(data: bytes) -> None:
         ][: len(ours)]
 
 
-SMALL = Limits(
-    max_request_line=64, max_header_bytes=256, max_headers=8, max_body=1000, max_chunk_line=32
-)
+SMALL = Limits(max_request_line=64, max_header_bytes=256, max_headers=8, max_body=1000,
+               max_chunk_line=32)
 
 
 @given(st.one_of(st.binary(max_size=600), mutations(), pipelines()), cuts, st.booleans())
-def test_arbitrary_bytes_only_protocol_errors_and_bounded(
-    data: bytes, cut: list[int], eof: bool
-) -> None:
+def test_arbitrary_bytes_only_protocol_errors_and_bounded(data: bytes, cut: list[int],
+                                                          eof: bool) -> None:
     pieces = split_points(data, cut)
     # run_pyweb lets anything but ProtocolError escape, bounds the number of events,
     # and checks the buffer after every piece has been drained.

@@ -98,29 +98,13 @@ def test_authority_form_without_connect_is_400() -> None:
     assert type(e) is BadRequest and "CONNECT" in e.message
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        b"GET  / HTTP/1.1",
-        b"GET /  HTTP/1.1",
-        b"GET / HTTP/1.1 ",
-        b" GET / HTTP/1.1",
-        b"GET\t/ HTTP/1.1",
-        b"GET /",
-        b"GET / HTTP/1.1 extra",
-        b"G(T / HTTP/1.1",
-        b"GET /\x7f HTTP/1.1",
-        b"GET /\x80 HTTP/1.1",
-        b"GET / http/1.1",
-        b"GET / HTTP/1",
-        b"GET / HTTP/1.10",
-        b"GET / HTTP/1.x",
-        b"GET / HTTPS/1.1",
-        b"GET foo HTTP/1.1",
-        b"GET / HTTP/1.1\x00",
-        b"",
-    ],
-)
+@pytest.mark.parametrize("line", [
+    b"GET  / HTTP/1.1", b"GET /  HTTP/1.1", b"GET / HTTP/1.1 ", b" GET / HTTP/1.1",
+    b"GET\t/ HTTP/1.1", b"GET /", b"GET / HTTP/1.1 extra", b"G(T / HTTP/1.1",
+    b"GET /\x7f HTTP/1.1", b"GET /\x80 HTTP/1.1", b"GET / http/1.1", b"GET / HTTP/1",
+    b"GET / HTTP/1.10", b"GET / HTTP/1.x", b"GET / HTTPS/1.1", b"GET foo HTTP/1.1",
+    b"GET / HTTP/1.1\x00", b"",
+])
 def test_malformed_request_line_is_400(line: bytes) -> None:
     e = error(line + b"\r\n" + H + b"\r\n")
     assert type(e) is BadRequest, e
@@ -194,20 +178,10 @@ def test_obs_fold_is_400_rfc9112_s5_2() -> None:
     assert type(error(b"GET / HTTP/1.1\r\n\tX: a\r\n" + H + b"\r\n")) is BadRequest
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        b"X: a\x00b",
-        b"X: a\x0bb",
-        b"X: a\x0cb",
-        b"X-\x01: a",
-        b"X Y: a",
-        b": a",
-        b"X",
-        b"X\x80: a",
-        b"(X): a",
-    ],
-)
+@pytest.mark.parametrize("line", [
+    b"X: a\x00b", b"X: a\x0bb", b"X: a\x0cb", b"X-\x01: a", b"X Y: a", b": a", b"X", b"X\x80: a",
+    b"(X): a",
+])
 def test_invalid_field_lines_are_400(line: bytes) -> None:
     e = error(b"GET / HTTP/1.1\r\n" + H + line + b"\r\n\r\n")
     assert type(e) is BadRequest, e
@@ -241,18 +215,8 @@ def test_invalid_host_is_400_rfc9110_s7_2(host: bytes) -> None:
     assert type(error(b"GET / HTTP/1.1\r\nHost: " + host + b"\r\n\r\n")) is BadRequest
 
 
-@pytest.mark.parametrize(
-    "host",
-    [
-        b"example.org",
-        b"example.org:8080",
-        b"127.0.0.1:80",
-        b"[::1]:8000",
-        b"",
-        b"xn--bcher-kva.example",
-        b"a:",
-    ],
-)
+@pytest.mark.parametrize("host", [b"example.org", b"example.org:8080", b"127.0.0.1:80",
+                                  b"[::1]:8000", b"", b"xn--bcher-kva.example", b"a:"])
 def test_valid_hosts(host: bytes) -> None:
     assert request(b"GET / HTTP/1.1\r\nHost: " + host + b"\r\n\r\n").host == host.decode()
 
@@ -270,35 +234,18 @@ def test_content_length_zero_means_no_body() -> None:
     assert req.content_length == 0 and isinstance(eom, EndOfMessage)
 
 
-@pytest.mark.parametrize(
-    "fields",
-    [
-        b"Content-Length: 5\r\nContent-Length: 5\r\n",
-        b"Content-Length: 5, 5\r\n",
-        b"Content-Length: 005\r\n",
-    ],
-)
+@pytest.mark.parametrize("fields", [
+    b"Content-Length: 5\r\nContent-Length: 5\r\n", b"Content-Length: 5, 5\r\n",
+    b"Content-Length: 005\r\n",
+])
 def test_identical_content_lengths_are_merged_rfc9110_s8_6(fields: bytes) -> None:
     req, data, _ = events(b"POST / HTTP/1.1\r\n" + H + fields + b"\r\nhello")
     assert req.content_length == 5 and data.data == b"hello"
 
 
-@pytest.mark.parametrize(
-    "value",
-    [
-        b"+5",
-        b"-1",
-        b"5.0",
-        b"0x5",
-        b"",
-        b"5, 6",
-        b",5",
-        b"5,",
-        b"five",
-        b"\xb2",
-        b"5 5",
-    ],
-)
+@pytest.mark.parametrize("value", [
+    b"+5", b"-1", b"5.0", b"0x5", b"", b"5, 6", b",5", b"5,", b"five", b"\xb2", b"5 5",
+])
 def test_invalid_content_length_is_400(value: bytes) -> None:
     e = error(b"POST / HTTP/1.1\r\n" + H + b"Content-Length: " + value + b"\r\n\r\nhello")
     assert type(e) is BadRequest
@@ -326,15 +273,8 @@ def test_huge_content_length_is_413_not_a_crash() -> None:
 
 
 def chunked(body: bytes, trailers: bytes = b"") -> bytes:
-    return (
-        b"POST / HTTP/1.1\r\n"
-        + H
-        + b"Transfer-Encoding: chunked\r\n\r\n"
-        + body
-        + b"0\r\n"
-        + trailers
-        + b"\r\n"
-    )
+    return (b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n" + body
+            + b"0\r\n" + trailers + b"\r\n")
 
 
 def test_chunked_body_with_extensions_and_trailers() -> None:
@@ -350,19 +290,10 @@ def test_chunk_size_hex_is_case_insensitive() -> None:
     assert sum(len(e.data) for e in evs if isinstance(e, Data)) == 21
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        b"g\r\nx\r\n",
-        b"5\r\nhelloX\r\n",
-        b" 5\r\nhello\r\n",
-        b"5\nhello\r\n",
-        b"-5\r\nhello\r\n",
-        b"\r\n",
-        b"5;a\x00\r\nhello\r\n",
-        b"1" * 21 + b"\r\n",
-    ],
-)
+@pytest.mark.parametrize("body", [
+    b"g\r\nx\r\n", b"5\r\nhelloX\r\n", b" 5\r\nhello\r\n", b"5\nhello\r\n", b"-5\r\nhello\r\n",
+    b"\r\n", b"5;a\x00\r\nhello\r\n", b"1" * 21 + b"\r\n",
+])
 def test_invalid_chunks_are_400(body: bytes) -> None:
     assert type(error(chunked(body), eof=True)) is BadRequest
 
@@ -400,37 +331,30 @@ def test_trailers_are_validated_like_fields() -> None:
 
 
 def test_content_length_with_transfer_encoding_is_400_rfc9112_s6_1() -> None:
-    data = (
-        b"POST / HTTP/1.1\r\n" + H + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"
-        b"\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\n" + H + b"\r\n"
-    )
+    data = (b"POST / HTTP/1.1\r\n" + H + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"
+            b"\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\n" + H + b"\r\n")
     e = error(data)
     assert type(e) is BadRequest and "smuggling" in e.message
 
 
-@pytest.mark.parametrize(
-    "te,exc",
-    [
-        (b"gzip, chunked", NotImplementedByServer),
-        (b"identity", NotImplementedByServer),
-        (b"gzip", NotImplementedByServer),
-        (b"foo", NotImplementedByServer),
-        (b"chunked, gzip", BadRequest),
-        (b"chunked, chunked", BadRequest),
-        (b"", BadRequest),
-        (b"chunked;x=1", BadRequest),
-    ],
-)
+@pytest.mark.parametrize("te,exc", [
+    (b"gzip, chunked", NotImplementedByServer),
+    (b"identity", NotImplementedByServer),
+    (b"gzip", NotImplementedByServer),
+    (b"foo", NotImplementedByServer),
+    (b"chunked, gzip", BadRequest),
+    (b"chunked, chunked", BadRequest),
+    (b"", BadRequest),
+    (b"chunked;x=1", BadRequest),
+])
 def test_transfer_codings_other_than_final_chunked_rfc9112_s6_3(te: bytes, exc: type) -> None:
     e = error(b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: " + te + b"\r\n\r\n0\r\n\r\n")
     assert type(e) is exc, e
 
 
 def test_transfer_encoding_across_two_fields_is_one_list() -> None:
-    e = error(
-        b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n"
-        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
-    )
+    e = error(b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
     assert type(e) is BadRequest
 
 
@@ -446,19 +370,11 @@ def test_transfer_encoding_in_http_1_0_is_400_rfc9112_s6_1() -> None:
 # -- persistence, Expect, pipelining --------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "version,conn,keep",
-    [
-        (b"1.1", None, True),
-        (b"1.1", b"close", False),
-        (b"1.1", b"Upgrade, CLOSE", False),
-        (b"1.1", b"keep-alive", True),
-        (b"1.0", None, False),
-        (b"1.0", b"keep-alive", True),
-        (b"1.0", b"Keep-Alive, foo", True),
-        (b"1.0", b"keep-alive, close", False),
-    ],
-)
+@pytest.mark.parametrize("version,conn,keep", [
+    (b"1.1", None, True), (b"1.1", b"close", False), (b"1.1", b"Upgrade, CLOSE", False),
+    (b"1.1", b"keep-alive", True), (b"1.0", None, False), (b"1.0", b"keep-alive", True),
+    (b"1.0", b"Keep-Alive, foo", True), (b"1.0", b"keep-alive, close", False),
+])
 def test_keep_alive_rfc9112_s9_3(version: bytes, conn: bytes | None, keep: bool) -> None:
     head = b"GET / HTTP/" + version + b"\r\n" + H
     if conn is not None:
@@ -474,27 +390,18 @@ def test_expect_100_continue() -> None:
 
 
 def test_pipelined_requests_come_out_one_by_one() -> None:
-    data = (
-        b"GET /1 HTTP/1.1\r\n" + H + b"\r\n"
-        b"POST /2 HTTP/1.1\r\n" + H + b"Content-Length: 3\r\n\r\nabc"
-        b"POST /3 HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n2\r\nde\r\n0\r\n\r\n"
-        b"GET /4 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n"
-        b"GET /ignored HTTP/1.1\r\n" + H + b"\r\n"
-    )
-    kinds = [
-        (type(e).__name__, getattr(e, "target", getattr(e, "data", None))) for e in events(data)
-    ]
+    data = (b"GET /1 HTTP/1.1\r\n" + H + b"\r\n"
+            b"POST /2 HTTP/1.1\r\n" + H + b"Content-Length: 3\r\n\r\nabc"
+            b"POST /3 HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n2\r\nde\r\n0\r\n\r\n"
+            b"GET /4 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n"
+            b"GET /ignored HTTP/1.1\r\n" + H + b"\r\n")
+    kinds = [(type(e).__name__, getattr(e, "target", getattr(e, "data", None)))
+             for e in events(data)]
     assert kinds == [
-        ("Request", "/1"),
-        ("EndOfMessage", None),
-        ("Request", "/2"),
-        ("Data", b"abc"),
-        ("EndOfMessage", None),
-        ("Request", "/3"),
-        ("Data", b"de"),
-        ("EndOfMessage", None),
-        ("Request", "/4"),
-        ("EndOfMessage", None),
+        ("Request", "/1"), ("EndOfMessage", None),
+        ("Request", "/2"), ("Data", b"abc"), ("EndOfMessage", None),
+        ("Request", "/3"), ("Data", b"de"), ("EndOfMessage", None),
+        ("Request", "/4"), ("EndOfMessage", None),
     ]
 
 
@@ -509,13 +416,11 @@ def test_after_a_non_keep_alive_request_need_data_forever() -> None:
 
 
 def test_byte_by_byte_feeding_gives_the_same_events() -> None:
-    data = (
-        b"POST /x?y HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
-        b"3;e=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nT: 1\r\n\r\n"
-        b"\r\nPUT /z HTTP/1.1\r\n" + H + b"Content-Length: 4\r\n\r\nwxyz"
-    )
+    data = (b"POST /x?y HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
+            b"3;e=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nT: 1\r\n\r\n"
+            b"\r\nPUT /z HTTP/1.1\r\n" + H + b"Content-Length: 4\r\n\r\nwxyz")
     whole, err, _ = run_pyweb([data])
-    bytewise, err2, _ = run_pyweb([data[i : i + 1] for i in range(len(data))])
+    bytewise, err2, _ = run_pyweb([data[i:i + 1] for i in range(len(data))])
     assert err is None and err2 is None
     assert whole == bytewise and len(whole) == 2
     assert whole[0].body == b"abc0123456789abcdef" and whole[0].trailers == [("t", "1")]
@@ -561,13 +466,10 @@ def test_request_line_too_long_is_414_without_waiting_for_crlf() -> None:
 def test_request_line_at_the_limit_is_fine() -> None:
     line = b"GET /" + b"a" * 86 + b" HTTP/1.1"
     assert len(line) == 100
-    assert isinstance(
-        events(line + b"\r\n" + H + b"\r\n", Limits(max_request_line=100))[0], Request
-    )
-    assert (
-        type(error(b"GET /a" + line[5:] + b"\r\n" + H + b"\r\n", Limits(max_request_line=100)))
-        is TargetTooLong
-    )
+    assert isinstance(events(line + b"\r\n" + H + b"\r\n", Limits(max_request_line=100))[0],
+                      Request)
+    assert type(error(b"GET /a" + line[5:] + b"\r\n" + H + b"\r\n",
+                      Limits(max_request_line=100))) is TargetTooLong
 
 
 def test_header_block_too_large_is_431() -> None:
@@ -583,9 +485,8 @@ def test_header_block_too_large_is_431() -> None:
 
 def test_too_many_header_fields_is_431() -> None:
     fields = b"".join(b"X-%d: v\r\n" % i for i in range(10))
-    assert isinstance(
-        events(b"GET / HTTP/1.1\r\n" + H + fields + b"\r\n", Limits(max_headers=11))[0], Request
-    )
+    assert isinstance(events(b"GET / HTTP/1.1\r\n" + H + fields + b"\r\n", Limits(max_headers=11))[0],
+                      Request)
     e = error(b"GET / HTTP/1.1\r\n" + H + fields + b"\r\n", Limits(max_headers=10))
     assert type(e) is HeadersTooLarge
 
@@ -611,16 +512,13 @@ def test_eof_at_a_boundary_is_connection_closed() -> None:
     assert [type(e) for e in events(b"\r\n", eof=True)] == [ConnectionClosed]
 
 
-@pytest.mark.parametrize(
-    "data",
-    [
-        b"GET / HTTP/1.1\r\nHost: a\r\n",
-        b"G",
-        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhel",
-        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
-        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: 1\r\n",
-    ],
-)
+@pytest.mark.parametrize("data", [
+    b"GET / HTTP/1.1\r\nHost: a\r\n",
+    b"G",
+    b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhel",
+    b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: 1\r\n",
+])
 def test_eof_inside_a_request_is_400_incomplete(data: bytes) -> None:
     e = error(data, eof=True)
     assert type(e) is BadRequest and "incomplete" in e.message
