@@ -52,7 +52,8 @@ def multicast_cost(messages: int, backend: str) -> float:
     import trio
 
     from pyweb import cache
-    from pyweb.events import Resync, SharedMulticast, select
+    from pyweb.events import select
+    from pyweb.push import Resync, SharedMulticast
 
     prefix = f"pyweb-bench:{uuid.uuid4().hex[:8]}:"
     if backend == "memory":

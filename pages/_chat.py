@@ -3,7 +3,7 @@
 Hop's "diffuse web" (Hop §1, §2) has the server push to the browser; here by long polling.
 A browser asks ``/chat?after=N`` and the request *waits* until there is a message it has
 not seen. Every waiting request holds a port on the room's
-:class:`~pyweb.events.SharedMulticast` (CML §3.1: each port sees every later message, in
+:class:`~pyweb.push.SharedMulticast` (CML §3.1: each port sees every later message, in
 order) and synchronizes on a choice of events (CML §2)::
 
     select(port.recv_evt(), timeout(30), conn.client_gone_evt(), conn.shutdown_evt())
@@ -19,7 +19,7 @@ The room's channel is shared by every process of the site: with ``pyweb serve --
 --cache redis://...`` a message posted to one worker reaches the waiters of every worker
 (Redis pub/sub), and the channel keeps the last 100 messages (the history a late poll
 reads) and numbers them (``seq``) for all processes at once. With the in-process cache it
-is all in this process. A port may receive a :class:`~pyweb.events.Resync` instead of a
+is all in this process. A port may receive a :class:`~pyweb.push.Resync` instead of a
 message: this process may have missed messages (it has just subscribed, or lost Redis for a
 while), so the waiter re-reads the history.
 
@@ -40,17 +40,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import trio
-from pyweb.events import (
-    Event,
-    MulticastUnavailable,
-    Resync,
-    SharedMulticast,
-    at_time,
-    never,
-    select,
-    timeout,
-    wrap,
-)
+from pyweb.events import Event, at_time, never, select, timeout, wrap
+from pyweb.push import MulticastUnavailable, Resync, SharedMulticast
 
 __all__ = [
     "PAGE",

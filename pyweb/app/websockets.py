@@ -31,6 +31,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.response import Response
 from pyweb.protocol.websocket import (
     HandshakeError,
@@ -38,7 +39,6 @@ from pyweb.protocol.websocket import (
     WebSocketUpgrade,
     check_handshake,
 )
-from pyweb.protocol.errorpage import error_response
 
 __all__ = ["WebSocketRoute", "websocket"]
 

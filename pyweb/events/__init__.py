@@ -69,7 +69,6 @@ from ._core import (
 )
 from .channels import Channel
 from .library import RPC, Mailbox, Multicast, Port, Request
-from .shared import MulticastUnavailable, Resync, SharedMulticast
 from .sources import (
     TaskCancelled,
     TaskHandle,
@@ -91,12 +90,9 @@ __all__ = [
     "MVar",
     "Mailbox",
     "Multicast",
-    "MulticastUnavailable",
     "Port",
     "PutError",
     "Request",
-    "Resync",
-    "SharedMulticast",
     "TaskCancelled",
     "TaskHandle",
     "always",

@@ -236,14 +236,15 @@ class WebSocket:
             elif isinstance(event, Pong):
                 pass  # _heard was updated when the bytes arrived
             elif isinstance(event, CloseConnection):
+                reason = event.reason or ""
                 if self.close_code is None:
-                    self.close_code, self.close_reason = event.code, event.reason
+                    self.close_code, self.close_reason = event.code, reason
                 if self._ws.state is ConnectionState.REMOTE_CLOSING:
                     await self._quietly(event.response())  # the answering Close
                 elif self._ws.state is ConnectionState.OPEN:
                     # wsproto reports a broken frame (unmasked, bad UTF-8...) as a Close
                     # with its code (1002, 1007): send it, the peer must hear why
-                    await self._quietly(CloseConnection(code=event.code, reason=event.reason[:120]))
+                    await self._quietly(CloseConnection(code=event.code, reason=reason[:120]))
                 self._closed.set()
                 return False
         return True

@@ -24,7 +24,7 @@ from wsproto.connection import ConnectionType
 from wsproto.events import CloseConnection, Ping, TextMessage
 
 import pyweb.testing
-from pyweb.protocol.events import Request
+from pyweb.protocol.messages import Request
 from pyweb.protocol.websocket import HandshakeError, check_handshake, same_origin
 
 pytestmark = pytest.mark.timeout(60)
@@ -106,7 +106,8 @@ def test_an_origin_built_from_the_host_is_the_same_origin(host):
 SITE = """
 import json
 import pyweb
-from pyweb.events import SharedMulticast, select, timeout, wrap
+from pyweb.events import select, timeout, wrap
+from pyweb.push import SharedMulticast
 from pyweb.server.websocket import WebSocketClosed
 
 class Record:  # an object, not a top-level list: regions reset changed module containers

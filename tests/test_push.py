@@ -1,4 +1,4 @@
-"""SharedMulticast (pyweb/events/shared.py): the multicast channel of every process of a site.
+"""SharedMulticast (pyweb/push.py): the multicast channel of every process of a site.
 
 On the in-process cache and on a real Redis (127.0.0.1:6379, keys under a prefix of this
 run). The outage tests put a proxy of their own between pyweb and Redis and cut it (the
@@ -18,18 +18,9 @@ import redis
 import trio
 
 from pyweb import cache
-from pyweb.events import (
-    Channel,
-    MulticastUnavailable,
-    Resync,
-    SharedMulticast,
-    choose,
-    select,
-    sync,
-    timeout,
-    wrap,
-)
-from pyweb.events import shared as shared_module
+from pyweb import push as shared_module
+from pyweb.events import Channel, choose, select, sync, timeout, wrap
+from pyweb.push import MulticastUnavailable, Resync, SharedMulticast
 from tests.db.proxy import Proxy
 
 pytestmark = pytest.mark.timeout(60)

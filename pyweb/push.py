@@ -1,4 +1,5 @@
-"""A multicast channel shared by every process of a site (CML §3.1, Hop §2's server push).
+"""Server push across processes: a multicast channel shared by every process of a site
+(CML §3.1's multicast channel, Hop §2's server push).
 
 :class:`~pyweb.events.Multicast` (CML §3.1) reaches the ports of one process. A site served
 by ``pyweb serve --workers N``, or by several machines, is many processes: a chat message
@@ -51,14 +52,11 @@ import logging
 from collections import deque
 from typing import Any
 
-from . import _runtime as rt
-from ._core import select, timeout, wrap
-from .library import Mailbox, Multicast, Port
-from .sources import readable_evt
+from pyweb.events import Mailbox, Multicast, Port, readable_evt, select, timeout, wrap
 
 __all__ = ["MulticastUnavailable", "Resync", "SharedMulticast"]
 
-log = logging.getLogger("pyweb.events")
+log = logging.getLogger("pyweb.push")
 
 PING_EVERY = 5.0
 """Seconds of silence after which the subscriber pings Redis; no answer by the next ping and
@@ -84,6 +82,25 @@ class MulticastUnavailable(ConnectionError):
     """Redis cannot be reached: the message was not sent (or the history not read)."""
 
     http_status = 503  # what a page that lets it escape answers
+
+
+def _spawn_background(fn: Any) -> None:
+    """Run ``fn()`` as a task of the running loop itself (trio's system nursery, or an
+    asyncio task): the subscriber outlives the request that first needed it."""
+    import sniffio
+
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        trio.lowlevel.spawn_system_task(fn)
+    else:
+        import asyncio
+
+        _tasks.add(task := asyncio.get_running_loop().create_task(fn()))
+        task.add_done_callback(_tasks.discard)
+
+
+_tasks: set[Any] = set()  # asyncio keeps only weak references to its tasks
 
 
 def _check_message(value: Any) -> str:
@@ -245,7 +262,7 @@ class _RedisHub:
             self.requests.send(name)
         if not self.started:
             self.started = True
-            rt.spawn_background(self._subscriber)
+            _spawn_background(self._subscriber)
         return channel.fanout.port()
 
     # -- publishing and the history: ordinary commands on the cache's connections ------------
