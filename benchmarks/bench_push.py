@@ -41,6 +41,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from tests.csrf_helpers import raw_session  # noqa: E402
+
 PY = sys.executable
 BANNER = re.compile(r"pyweb serving .+ on http://127\.0\.0\.1:(\d+)/")
 
@@ -114,14 +116,21 @@ def stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
+SESSIONS: dict[int, tuple[str, str]] = {}
+
+
 def chat_post(port: int, text: str) -> tuple[str, float, dict]:
-    body = f"name=bench&text={text}".encode()
+    """POST as a browser does: with a session cookie and the form's CSRF token."""
+    if port not in SESSIONS:
+        SESSIONS[port] = raw_session("127.0.0.1", port, "/chat")
+    cookie, token = SESSIONS[port]
+    body = f"name=bench&text={text}&csrf_token={token}".encode()
     sent = time.monotonic()
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(
             b"POST /chat?json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
             b"Content-Type: application/x-www-form-urlencoded\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+            + f"Cookie: {cookie}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
         )  # fmt: skip
         data = b""
         while chunk := s.recv(65536):
@@ -155,6 +164,7 @@ class Stream:
 
 def push_latency(messages: int) -> dict[str, list[float]]:
     prefix = f"pyweb-bench:{uuid.uuid4().hex[:8]}:"
+    os.environ.setdefault("PYWEB_SECRET_KEY", uuid.uuid4().hex * 2)  # sessions are signed
     proc, port = start_pyweb(
         ROOT / "pages", "--workers", "2", "--cache", f"redis://127.0.0.1:6379/0?prefix={prefix}"
     )

@@ -45,6 +45,7 @@ from pyweb.push import MulticastUnavailable, Resync, SharedMulticast
 
 __all__ = [
     "PAGE",
+    "page",
     "ROOM",
     "Room",
     "post",
@@ -74,7 +75,7 @@ PAGE = """<!DOCTYPE html>
 <html><head><title>Chat</title><link rel="stylesheet" href="/style.css"></head>
 <body><h2>Chat</h2>
 <ul id="messages"></ul>
-<form id="say" action="/chat" method="post">
+<form id="say" action="/chat" method="post"><!--csrf-->
   <input name="name" placeholder="your name" maxlength="40" required>
   <input name="text" placeholder="say something" maxlength="500" required autofocus>
   <input type="submit" value="Send">
@@ -134,6 +135,12 @@ document.getElementById("say").addEventListener("submit", async (e) => {
 </body></html>"""
 """The chat page: a form, and a script that listens by long poll (``/chat?after=N`` in a
 loop), server-sent events (``#sse``) or a WebSocket (``#ws``)."""
+
+
+def page(csrf_field: object) -> str:
+    """The chat page with the session's CSRF field in its form (the script posts the form's
+    fields, the token among them)."""
+    return PAGE.replace("<!--csrf-->", csrf_field.__html__())  # type: ignore[attr-defined]
 
 
 async def post(name: str, text: str) -> dict[str, Any]:

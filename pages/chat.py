@@ -12,6 +12,7 @@
 # waiters of both.
 import os
 
+from pyweb import csrf_field
 from pyweb.forms import get_nat, get_string
 
 import _chat
@@ -43,4 +44,4 @@ elif "after" in conn.query:
 elif "waiting" in conn.query:
     conn.return_({"waiting": _chat.waiting()}, headers=WORKER)
 else:
-    conn.return_(_chat.PAGE)  # plain HTML, no placeholders: built once in the library
+    conn.return_(_chat.page(csrf_field()))  # the library's HTML, with this session's token

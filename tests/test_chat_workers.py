@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from .csrf_helpers import raw_session
+
 pytestmark = pytest.mark.timeout(120)
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
@@ -66,9 +68,14 @@ def port():
             client.unlink(*keys)
 
 
+SESSION: dict[int, tuple[str, str]] = {}  # port -> (cookie, CSRF token)
+
+
 def send_request(port: int, method: str, target: str, body: bytes = b"") -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=20)
     head = f"{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    if port in SESSION:
+        head += f"Cookie: {SESSION[port][0]}\r\n"
     if method == "POST":
         head += (
             f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n"
@@ -103,7 +110,12 @@ def read_json(sock: socket.socket) -> tuple[int, dict]:
 
 
 def post(port: int, text: str) -> tuple[int, dict]:
-    return read_json(send_request(port, "POST", "/chat?json", f"name=t&text={text}".encode()))
+    """Post as a browser does: with the session (made in whichever worker answered the GET;
+    the session lives in Redis) and the form's CSRF token."""
+    if port not in SESSION:
+        SESSION[port] = raw_session("127.0.0.1", port)
+    body = f"name=t&text={text}&csrf_token={SESSION[port][1]}".encode()
+    return read_json(send_request(port, "POST", "/chat?json", body))
 
 
 def waiting_by_worker(port: int, want_workers: int = 2) -> dict[int, int]:

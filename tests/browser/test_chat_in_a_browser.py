@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.csrf_helpers import raw_session
+
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and os.environ.get("CI") == "true":
@@ -35,6 +37,7 @@ pytestmark = [
     pytest.mark.timeout(120),
 ]
 PAGES = Path(__file__).resolve().parents[2] / "pages"
+SESSION: dict[int, tuple[str, str]] = {}
 BANNER = re.compile(r"pyweb serving .+ on http://127\.0\.0\.1:(\d+)/")
 
 
@@ -49,7 +52,12 @@ def redis_up() -> bool:
 def request(port: int, method: str, target: str, body: bytes = b"") -> tuple[str, dict]:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         head = f"{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-        if method == "POST":
+        if method == "POST":  # as a browser: the session and the form's CSRF token
+            if port not in SESSION:
+                SESSION[port] = raw_session("127.0.0.1", port)
+            cookie, token = SESSION[port]
+            head += f"Cookie: {cookie}\r\n"
+            body += f"&csrf_token={token}".encode()
             head += "Content-Type: application/x-www-form-urlencoded\r\n"
             head += f"Content-Length: {len(body)}\r\n"
         sock.sendall(head.encode() + b"\r\n" + body)

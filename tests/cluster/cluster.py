@@ -16,8 +16,8 @@ checked, and printed as a table:
    not through nginx), messages posted to host 1 one at a time; every waiter must get every
    message; latency from the post to each waiter, p50/p99, split by where the waiter is
    (same worker, another worker of the same host, another host);
-2. **sessions**: a session made on one host is valid on the other (when the site has
-   sessions: reported otherwise);
+2. **sessions**: a session made on one host is valid on the other (the chat page's session
+   and CSRF token, made by host 1, accepted by host 2; refused without the session);
 3. **writes through nginx while a host dies**: writer threads post guest-book entries, each
    with a unique token, through nginx; a third of the way in, every process of host 1 is
    killed (SIGKILL); nginx fails over. Then the guest table is read: every acknowledged
@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.cluster.netns import Forwarder, Namespaces, enter  # noqa: E402
+from tests.csrf_helpers import raw_session  # noqa: E402
 
 PAGES = ROOT / "pages"
 PORT = 8000  # each host's pyweb, on its own address
@@ -135,11 +136,13 @@ def http(host: str, port: int, method: str, target: str, body: bytes = b"",
     return int(lines[0].split()[1]), fields, rest
 
 
-def post_chat(host: str, text: str) -> tuple[dict, str, float]:
-    """Post a chat message to ``host`` directly; (message, worker, time sent)."""
+def post_chat(host: str, text: str, session: tuple[str, str]) -> tuple[dict, str, float]:
+    """Post a chat message to ``host`` directly, as a browser with ``session`` (its cookie
+    and CSRF token); (message, worker, time sent)."""
+    cookie, token = session
     sent = time.monotonic()
-    body = f"name=cluster&text={quote(text)}".encode()
-    status, fields, data = http(host, PORT, "POST", "/chat?json", body)
+    body = f"name=cluster&text={quote(text)}&csrf_token={token}".encode()
+    status, fields, data = http(host, PORT, "POST", "/chat?json", body, {"Cookie": cookie})
     if status != 200:
         raise AssertionError(f"chat post to {host}: {status} {data[:200]!r}")
     return json.loads(data), fields.get("x-pyweb-worker", "?"), sent
@@ -159,6 +162,7 @@ class Cluster:
         self.procs: dict[str, subprocess.Popen] = {}
         self.tmp = Path(tempfile.mkdtemp(prefix="pyweb-cluster-"))
         self.names: dict[str, str] = {}
+        self.secret = uuid.uuid4().hex + uuid.uuid4().hex  # the site's signing key, shared
 
     # set-up
     def start(self) -> None:
@@ -190,12 +194,13 @@ class Cluster:
     def start_host(self, host: str) -> None:
         addr = HOSTS[host][1]
         log = open(self.tmp / f"{host}.log", "a")  # noqa: SIM115 (kept by the process)
+        env = {**os.environ, "PYWEB_SECRET_KEY": self.secret}  # one key: cookies valid on both
         self.procs[host] = subprocess.Popen(
             ["ip", "netns", "exec", self.names[host], self.python, "-m", "pyweb", "serve",
              str(PAGES), "--host", addr, "--port", str(PORT), "--workers", "2",
              "--cache", f"{REDIS}?prefix={self.prefix}",
              "--db", f"{PG}?search_path={self.schema}", "--access-log", "none"],
-            stdout=log, stderr=log, start_new_session=True,
+            stdout=log, stderr=log, start_new_session=True, env=env,
         )  # fmt: skip
 
     def _nginx(self) -> None:
@@ -372,7 +377,8 @@ def check_push(cluster: Cluster, messages: int) -> dict:
     """Waiters on every worker of both hosts; posts to host 1; every waiter gets every
     message; latencies by where the waiter is."""
     h1, h2 = HOSTS["h1"][1], HOSTS["h2"][1]
-    marker, _, _ = post_chat(h1, "push-marker")
+    session = raw_session(h1, PORT, "/chat")
+    marker, _, _ = post_chat(h1, "push-marker", session)
     after = marker["seq"]
     waiters: list = []
     deadline = time.monotonic() + 30
@@ -394,7 +400,7 @@ def check_push(cluster: Cluster, messages: int) -> dict:
     missing = 0
     for i in range(messages):
         text = f"push-{i}"
-        _, poster, sent = post_chat(h1, text)
+        _, poster, sent = post_chat(h1, text, session)
         limit = time.monotonic() + 10
         while any(text not in w.arrived for w in waiters) and time.monotonic() < limit:
             time.sleep(0.0005)
@@ -417,14 +423,16 @@ def check_push(cluster: Cluster, messages: int) -> dict:
 
 
 def check_sessions(cluster: Cluster) -> str:
-    """A session made on one host, used on the other (when the site has sessions)."""
+    """A session made on host 1 (the chat page's GET: a session cookie and the CSRF token
+    kept in it, in Redis) used on host 2: its POST must be accepted, and the same POST
+    without the session refused (403), or the check proves nothing."""
     h1, h2 = HOSTS["h1"][1], HOSTS["h2"][1]
-    status, fields, _ = http(h1, PORT, "GET", "/session_check")
-    if status == 404:
-        return "not tested: the example site has no sessions yet"
-    cookie = fields.get("set-cookie", "").split(";")[0]
-    status2, _, body = http(h2, PORT, "GET", "/session_check", headers={"Cookie": cookie})
-    return f"made on h1, {'valid' if status2 == 200 else 'INVALID'} on h2 ({body[:60]!r})"
+    cookie, token = raw_session(h1, PORT, "/chat")
+    body = f"name=s&text=session-check&csrf_token={token}".encode()
+    with_it = http(h2, PORT, "POST", "/chat?json", body, {"Cookie": cookie})[0]
+    without = http(h2, PORT, "POST", "/chat?json", body)[0]
+    verdict = "valid" if with_it == 200 and without == 403 else "INVALID"
+    return f"made on h1, {verdict} on h2 (POST with it: {with_it}, without: {without})"
 
 
 class Writers:
@@ -445,13 +453,16 @@ class Writers:
 
     def _run(self, i: int) -> None:
         enter(self.cluster.names["lb"])
+        cookie, csrf = raw_session("127.0.0.1", LB_PORT, "/guest")  # a browser's session
         n = 0
         while not self.stop.is_set():
             token = f"{self.cluster.run_id}-{i}-{n}"
             n += 1
-            body = f"name=w{i}&email=w{i}%40example.org&comment={token}".encode()
+            body = f"name=w{i}&email=w{i}%40example.org&comment={token}&csrf_token={csrf}"
             try:
-                status, _, data = http("127.0.0.1", LB_PORT, "POST", "/guest_add", body)
+                status, _, data = http(
+                    "127.0.0.1", LB_PORT, "POST", "/guest_add", body.encode(), {"Cookie": cookie}
+                )
                 outcome = "ok" if status == 303 else f"{status} {data[:60]!r}"
             except OSError as exc:
                 outcome = f"{type(exc).__name__}: {exc}"

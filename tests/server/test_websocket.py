@@ -190,7 +190,7 @@ async def closes():
     return {"closes": RECORD.closes}
 
 
-@pyweb.service("/publish")
+@pyweb.service("/publish", csrf=False)  # a test program posts, no browser session
 async def publish(text: str):
     return await NEWS.send({"text": text})
 """
