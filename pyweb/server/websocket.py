@@ -49,7 +49,7 @@ from wsproto.connection import ConnectionState, ConnectionType
 from wsproto.events import BytesMessage, CloseConnection, Message, Ping, Pong, TextMessage
 from wsproto.utilities import RemoteProtocolError
 
-from pyweb.events import Event, Latch, Mailbox, always, choose, guard, select, timeout, wrap
+from pyweb.events import Event, Latch, Mailbox, select, timeout, wrap
 from pyweb.protocol.messages import Request
 from pyweb.protocol.websocket import WebSocketOptions, WebSocketUpgrade, accept_head
 
@@ -61,6 +61,10 @@ __all__ = ["WebSocket", "WebSocketClosed", "run_session"]
 NORMAL, GOING_AWAY, PROTOCOL_ERROR, TOO_BIG, INTERNAL_ERROR, ABNORMAL = (
     1000, 1001, 1002, 1009, 1011, 1006,
 )  # fmt: skip
+
+
+_END = object()
+"""The last item of a WebSocket's inbox: nothing more can arrive."""
 
 
 class WebSocketClosed(Exception):
@@ -89,7 +93,7 @@ class WebSocket:
         self.close_reason = ""
         self._conn = conn
         self._ws = WSConnection(ConnectionType.SERVER)
-        self._inbox: Mailbox[str | bytes] = Mailbox()
+        self._inbox: Mailbox[Any] = Mailbox()  # messages, then _END
         self._closed = Latch()  # set once no more messages can arrive
         self._partial: list[Any] = []
         self._partial_size = 0
@@ -111,22 +115,19 @@ class WebSocket:
         """An event enabled by the next message (``str`` for text, ``bytes`` for binary);
         once the WebSocket is closed and every message taken, syncing on it raises
         :class:`WebSocketClosed`."""
-        return guard(self._next_message_evt)
+        return wrap(self._inbox.recv_evt(), self._message)
 
-    def _next_message_evt(self) -> Event[Any]:
-        if len(self._inbox):
-            return self._inbox.recv_evt()
-        if self._closed.is_set:
-            return wrap(always(None), self._raise_closed)
-        # Nothing yet: the next message, or the end (which comes after the last message).
-        return choose(self._inbox.recv_evt(), wrap(self._closed.evt(), self._raise_closed))
-
-    def _raise_closed(self, _: object) -> Any:
-        raise WebSocketClosed(self.close_code or ABNORMAL, self.close_reason)
+    def _message(self, item: Any) -> Any:
+        # The end is an item of the inbox too, after the last message, so order is kept;
+        # whoever takes it puts it back, so that every later receive sees the end as well.
+        if item is _END:
+            self._inbox.send(_END)
+            raise WebSocketClosed(self.close_code or ABNORMAL, self.close_reason)
+        return item
 
     async def recv(self) -> str | bytes:
-        """The next message (``await select(ws.recv_evt())``)."""
-        return await select(self.recv_evt())  # type: ignore[no-any-return]
+        """The next message (``await select(ws.recv_evt())``, on the fast path)."""
+        return self._message(await self._inbox.recv())  # type: ignore[no-any-return]
 
     def closed_evt(self) -> Event[None]:
         """Enabled once no message can arrive any more (the peer closed, or is gone)."""
@@ -163,7 +164,7 @@ class WebSocket:
         except WebSocketClosed:
             return
         await select(self._closed.evt(), timeout(self.options.close_timeout))
-        self._closed.set()
+        self._end()
 
     async def _send_frame(self, event: Any) -> None:
         async with self._send_lock:  # the reader answers pings while the handler sends
@@ -177,11 +178,17 @@ class WebSocket:
 
     # -- the reader and the keeper ---------------------------------------------------------
 
+    def _end(self) -> None:
+        """No message can arrive any more: the inbox ends, ``closed_evt()`` is enabled."""
+        if not self._closed.is_set:
+            self._closed.set()
+            self._inbox.send(_END)
+
     def _lost(self) -> None:
         """The connection is gone: nothing more in, nothing more out."""
         if self.close_code is None:
             self.close_code = ABNORMAL
-        self._closed.set()
+        self._end()
 
     async def _read_loop(self, first: bytes) -> None:
         fd = self._conn.fd
@@ -245,7 +252,7 @@ class WebSocket:
                     # wsproto reports a broken frame (unmasked, bad UTF-8...) as a Close
                     # with its code (1002, 1007): send it, the peer must hear why
                     await self._quietly(CloseConnection(code=event.code, reason=reason[:120]))
-                self._closed.set()
+                self._end()
                 return False
         return True
 
@@ -260,7 +267,7 @@ class WebSocket:
             self.close_code, self.close_reason = code, reason
         if self._ws.state is ConnectionState.OPEN:
             await self._quietly(CloseConnection(code=code, reason=reason[:120]))
-        self._closed.set()
+        self._end()
 
     async def _keep(self) -> None:
         """Ping while quiet, drop a silent peer, and close on a server shutdown."""
