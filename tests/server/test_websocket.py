@@ -390,3 +390,29 @@ def test_many_sockets_each_get_their_own_answers(site):
         for i, ws in enumerate(sockets):
             ws.send(json.dumps({"i": i}))
         assert [json.loads(ws.recv(timeout=5))["i"] for ws in sockets] == list(range(20))
+
+
+def test_an_upgrade_request_to_an_ordinary_url_is_answered_as_http(site):
+    """Only a @websocket URL switches protocols; elsewhere Upgrade is just a header."""
+    with socket.create_connection(("127.0.0.1", site.server.port), timeout=10) as sock:
+        sock.sendall(
+            b"GET /closes HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: MDEyMzQ1Njc4OWFiY2RlZg==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            b"GET /closes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200 ") and data.count(b"HTTP/1.1 200 ") == 2
+
+
+def test_a_websocket_handshake_over_http_1_0_is_refused(site):
+    with socket.create_connection(("127.0.0.1", site.server.port), timeout=10) as sock:
+        sock.sendall(
+            b"GET /echo HTTP/1.0\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: MDEyMzQ1Njc4OWFiY2RlZg==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert data.split(b" ", 2)[1] == b"400" and b"HTTP/1.1" in data
