@@ -59,7 +59,7 @@ def errors_of(nb: nbformat.NotebookNode) -> list[tuple[int, nbformat.NotebookNod
 
 
 def test_notebooks_found():
-    assert len(TUTORIALS) >= 10 and len(EXERCISES) >= 3
+    assert len(TUTORIALS) >= 10 and len(EXERCISES) >= 10
     assert [p.name for p in EXERCISES] == [p.name for p in SOLUTIONS]
 
 
@@ -87,7 +87,7 @@ def test_one_title_and_h2_sections(path):
     assert sum(line.startswith("# ") for line in lines) == 1
     assert sum(line.startswith("## ") for line in lines) >= 3
     if path in TUTORIALS:
-        assert 15 <= len(nb.cells) <= 30
+        assert 15 <= len(nb.cells) <= 35
         assert nb.cells[-1].source.strip() == "srv.stop()"
 
 
@@ -168,6 +168,14 @@ FIRST_FAILURE = {
     "(a <form> element) with fields 'name', 'email', 'age'; the page has no form.",
     "03_multiplication_service.ipynb": "For n=3. We expected a table (a <table> element) "
     "with 3 rows of 3 cells; the page has no table.",
+    "04_double_amount.ipynb": "For amount=2.5. We expected '5.0' somewhere on the page; it was not there. The page says: 'TODO'",
+    "05_guest_count.ipynb": "With the two entries of the set-up. We expected '2 entries' somewhere on the page; it was not there. The page says: 'TODO'",
+    "06_seen_cookie.ipynb": "Visit 1 of the same client. We expected 'seen 1 time(s)' somewhere on the page; it was not there. The page says: 'TODO'",
+    "07_first_of.ipynb": "When only channel b sends 42, first_of(a, b) should be ('b', 42); it gave None.",
+    "08_hop_services.ipynb": "For a=6, b=7. We expected '6 × 7 = 42' somewhere on the page; it was not there. The page says: 'TODO'",
+    "09_marlow_log.ipynb": "For the line '127.0.0.1 - - [24/Nov/2026:10:00:00 +0000] \"GET /hello HTTP/1.1\" 200 24 \"-\" \"notebook/1.0\"', parse_clf(line)['host'] should be '127.0.0.1'; it is None.",
+    "10_cml_rpc.ipynb": "cell_calls([1, 2, 3]) should be [0, 1, 2] (each call gets the value before it); it is [].",
+    "11_squares_table.ipynb": "For n=3. We expected a table (a <table> element) with 3 rows of 2 cells; the page has no table. The page says: 'TODO'",
 }
 
 
@@ -186,7 +194,8 @@ def test_unsolved_exercise_fails_at_its_first_check_in_plain_words(path, tmp_pat
     assert len(error.traceback) == 1 and "Check failed:" in error.traceback[0]
     assert "notebook.py" not in error.traceback[0]
     student = next(i for i, t in enumerate(tags) if "student" in t)
-    assert nb.cells[student].outputs[0].text.startswith("wrote ")
+    if nb.cells[student].source.startswith("%%"):  # a magic writes the page into the site
+        assert nb.cells[student].outputs[0].text.startswith("wrote ")
 
 
 # --- guest mode in a real kernel ------------------------------------------------------------
