@@ -274,3 +274,16 @@ def test_guest_mode_in_a_real_kernel(tmp_path):
         execute(nb, tmp_path)
     except CellExecutionError as exc:
         pytest.fail(str(exc))
+
+
+def test_the_docs_site_shows_every_tutorial_and_exercise_but_no_solution():
+    # docs/tutorials -> ../tutorials and docs/exercises -> ../notebook (mkdocs-jupyter).
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert (ROOT / "docs" / "tutorials").resolve() == ROOT / "tutorials"
+    assert (ROOT / "docs" / "exercises").resolve() == ROOT / "notebook"
+    for path in TUTORIALS:
+        assert f"tutorials/{path.name}" in config, f"{path.name} is not in mkdocs.yml's nav"
+    for path in EXERCISES:
+        assert f"exercises/{path.name}" in config, f"{path.name} is not in mkdocs.yml's nav"
+    assert "exercises/solutions/" in config.split("exclude_docs:")[1].split("\n\n")[0]
+    assert 'execute_ignore: ["exercises/*.ipynb"]' in config  # shown unsolved, not run
