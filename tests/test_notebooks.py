@@ -217,8 +217,10 @@ except RuntimeError as exc:
 else:
     raise AssertionError("a guest server listened before the cell ended")
 """,
-    # 2: between cells the loop ran, and the server started; it survives across cells.
+    # 2: between cells the loop runs, and the server starts (on a busy machine it may need a
+    # few more turns of the loop: started() waits for them); it survives across cells.
     """
+await srv.started()
 assert srv.port > 0 and srv.running
 r = await srv.aget("/hello.txt")
 assert r.status == 200 and r.text == "hello from a guest", r
