@@ -80,7 +80,11 @@ def read_json_reply(sock: socket.socket) -> dict:
 
 def test_the_page_and_its_form(chat):
     page = chat.get("/chat")
-    assert page.status == 200 and "<h2>Chat</h2>" in page.text and "/chat?after=" in page.text
+    assert page.status == 200 and "<h1>Chat</h1>" in page.text and "/chat?after=" in page.text
+    # the site's shared layout, with the view-source link to the page's script
+    assert '<link rel="stylesheet" href="/style.css">' in page.text
+    assert '<a href="/source?file=chat.py" class="source">' in page.text
+    assert "<!--csrf-->" not in page.text  # the form carries the session's token instead
     moved = say(chat, "/chat", {"name": "ada", "text": "hello"})
     assert moved.status == 303 and moved.headers["location"] == "/chat"
 
