@@ -67,7 +67,7 @@ from __future__ import annotations
 import math
 import socket
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -132,7 +132,7 @@ class Connection:
         self.fd = sock.fileno()
         self.peer = peer
         self.parser = RequestParser(config.limits)
-        self.replies = Replies(sock, peer, config, log)
+        self.replies = Replies(sock, peer, config, log, self.error_page)
         self.phase = IDLE
         self.deadline = _INF
         """When the current wait for a request stops waiting (trio clock), read by the
@@ -302,7 +302,7 @@ class Connection:
             self.log.error(
                 f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
             )
-            return error_response(500, dev=self.config.dev, detail=str(exc), exc=exc)
+            return self.error_page(500, detail=str(exc), exc=exc)
 
     def client_watch(self) -> ClientWatch:
         """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
@@ -318,12 +318,11 @@ class Connection:
 
     # ------------------------------------------------------------------------------- errors
 
-    def error_page(self, status: int, err: ProtocolError | None = None) -> Response:
-        if err is None:
-            return error_response(status, dev=self.config.dev)
-        return error_response(
-            status, dev=self.config.dev, detail=err.message, offending=err.offending
-        )
+    def error_page(self, status: int, **details: Any) -> Response:
+        """The page for an error the server answers itself (the one place that makes them:
+        the replies get this method too). ``details`` are ``error_response``'s: ``detail``,
+        ``exc``, ``offending``; shown in development mode only."""
+        return error_response(status, dev=self.config.dev, **details)
 
     async def reject(self, err: ProtocolError, request: Request | None) -> None:
         """Marlow's ``Left resp``: answer a protocol error with its status, then close
@@ -332,7 +331,8 @@ class Connection:
             f"{err.status} for {self.peer}: {err.message}",
             request_line=(request_line(request) if request else ""),
         )
-        await self.send_last_words(self.error_page(err.status, err), request)
+        page = self.error_page(err.status, detail=err.message, offending=err.offending)
+        await self.send_last_words(page, request)
 
     async def send_last_words(self, page: Response, request: Request | None) -> None:
         """An error page with ``Connection: close`` (at most a second for the client to
