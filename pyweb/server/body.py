@@ -136,10 +136,9 @@ class RequestBody:
                 raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
 
     async def drain(self) -> bool:
-        """After the reply: read and drop the unread rest if :meth:`settle` said so. False
-        when that failed (too slow, malformed): the connection closes, no second reply."""
-        if not self.must_drain:
-            return True
+        """After the reply, when :meth:`settle` said so: read and drop the unread rest.
+        False when that failed (too slow, malformed): the connection closes, no second
+        reply."""
         try:
             async for _ in self.stream():
                 pass

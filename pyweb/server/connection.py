@@ -197,7 +197,7 @@ class Connection:
             self.stop_watching()
             if log_access:
                 self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
-            if not keep_alive or not await body.drain():
+            if not keep_alive or (body.must_drain and not await body.drain()):
                 return
 
     # ------------------------------------------------------------- reading a request head
