@@ -20,6 +20,7 @@ from typing import Any
 import trio
 
 import pyweb_regions
+from pyweb import signing
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import setting_default, settings
@@ -365,6 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
         try:
             site = build_site(args, config)
+        except (signing.MissingSecretKey, ValueError) as exc:
+            print(f"pyweb: error: {exc}", file=sys.stderr)
+            return 2
         except SiteError as err:
             for problem in err.problems:
                 print(problem, file=sys.stderr)
