@@ -507,10 +507,9 @@ class FieldSummary:
             elif name == "transfer-encoding":
                 self.te = (self.te or []) + value.split(",")
             elif name == "connection":
-                # RFC 9110 §7.6.1: Connection = #connection-option, case-insensitive.
-                options = [o.strip(" \t") for o in value.lower().split(",")]
-                close = close or "close" in options
-                keep_alive_option = keep_alive_option or "keep-alive" in options
+                says_close, says_keep_alive = _connection_options(value)
+                close = close or says_close
+                keep_alive_option = keep_alive_option or says_keep_alive
             elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
                 expect = expect or any(
                     e.strip(" \t") == "100-continue" for e in value.lower().split(",")
@@ -519,6 +518,19 @@ class FieldSummary:
         # RFC 9110 §10.1.1: Expect is ignored in HTTP/1.0 requests.
         self.keep_alive = not close if version == "1.1" else keep_alive_option and not close
         self.expect_continue = expect and version == "1.1"
+
+
+def _connection_options(value: str) -> tuple[bool, bool]:
+    """RFC 9110 §7.6.1: ``Connection = #connection-option``, case-insensitive: whether it
+    says ``close``, whether it says ``keep-alive``."""
+    close = keep_alive = False
+    for option in value.lower().split(","):
+        option = option.strip(" \t")
+        if option == "close":
+            close = True
+        elif option == "keep-alive":
+            keep_alive = True
+    return close, keep_alive
 
 
 def _target(
