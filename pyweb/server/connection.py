@@ -194,7 +194,8 @@ class Connection:
                 if abort.sent is not None and log_access:
                     self.log_access(request, abort.sent[0], abort.sent[1], ctx.received_at)
                 raise
-            self.stop_watching()
+            if self.watch is not None:
+                self.stop_watching()
             if log_access:
                 self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
             if not keep_alive or (body.must_drain and not await body.drain()):
