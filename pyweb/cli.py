@@ -64,7 +64,8 @@ def _add_settings(serve: argparse.ArgumentParser) -> None:
         target.add_argument(flag, choices=how.choices, metavar=how.metavar, **options)
 
 
-SETTING_GROUPS = {"regions": "module snapshots and allocation accounting (docs/regions.md)"}
+SETTING_GROUPS = {
+    "site": "sessions, login, CSRF and security headers (docs/sessions.md, docs/csrf.md)","regions": "module snapshots and allocation accounting (docs/regions.md)"}
 """The titles of the sections of ``pyweb serve --help`` that settings name."""
 
 
@@ -199,15 +200,7 @@ def parse_command_line(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def build_site(args: argparse.Namespace, config: ServerConfig) -> Site:
     """The site ``pyweb serve`` serves (raises SiteError for a broken one outside --dev)."""
-    return Site(
-        args.dir,
-        dev=config.dev,
-        strict_regions=args.strict_regions,
-        no_script_cache=args.no_script_cache,
-        exec_library=args.exec_library,
-        profile_alloc=args.profile_alloc,
-        page_timeout=config.page_timeout,
-    )
+    return Site.from_settings(args.dir, config)
 
 
 def _say(text: str) -> None:

@@ -201,6 +201,33 @@ class Site:
         if self.problems and not dev:
             raise SiteError(self.root, self.problems)
 
+    SETTINGS = (
+        "dev",
+        "strict_regions",
+        "no_script_cache",
+        "exec_library",
+        "profile_alloc",
+        "page_timeout",
+        "secret_key",
+        "session_idle",
+        "login_url",
+        "csrf_exempt",
+        "content_type_options",
+        "frame_options",
+        "referrer_policy",
+        "hsts",
+    )
+    """The server settings (``ServerConfig`` fields, ``pyweb.toml`` keys) a Site takes."""
+
+    @classmethod
+    def from_settings(cls, root: str | os.PathLike[str], config: Any) -> Site:
+        """The Site for ``root`` with the settings of ``config`` (a ``ServerConfig``, or
+        anything with those attributes): what ``pyweb serve`` and its reload build."""
+        options = {name: getattr(config, name) for name in cls.SETTINGS if hasattr(config, name)}
+        if not options.get("secret_key"):
+            options["secret_key"] = None  # no setting: PYWEB_SECRET_KEY, or the dev key
+        return cls(root, **options)
+
     # ---- loading (the compile step) ---------------------------------------------------
 
     def display(self, path: str) -> str:

@@ -464,3 +464,85 @@ def test_any_json_value_round_trips_and_any_changed_character_is_refused(value, 
                 assert decoded == value
     finally:
         signing.configure(None)
+
+
+# -- the settings, through pyweb serve and pyweb.toml ---------------------------------------
+
+
+def test_settings_from_pyweb_toml(tmp_path):
+    """secret_key (a list: rotation), csrf_exempt, login_url and the headers, read by
+    `pyweb serve` from the site's pyweb.toml, with no PYWEB_SECRET_KEY in the environment."""
+    import os
+    import socket
+    import time
+
+    from pyweb.testing import Client
+
+    root = write_site(
+        tmp_path / "site",
+        {
+            **SITE,
+            "pyweb.toml": """
+                secret_key = ["the-new-key-0123456789", "the-old-key-0123456789"]
+                csrf_exempt = ["/echo"]
+                login_url = "/signin"
+                frame_options = "DENY"
+                referrer_policy = "none"
+                hsts = 600
+                session_idle = 120
+            """,
+        },
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != "PYWEB_SECRET_KEY"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyweb", "serve", str(root), "--port", str(port),
+         "--access-log", "none"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        client = Client(f"http://127.0.0.1:{port}")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                response = client.get("/form")
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+                time.sleep(0.1)
+        assert response.headers["x-frame-options"] == "DENY"
+        assert "referrer-policy" not in response.headers
+        assert response.headers["strict-transport-security"] == "max-age=600"
+        assert client.post("/echo", {"x": "1"}).text == "got 1"  # exempt: no token needed
+        assert client.post("/visits").status == 403  # everything else still checked
+        assert client.get("/private").headers["location"] == "/signin?next=/private"
+        # The cookie is signed with the first key: it verifies with that key alone.
+        signing.configure("the-new-key-0123456789")
+        try:
+            client.get("/visits")
+            sid = signing.signer("pyweb.session").unsign(client.cookies["pyweb_session"])
+            assert sid
+        finally:
+            signing.configure(None)
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_the_servers_own_error_pages_say_nosniff_too(site):
+    import socket
+
+    root = site({"hello.py": "conn.return_('hi')\n"})
+    with serve(root) as client:
+        with socket.create_connection(("127.0.0.1", client.server.port), timeout=10) as sock:
+            sock.sendall(b"GARBAGE\r\n\r\n")  # no site sees this: the parser answers 400
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        head = data.split(b"\r\n\r\n", 1)[0].lower()
+        assert head.startswith(b"http/1.1 400") and b"x-content-type-options: nosniff" in head
