@@ -72,7 +72,6 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from pyweb.events import Event, Port, at_time, choose, guard, readable_evt, sync, wrap
-from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import RequestParser
@@ -321,9 +320,10 @@ class Connection:
 
     def error_page(self, status: int, **details: Any) -> Response:
         """The page for an error the server answers itself (the one place that makes them:
-        the replies get this method too). ``details`` are ``error_response``'s: ``detail``,
-        ``exc``, ``offending``; shown in development mode only."""
-        return error_response(status, dev=self.config.dev, **details)
+        the replies get this method too), through the server: a site may draw its own
+        (templates/_404.html...). ``details`` are ``error_response``'s: ``detail``, ``exc``,
+        ``offending``; shown in development mode (this connection's setting) only."""
+        return self.server.error_page(status, dev=self.config.dev, **details)
 
     async def reject(self, err: ProtocolError, request: Request | None) -> None:
         """Marlow's ``Left resp``: answer a protocol error with its status, then close
