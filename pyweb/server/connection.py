@@ -76,6 +76,7 @@ from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import RequestParser
 from pyweb.protocol.response import Response
+from pyweb.protocol.websocket import WebSocketUpgrade
 
 from .body import DRAIN_LIMIT
 from .context import RequestContext
@@ -85,6 +86,7 @@ from .listener import close_socket
 from .logging import AccessRecord
 from .recvbuf import receive
 from .reply import Replies, ReplyAborted, request_line
+from .websocket import run_session
 
 if TYPE_CHECKING:
     from . import Server
@@ -185,6 +187,8 @@ class Connection:
                 response = await self.run_handler(ctx)
             except ProtocolError as err:  # from ctx.body(): a bad or oversized body
                 return await self.reject(err, request)
+            if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
+                return await self.websocket(request, response, ctx.received_at)
             body = ctx.request_body
             keep_alive = body.settle(request.keep_alive and not self.server.closing)
             try:
@@ -303,6 +307,16 @@ class Connection:
                 f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
             )
             return self.error_page(500, detail=str(exc), exc=exc)
+
+    async def websocket(
+        self, request: Request, upgrade: WebSocketUpgrade, received_at: float
+    ) -> None:
+        """The handler accepted a WebSocket: log the ``101``, then the session has the
+        connection to itself until it closes (:mod:`pyweb.server.websocket`)."""
+        self.stop_watching()
+        if self.server.access_enabled:
+            self.log_access(request, 101, 0, received_at)
+        await run_session(self, request, upgrade)
 
     def client_watch(self) -> ClientWatch:
         """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
