@@ -12,7 +12,6 @@ import io
 import json
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import trio.testing
 
 import pyweb.testing
 from pyweb.events import never
+from tests.helpers import until
 
 from .csrf_helpers import csrf_token
 
@@ -51,14 +51,6 @@ def latest(client) -> int:
     """The sequence number of the newest message (a poll after it waits)."""
     message = say(client, "/chat?json", {"name": "test", "text": "marker"}).json()
     return message["seq"]
-
-
-def until(predicate, what: str, limit: float = 10.0) -> None:
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def open_long_poll(client, after: int) -> socket.socket:
