@@ -25,8 +25,10 @@ Which database: :func:`configure` (``pyweb serve --db URL`` calls it), else, ins
 the site's default ``sqlite:///SITE/data/pyweb.sqlite3`` with the site's ``schema.sql`` run
 on first use; else the ``PYWEB_DB`` environment variable. Drivers: :mod:`pyweb.db.sqlite`
 (stdlib sqlite3 in worker threads), :mod:`pyweb.db.postgresql` (asyncpg) and
-:mod:`pyweb.db.mysql` (aiomysql), the last two on an asyncio loop in a thread of their own
-(:mod:`pyweb.db.bridge`). Everything here also works outside a server, under ``trio.run``.
+:mod:`pyweb.db.mysql` (aiomysql): natively on an asyncio loop, and from trio through an
+asyncio loop in a thread of its own (:mod:`pyweb.runtime.bridge`). The loop is reached
+only through :mod:`pyweb.runtime`, so everything here works in a trio server, an asyncio
+one, and outside any server (``trio.run``, ``asyncio.run``).
 """
 
 from __future__ import annotations
@@ -40,8 +42,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-import trio
-
+from pyweb import runtime
 from pyweb.quot import Quot
 
 from .driver import Connection, Driver, Url, parse_url
@@ -255,7 +256,7 @@ class Database:
         tx = self._tx.get()
         if tx is not None:
             conn, task = tx
-            if task is trio.lowlevel.current_task():
+            if task is runtime.current().current_task():
                 yield _Lease(conn, None)
                 return
         held = self._held.get()
@@ -382,7 +383,7 @@ class Database:
         transaction: committed when the block ends normally, rolled back on any exception,
         cancellation included (the rollback is shielded from the cancellation)."""
         tx = self._tx.get()
-        task = trio.lowlevel.current_task()
+        task = runtime.current().current_task()
         if tx is not None and tx[1] is task:
             raise DbError("already in a transaction: pyweb.db does not nest transactions")
         async with self._lease() as lease:
@@ -414,8 +415,9 @@ class Database:
 
 
 async def _rollback(conn: Connection) -> None:
-    with trio.CancelScope(shield=True):
-        with trio.move_on_after(CANCEL_GRACE) as scope:
+    rt = runtime.current()
+    with rt.CancelScope(shield=True):
+        with rt.move_on_after(CANCEL_GRACE) as scope:
             try:
                 if not conn.broken:
                     await conn.rollback()

@@ -2,7 +2,7 @@
 
 The interface is deliberately small and neutral (it says ``async``, not ``trio``), so that
 the same pools and functions work over a driver in a worker thread (SQLite), over a
-driver on an asyncio loop in another thread (:mod:`pyweb.db.bridge`: PostgreSQL, MySQL),
+driver on an asyncio loop in another thread (:mod:`pyweb.runtime.bridge`: PostgreSQL, MySQL),
 and later over a native asyncio driver if pyweb gets an asyncio scheduler.
 
 One call is one whole query: the SQL goes in, every row comes back. That is one crossing

@@ -1,4 +1,4 @@
-"""The MySQL/MariaDB driver: aiomysql on the driver loop of :mod:`pyweb.db.bridge` (issue 7).
+"""The MySQL/MariaDB driver: aiomysql on the driver loop of :mod:`pyweb.runtime.bridge` (issue 7).
 
 Each handle owns one ``aiomysql`` connection (autocommit on, ``utf8mb4``), created and used
 on the loop thread; a trio task hands it a whole query and gets every row back. Antiquotes
@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 import aiomysql
 import pymysql
 
-from .bridge import loop_thread
+from pyweb import runtime
+
 from .driver import Connection, Driver, Params, Url, split_statements
 from .errors import DbUnavailable, SqlError
 
@@ -46,6 +47,7 @@ class MysqlConnection(Connection):
         self._conn = conn
         self._driver = driver
         self._where = str(driver.url)
+        self._loop = runtime.asyncio_loop()  # the loop the connection belongs to
 
     async def _on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
         conn = self._conn
@@ -66,7 +68,7 @@ class MysqlConnection(Connection):
         if self.broken:
             raise DbUnavailable(f"mysql ({self._where}): connection closed", sql=sql)
         try:
-            return await loop_thread.call(self._on_loop(make))
+            return await runtime.run_asyncio(self._on_loop(make))
         except pymysql.err.MySQLError as exc:
             code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
             if code in _LOST_CODES or self._conn.closed:
@@ -140,10 +142,7 @@ class MysqlConnection(Connection):
         async def close() -> None:
             conn.close()
 
-        try:
-            loop_thread.submit(close())
-        except RuntimeError:  # the loop is closed (interpreter exit)
-            pass
+        runtime.submit_asyncio(self._loop, close())
 
 
 def _escaper(escape: Callable[[Any], str]) -> Callable[[Any], str]:
@@ -194,7 +193,7 @@ class MysqlDriver(Driver):
 
     async def connect(self) -> Connection:
         try:
-            conn = await loop_thread.call(self._open())
+            conn = await runtime.run_asyncio(self._open())
             conn.escape = _escaper(conn.escape)
         except (TimeoutError, OSError, pymysql.err.MySQLError) as exc:
             raise DbUnavailable(f"cannot connect to {self.url}: {exc}") from exc

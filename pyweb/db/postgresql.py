@@ -1,4 +1,4 @@
-"""The PostgreSQL driver: asyncpg on the driver loop of :mod:`pyweb.db.bridge` (issue 7).
+"""The PostgreSQL driver: asyncpg on the driver loop of :mod:`pyweb.runtime.bridge` (issue 7).
 
 Each handle owns one ``asyncpg.Connection``, created on the loop thread and used only
 there; a trio task hands it a whole query (``fetch``/``execute``) and gets all the rows
@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from .bridge import loop_thread
+from pyweb import runtime
+
 from .driver import Connection, Driver, Params, Url
 from .errors import DbUnavailable, SqlError
 
@@ -41,6 +42,7 @@ class PostgresConnection(Connection):
     def __init__(self, conn: asyncpg.Connection, where: str) -> None:
         self._conn = conn
         self._where = where
+        self._loop = runtime.asyncio_loop()  # the loop the connection belongs to
 
     async def _on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
         """Runs on the loop: the call, and after a cancellation the wait for the server."""
@@ -62,7 +64,7 @@ class PostgresConnection(Connection):
         if self.broken:
             raise DbUnavailable(f"postgresql ({self._where}): connection closed", sql=sql)
         try:
-            return await loop_thread.call(self._on_loop(make))
+            return await runtime.run_asyncio(self._on_loop(make))
         except asyncpg.PostgresError as exc:
             if self._conn.is_closed():  # e.g. "terminating connection due to administrator
                 self.broken = True  # command": the server closed it
@@ -138,10 +140,7 @@ class PostgresConnection(Connection):
             except Exception:
                 conn.terminate()
 
-        try:
-            loop_thread.submit(close())
-        except RuntimeError:  # the loop is closed (interpreter exit)
-            pass
+        runtime.submit_asyncio(self._loop, close())
 
 
 class PostgresDriver(Driver):
@@ -157,7 +156,7 @@ class PostgresDriver(Driver):
     async def connect(self) -> Connection:
         url = self.url
         try:
-            conn = await loop_thread.call(
+            conn = await runtime.run_asyncio(
                 asyncpg.connect(
                     host=url.host,
                     port=url.port or 5432,

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import trio
+from pyweb import runtime
 
 from .driver import Connection, Driver, Params, Url, shorten_switch_interval
 from .errors import DbUnavailable, SqlError
@@ -78,15 +78,16 @@ class SqliteConnection(Connection):
                 done.set()
 
         self._busy = True
+        rt = runtime.current()
         try:
-            return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
-        except trio.Cancelled:
+            return await rt.to_thread(work, abandon_on_cancel=True)
+        except rt.Cancelled:
             # The worker still runs the statement: stop it, then wait for the thread so
             # that the connection is idle before anyone else gets it.
             self._conn.interrupt()
-            with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_GRACE):
+            with rt.CancelScope(shield=True), rt.move_on_after(CANCEL_GRACE):
                 while not done.is_set():
-                    await trio.sleep(0.002)
+                    await rt.sleep(0.002)
             if not done.is_set():
                 self.broken = True
             raise
@@ -182,7 +183,7 @@ class SqliteDriver(Driver):
     async def connect(self) -> Connection:
         shorten_switch_interval()
         try:
-            conn = await trio.to_thread.run_sync(self._open)
+            conn = await runtime.to_thread(self._open)
         except (sqlite3.Error, OSError) as exc:
             raise DbUnavailable(
                 f"cannot open SQLite database {self.url.database!r}: {exc}"

@@ -2,7 +2,7 @@
 
 asyncpg and aiomysql are asyncio libraries; pyweb's server is trio, and calling them from a
 trio task fails at once ("no running event loop"). Measured on this project's machine
-(../shared/research/db-on-trio.md): trio-asyncio works but had the worst tail latency (p99
+(docs/db.md, "the bridge"): trio-asyncio works but had the worst tail latency (p99
 195-260 ms) and changes asyncio's loop policy for the whole process; a dedicated thread
 running an asyncio loop on uvloop, owning the driver's connections, with trio tasks
 handing it *whole queries*, reached about 65% of native throughput with a short tail.
@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import trio
-
-from .driver import shorten_switch_interval
 
 __all__ = ["LoopThread", "loop_thread"]
 
@@ -51,6 +50,14 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     except ImportError:  # pragma: no cover - uvloop comes with the postgresql/mysql extras
         return asyncio.SelectorEventLoop()
     return uvloop.new_event_loop()
+
+
+def _shorten_switch_interval() -> None:
+    """Let the loop thread get the GIL back quickly (Python's default switch interval of
+    5 ms made a page that renders 500 rows wait for its rows; 0.5 ms is pyweb's setting,
+    only ever lowered)."""
+    if sys.getswitchinterval() > 0.0005:
+        sys.setswitchinterval(0.0005)
 
 
 class _Call:
@@ -77,7 +84,7 @@ class LoopThread:
             return loop
         with self._lock:
             if self._loop is None:
-                shorten_switch_interval()
+                _shorten_switch_interval()
                 loop = _new_loop()
                 ready = threading.Event()
                 loop.call_soon(ready.set)
