@@ -41,9 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-import trio
-
-from pyweb import forms
+from pyweb import forms, runtime
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
 from pyweb.regions import SiteRegions, stats_json, stats_page
@@ -537,7 +535,7 @@ class Site:
                 if timed and self.page_timeout is not None:
                     # Marlow §4: a page gets page_timeout seconds, then a 503. A page that
                     # waits on its own events (a long poll) lifts it (Conn._no_deadline).
-                    with trio.move_on_after(self.page_timeout) as scope:
+                    with runtime.current().move_on_after(self.page_timeout) as scope:
                         conn.deadline_scope = scope
                         await run(conn)
                     conn.deadline_scope = None

@@ -22,6 +22,7 @@ which brings trio's level-triggered scopes to asyncio; ``asyncio.timeout`` has n
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import math
 import socket
@@ -187,9 +188,11 @@ def _background_done(task: asyncio.Task[Any]) -> None:
 
 
 async def to_thread(fn: Callable[..., T], *args: Any, abandon_on_cancel: bool = False) -> T:
-    """Run the blocking ``fn(*args)`` in the loop's default executor.  Unless
-    ``abandon_on_cancel``, a cancellation waits for the thread to finish first."""
-    fut = _get_running_loop().run_in_executor(None, functools.partial(fn, *args))
+    """Run the blocking ``fn(*args)`` in the loop's default executor, in a copy of the
+    caller's context (as trio does).  Unless ``abandon_on_cancel``, a cancellation waits
+    for the thread to finish first."""
+    context = contextvars.copy_context()
+    fut = _get_running_loop().run_in_executor(None, functools.partial(context.run, fn, *args))
     if abandon_on_cancel:
         return await fut
     try:
