@@ -1,16 +1,17 @@
-"""The MySQL/MariaDB driver: aiomysql on the driver loop of :mod:`pyweb.runtime.bridge` (issue 7).
+"""The MySQL/MariaDB driver: aiomysql, natively on asyncio, through a loop thread from trio.
 
 Each handle owns one ``aiomysql`` connection (autocommit on, ``utf8mb4``), created and used
-on the loop thread; a trio task hands it a whole query and gets every row back. Antiquotes
+on one asyncio loop (:func:`pyweb.runtime.run_asyncio`): the server's own on asyncio, the
+loop thread of :mod:`pyweb.runtime.bridge` from trio, where a task hands it a whole query
+and gets every row back. Antiquotes
 are bound as ``%s`` (aiomysql's paramstyle): the driver escapes each value for the
 connection's character set, so user input never becomes SQL text.
 
-Cancellation: aiomysql cannot stop a query on the server. When the trio request is
-cancelled the asyncio task is cancelled, the connection is closed (its protocol state is
+Cancellation: aiomysql cannot stop a query on the server. When the request is cancelled
+the asyncio task is cancelled, the connection is closed (its protocol state is
 unknown: it may still be waiting for the query's answer) and marked broken, and a
 ``KILL QUERY <thread id>`` is sent from a fresh connection so the server stops working on
-a result nobody will read (measured: without it the query runs to the end;
-../shared/research/db-on-trio.md).
+a result nobody will read (measured: without it the query runs to the end).
 
 A lost connection (``KILL <id>``, a server restart) is noticed when the connection's
 stream is at end of file or when a call fails with "Lost connection"/"server has gone
@@ -58,10 +59,12 @@ class MysqlConnection(Connection):
             thread_id = conn.server_thread_id[0] if conn.server_thread_id else None
             conn.close()
             if thread_id is not None:
-                try:
-                    await asyncio.wait_for(self._driver.kill_query(thread_id), 2.0)
-                except Exception:  # best effort: the connection is gone anyway
-                    pass
+                # Shielded: natively on asyncio the request's own cancel scope is still there.
+                with runtime.get("asyncio").CancelScope(shield=True):
+                    try:
+                        await asyncio.wait_for(self._driver.kill_query(thread_id), 2.0)
+                    except Exception:  # best effort: the connection is gone anyway
+                        pass
             raise
 
     async def _run(self, sql: str, params: Params, make: Callable[[], Awaitable[T]]) -> T:
@@ -142,7 +145,10 @@ class MysqlConnection(Connection):
         async def close() -> None:
             conn.close()
 
-        runtime.submit_asyncio(self._loop, close())
+        if asyncio._get_running_loop() is self._loop:
+            conn.close()  # on its own loop: closing is synchronous
+        else:
+            runtime.submit_asyncio(self._loop, close())
 
 
 def _escaper(escape: Callable[[Any], str]) -> Callable[[Any], str]:

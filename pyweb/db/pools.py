@@ -139,7 +139,20 @@ class RunPools:
             self._sweep()
             found = self._runs[token] = self._make()
             self._alive[token] = rt.loop_alive
+        rt.spawn_background(self._close_at_end, token)
         return found
+
+    async def _close_at_end(self, token: object) -> None:
+        """Close a loop's pools when that loop ends (its tasks are cancelled then), while
+        it can still close its connections."""
+        try:
+            await runtime.current().sleep_forever()
+        finally:
+            with self._lock:
+                pool_set = self._runs.pop(token, None)
+                self._alive.pop(token, None)
+            if pool_set is not None:
+                pool_set.close()
 
     def _sweep(self) -> None:
         """Close the pools of loops that have ended."""

@@ -25,8 +25,8 @@ What a second implementation must provide (the contract; both modules define eve
     The exception a cancelled task receives (``trio.Cancelled``, ``asyncio.CancelledError``).
 ``now()``
     The loop's clock in seconds (virtual clocks for tests go through it).
-``await sleep(seconds)``
-    Suspend for ``seconds``.
+``await sleep(seconds)``, ``await sleep_forever()``
+    Suspend for ``seconds``, or until cancelled.
 ``await checkpoint_if_cancelled()`` / ``await cancel_shielded_checkpoint()``
     Raise now if the task is cancelled / let other tasks run without being cancelled
     (a cancellation that arrives then is raised at the next suspension).

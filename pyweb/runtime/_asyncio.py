@@ -66,6 +66,7 @@ __all__ = [
     "park",
     "run_asyncio",
     "sleep",
+    "sleep_forever",
     "spawn_background",
     "to_thread",
     "unpark",
@@ -89,6 +90,11 @@ def now() -> float:
 
 
 sleep = asyncio.sleep
+
+
+async def sleep_forever() -> None:
+    """Suspend until cancelled."""
+    await _get_running_loop().create_future()
 
 
 def current_task() -> Any:

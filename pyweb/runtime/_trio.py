@@ -38,6 +38,7 @@ WouldBlock = trio.WouldBlock
 BusyResourceError = trio.BusyResourceError
 now: Callable[[], float] = trio.current_time
 sleep = trio.sleep
+sleep_forever = trio.sleep_forever
 wait_readable = trio.lowlevel.wait_readable
 wait_writable = trio.lowlevel.wait_writable
 
@@ -61,6 +62,7 @@ __all__ = [
     "park",
     "run_asyncio",
     "sleep",
+    "sleep_forever",
     "spawn_background",
     "to_thread",
     "unpark",

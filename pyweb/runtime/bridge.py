@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import sys
 import threading
 from collections.abc import Coroutine
@@ -111,7 +112,9 @@ class LoopThread:
             call.task = loop.create_task(coro)
             call.task.add_done_callback(wake)
 
-        loop.call_soon_threadsafe(start)
+        # A fresh context: the trio task's context variables (sniffio's "this is trio"
+        # among them) must not follow the query onto the asyncio loop.
+        loop.call_soon_threadsafe(start, context=contextvars.Context())
         try:
             await call.done.wait()
         except trio.Cancelled:
