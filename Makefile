@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs lab clean
+.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz docs lab clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -37,8 +37,10 @@ lab: install
 test: dev
 	$(PY) -m pytest
 
+## make lint: ruff (with a complexity limit on server/ and protocol/) and mypy, 0 errors
 lint: dev
 	$(PY) -m ruff check pyweb tests benchmarks
+	$(PY) -m mypy
 
 ## the regions, server and site tests (every request is read into an arena page and every
 ## reply sent from one) against pyweb_regions built with AddressSanitizer (libasan preloaded,
@@ -74,6 +76,11 @@ test-pyvers:
 ## snapshot check+restore, arena assembly, bytes per request, RSS soak (200,000 requests)
 bench-regions: dev
 	$(PY) benchmarks/bench_regions.py $(BENCH_REGIONS_ARGS)
+
+## what a session read and the CSRF check cost per request, beside page-hello (wrk; memory
+## cache, or Redis with BENCH_SESSIONS_ARGS="--cache redis://127.0.0.1:6379/0")
+bench-sessions: dev
+	$(PY) benchmarks/bench_sessions.py $(BENCH_SESSIONS_ARGS)
 
 ## micro-benchmarks of the request parser (pyweb vs h11 vs httptools, same run)
 bench-parse: dev

@@ -34,12 +34,12 @@ from urllib.parse import quote
 
 from pyweb import runtime
 from pyweb.app.site import Site as _Site
-from pyweb.events import Event, guard
+from pyweb.events import Event, Latch, guard
 from pyweb.protocol.errors import ProtocolError
-from pyweb.protocol.events import Request
+from pyweb.protocol.messages import Request
 from pyweb.protocol.response import FileBody, Fragments, Response, frame_response
-from pyweb.server.control import Latch
-from pyweb.server.errorpage import error_response
+
+from pyweb.protocol.errorpage import error_response
 
 __all__ = ["Site", "app"]
 

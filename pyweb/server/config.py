@@ -1,22 +1,148 @@
-"""Server configuration: every knob of the server in one dataclass.
+"""Server configuration: every knob of the server in one dataclass, each written once.
 
 Marlow §6 keeps the run-time configuration in one ``Config`` record that every part of the
 server reads; Hop §2.4.1 does the same with ``define-parameter`` (port, backlog size,
-scheduling strategy, pool size). :class:`ServerConfig` is that record. The CLI
-(``pyweb serve``) fills it from its arguments; tests build one directly with short timeouts.
+scheduling strategy, pool size). :class:`ServerConfig` is that record. Tests build one
+directly with short timeouts.
+
+Each setting is written once, as a field with its :func:`setting` metadata (help, how to
+read it from text, a metavar): ``pyweb serve``'s flags (``pyweb/cli.py``) and the keys of
+``pyweb.toml`` (:mod:`pyweb.server.configfile`) are both derived from :func:`settings`. To
+add a setting, add a field here with ``setting(...)``: it becomes ``--the-name`` and
+``the_name = ...`` in the file, checked the same way in both.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from pyweb.protocol.parser import Limits
 
-__all__ = ["ServerConfig", "SCHEDULERS"]
+from .logging import ACCESS_FORMATS
+
+__all__ = ["ServerConfig", "SCHEDULERS", "Setting", "setting", "settings"]
 
 SCHEDULERS = ("one-to-one", "pool", "nothread")
 """The scheduler names of Hop §2.4 that pyweb implements (see :mod:`pyweb.server.schedulers`)."""
+
+
+
+# ---- reading a setting from text (a flag's argument, a TOML value) --------------------------
+# Each raises ValueError with words meant for the person who typed the value.
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise ValueError(f"must be at least 1, got {value}")
+    return value
+
+
+def port_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise ValueError(f"a port is between 0 and 65535, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def log_target(text: str) -> str | None:
+    return None if text == "none" else text
+
+
+def text_list(text: str) -> tuple[str, ...]:
+    """``"a, b"`` → ``("a", "b")``: a list setting given as one comma-separated value (a
+    TOML list is joined with commas first, so both spellings are read the same way)."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def header_value(text: str) -> str | None:
+    """A response header's value; ``"none"`` or nothing leaves the header out."""
+    text = text.strip()
+    if any(c in text for c in "\r\n\x00"):
+        raise ValueError(f"a header value cannot hold CR, LF or NUL: {text!r}")
+    return None if text in ("", "none") else text
+
+
+def max_age(text: str) -> int | None:
+    """HSTS max-age in seconds; 0 or ``none`` means no header."""
+    if text.strip() == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"not a whole number of seconds: {text!r}") from None
+    if value < 0:
+        raise ValueError(f"must be 0 or more seconds, got {value}")
+    return value or None
+
+
+def site_path(text: str) -> str:
+    if not text.startswith("/") or text.startswith("//"):
+        raise ValueError(f"a path on this site, starting with one '/', got {text!r}")
+    return text
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one :class:`ServerConfig` field is set from outside: ``--flag`` and TOML key."""
+
+    help: str
+    """The flag's help; ``{default}`` is replaced by the field's default."""
+    parse: Callable[[str], Any] | None = None
+    """Text to value (raises ValueError); ``None`` for text, and for booleans (a switch)."""
+    metavar: str | None = None
+    choices: Sequence[str] | None = None
+    group: str | None = None
+    """A section of ``pyweb serve --help`` (``None``: the main one)."""
+    in_file: bool = True
+    """False for a setting that only the program itself passes (hidden from --help too)."""
+    switch: bool = False
+    """A boolean: a flag without a value (``--dev``), ``true``/``false`` in the file."""
+    restart: bool = False
+    """A reload (SIGHUP) cannot change it: it belongs to the listening socket, the scheduler
+    or the open log files (Marlow §6 re-reads only what new connections use)."""
+
+
+def setting(default: Any = dataclasses.MISSING, help: str = "", **how: Any) -> Any:
+    """A :class:`ServerConfig` field that ``pyweb serve`` and ``pyweb.toml`` can set."""
+    meta = {"setting": Setting(help=help, switch=isinstance(default, bool), **how)}
+    if callable(default) and not isinstance(default, str | int | float | bool):
+        return field(default_factory=default, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def settings() -> list[tuple[dataclasses.Field[Any], Setting]]:
+    """Every settable field of :class:`ServerConfig` with its :class:`Setting`, in order."""
+    return [
+        (f, f.metadata["setting"])
+        for f in dataclasses.fields(ServerConfig)
+        if "setting" in f.metadata
+    ]
+
+
+def setting_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
 
 @dataclass
@@ -26,54 +152,235 @@ class ServerConfig:
     Timeouts are in seconds (Marlow §4: a client that hangs must not hold resources forever).
     """
 
-    host: str = "127.0.0.1"
-    port: int = 8000
+    host: str = setting("127.0.0.1", "address to listen on (default: {default})", restart=True)
+    port: int = setting(
+        8000, "port, 0 for any free one (default: {default})", parse=port_number, restart=True
+    )
     """0 picks a free port; the chosen one is ``Server.port`` once listening."""
     site_dir: str | None = None
     """The site directory `pyweb serve` was given (the handler, a :class:`pyweb.app.site.Site`, serves it)."""
-    scheduler: str = "one-to-one"
+    scheduler: str = setting(
+        "one-to-one",
+        "how connections are scheduled, Hop §2.4 (default: {default})",
+        choices=SCHEDULERS,
+        restart=True,
+    )
     """``"one-to-one"`` (a task per connection), ``"pool"`` or ``"nothread"`` (Hop §2.4)."""
-    pool_size: int = 16
+    pool_size: int = setting(
+        16, "tasks of the pool scheduler (default: {default})", parse=positive_int, restart=True
+    )
     """Number of long-lived accepting tasks of the ``pool`` scheduler (Hop's max-threads)."""
-    dev: bool = False
+    dev: bool = setting(
+        False,
+        "development mode: tracebacks and offending input on error pages, changed "
+        "files reloaded on the next request, serve even if some pages have errors",
+    )
     """Development mode: error pages show the traceback and the offending input."""
+    access_log: str | TextIO | None = setting(
+        "-",
+        "access log file, - for stderr, none for nowhere (default: -)",
+        parse=log_target,
+        metavar="PATH|-|none",
+        restart=True,
+    )
+    """Access log: a file path, ``"-"`` for stderr, ``None`` for nowhere, or an open text
+    stream (a ``StringIO`` in tests and notebooks) (Marlow §5)."""
+    error_log: str | TextIO | None = setting(
+        "-",
+        "error log file, - for stderr, none for nowhere (default: -)",
+        parse=log_target,
+        metavar="PATH|-|none",
+        restart=True,
+    )
+    """Error log: a file path, ``"-"`` for stderr, ``None`` for nowhere, or an open text
+    stream (Marlow §5.1)."""
     limits: Limits = field(default_factory=Limits)
     """Size limits of the request parser (414, 431, 413)."""
-    header_timeout: float = 10.0
+    max_body: int | None = setting(
+        None,
+        f"largest request body accepted, else 413 (default: {Limits().max_body})",
+        parse=positive_int,
+        metavar="BYTES",
+    )
+    """When given, replaces ``limits.max_body``."""
+    header_timeout: float = setting(
+        10.0, "seconds for a request head to arrive (default: {default:g})", parse=seconds,
+        metavar="S",
+    )  # fmt: skip
     """From the first byte of a request until its head is complete (then 408 and close)."""
-    keepalive_timeout: float = 5.0
+    keepalive_timeout: float = setting(
+        5.0, "idle seconds between requests (default: {default:g})", parse=seconds, metavar="S"
+    )
     """Idle time allowed between two requests on a persistent connection (then close)."""
-    body_timeout: float = 30.0
+    body_timeout: float = setting(
+        30.0, "seconds to wait for more of a body (default: {default:g})", parse=seconds,
+        metavar="S",
+    )  # fmt: skip
     """Longest wait for the next piece of a request body while the handler reads it."""
-    send_timeout: float = 30.0
+    send_timeout: float = setting(
+        30.0, "seconds to wait for a client to read (default: {default:g})", parse=seconds,
+        metavar="S",
+    )  # fmt: skip
     """Longest wait for a client to accept more response bytes (a client that doesn't read)."""
-    page_timeout: float = 30.0
+    page_timeout: float = setting(
+        30.0,
+        "seconds a page or service may run before it is stopped with a 503 "
+        "(default: {default:g}; long polls and streams opt out)",
+        parse=seconds,
+        metavar="S",
+    )
     """Longest a page or service may run (Marlow §4, applied to the handler): past it the
     page is stopped and the client gets a 503 saying it took too long. Long polls and
     streams opt out (docs/pages.md)."""
-    max_connections: int = 1000
+    max_connections: int = setting(
+        1000, "connections served at once (default: {default})", parse=positive_int,
+        metavar="N",
+    )  # fmt: skip
     """Connections served at once; further clients wait in the kernel's listen backlog."""
     backlog: int = 128
     """The listen backlog (Hop §3.3.2 found mid-range values such as 128 best)."""
-    access_log: str | TextIO | None = "-"
-    """Access log: a file path, ``"-"`` for stderr, ``None`` for nowhere, or an open text
-    stream (a ``StringIO`` in tests and notebooks) (Marlow §5)."""
-    error_log: str | TextIO | None = "-"
-    """Error log: a file path, ``"-"`` for stderr, ``None`` for nowhere, or an open text
-    stream (Marlow §5.1)."""
-    access_log_format: str = "combined"
+    access_log_format: str = setting(
+        "combined",
+        "combined (Apache's Combined Log Format), timed (the same line, then "
+        "rt=SECONDS worker=N) or alloc (the timed line, then alloc=BYTES/CALLS: what the "
+        "page allocated, with --profile-alloc) (default: {default})",
+        choices=ACCESS_FORMATS,
+        restart=True,
+    )
     """``"combined"`` (Combined Log Format), ``"timed"`` (the same, then
     ``rt=SECONDS worker=N``) or ``"alloc"`` (the timed line, then ``alloc=BYTES/CALLS``):
     see :data:`pyweb.server.logging.ACCESS_FORMATS`."""
-    status: bool = False
+    workers: int = setting(
+        1,
+        "serve with N processes sharing the port, under a supervisor that restarts a "
+        "worker that dies (default: 1, no supervisor)",
+        parse=positive_int,
+        metavar="N",
+    )
+    """Processes serving the port (``pyweb serve`` starts a supervisor when more than one)."""
+    max_requests: int | None = setting(
+        None,
+        "with --workers: a worker drains and is replaced after N requests",
+        parse=positive_int,
+        metavar="N",
+    )
+    """Shut down gracefully after this many requests (the supervisor starts a fresh worker)."""
+    status: bool = setting(
+        False,
+        "answer /_pyweb/status (JSON: connections, requests, per-page latency, workers) "
+        "to loopback clients",
+    )
     """Answer ``/_pyweb/status`` (loopback clients, or with ``status_token``)."""
-    status_token: str | None = None
-    """A secret that lets non-loopback clients read the status page (``Bearer`` token)."""
-    listen_fd: int | None = None
+    status_token: str | None = setting(
+        None,
+        "also answer /_pyweb/status to clients sending 'Authorization: Bearer SECRET'",
+        metavar="SECRET",
+    )
+    """A secret that lets non-loopback clients read the status page (``Bearer`` token); giving
+    one turns ``status`` on."""
+    db: str | None = setting(
+        None,
+        "the database of pyweb.db: sqlite:///PATH, postgresql://USER@HOST/DB or "
+        "mysql://USER@HOST/DB (default: sqlite:///DIR/data/pyweb.sqlite3, created on first "
+        "use); the site's schema.sql runs on first use",
+        metavar="URL",
+    )
+    """The database URL of :mod:`pyweb.db` (set up once per process: a reload keeps it)."""
+    cache: str | None = setting(
+        None,
+        "where pyweb.cache keeps entries: memory (default, per process) or "
+        "redis://HOST:PORT/DB (shared by every worker; also the PYWEB_CACHE variable)",
+        metavar="URL",
+    )
+    """Where :mod:`pyweb.cache` keeps entries (set up once per process: a reload keeps it)."""
+    listen_fd: int | None = setting(None, "", parse=int, in_file=False, restart=True)
     """Serve on this already listening socket (a worker under ``--workers``) instead of
     binding ``host:port``."""
-    max_requests: int | None = None
-    """Shut down gracefully after this many requests (the supervisor starts a fresh worker)."""
+    strict_regions: bool = setting(
+        False,
+        "a page that changes a library module's global fails with 500 (default: a "
+        "warning in the error log, and a banner on the page in --dev)",
+        group="regions",
+    )
+    no_script_cache: bool = setting(
+        False,
+        "compile the page script again on every request (SMLserver Table 1, column 5)",
+        group="regions",
+    )
+    exec_library: bool = setting(
+        False,
+        "re-run the library's initialisation before every request instead of "
+        "restoring its snapshot (SMLserver Table 1, column 6)",
+        group="regions",
+    )
+    profile_alloc: bool = setting(
+        False,
+        "count the bytes each page allocates (C extension only); shown at "
+        "/_pyweb/stats and, with --access-log-format alloc, in the access log",
+        group="regions",
+    )
+
+    # ---- the site's security (pyweb.signing, sessions, auth, CSRF; docs/sessions.md) ----
+    secret_key: tuple[str, ...] = setting(
+        (),
+        "the site's secret key for sessions, CSRF tokens and signed values; several, newest "
+        "first, comma-separated, rotate it (better: PYWEB_SECRET_KEY, which ps does not show)",
+        parse=text_list,
+        metavar="KEY",
+        group="site",
+    )
+    """Keys that sign, newest first (the first signs, all verify); empty: PYWEB_SECRET_KEY,
+    or in --dev a key kept in the site's data/secret_key."""
+    session_idle: float = setting(
+        3600.0,
+        "seconds a session lasts without being used (default: {default:g})",
+        parse=seconds,
+        metavar="S",
+        group="site",
+    )
+    """A ``WhileUsed`` session: gone after this many seconds without a request."""
+    login_url: str = setting(
+        "/login",
+        "where require_login() sends strangers (default: {default})",
+        parse=site_path,
+        metavar="PATH",
+        group="site",
+    )
+    csrf_exempt: tuple[str, ...] = setting(
+        (),
+        "URL patterns whose POSTs need no CSRF token, comma-separated (/api/*)",
+        parse=text_list,
+        metavar="PATTERNS",
+        group="site",
+    )
+    content_type_options: str | None = setting(
+        "nosniff",
+        "X-Content-Type-Options on every response (default: {default}; none: leave it out)",
+        parse=header_value,
+        metavar="VALUE",
+        group="site",
+    )
+    frame_options: str | None = setting(
+        "SAMEORIGIN",
+        "X-Frame-Options on HTML responses (default: {default}; none: leave it out)",
+        parse=header_value,
+        metavar="VALUE",
+        group="site",
+    )
+    referrer_policy: str | None = setting(
+        "same-origin",
+        "Referrer-Policy on HTML responses (default: {default}; none: leave it out)",
+        parse=header_value,
+        metavar="VALUE",
+        group="site",
+    )
+    hsts: int | None = setting(
+        None,
+        "send Strict-Transport-Security: max-age=S (only behind https; default: not sent)",
+        parse=max_age,
+        metavar="S",
+        group="site",
+    )
 
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:
@@ -90,3 +397,7 @@ class ServerConfig:
         for name in (*timeouts, "page_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
+        if self.max_body is not None and self.max_body != self.limits.max_body:
+            self.limits = dataclasses.replace(self.limits, max_body=self.max_body)
+        if self.status_token is not None:
+            self.status = True

@@ -10,11 +10,14 @@ rejects an upload from its headers alone never makes the client send it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from pyweb.events import Event
-from pyweb.protocol.events import NEED_DATA, Data, EndOfMessage, Request
+from pyweb.protocol.messages import Request
+
+from .body import RequestBody
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -23,66 +26,36 @@ __all__ = ["RequestContext"]
 
 
 class RequestContext:
-    """One request as a handler sees it: ``await handler(ctx) -> Response``."""
+    """One request as a handler sees it: ``await handler(ctx) -> Response``. The server's
+    side of the handler contract, :class:`pyweb.handler.Context`."""
 
-    __slots__ = (
-        "request",
-        "peer",
-        "dev",
-        "received_at",
-        "_conn",
-        "body_done",
-        "_continue_sent",
-        "alloc",
-    )
+    __slots__ = ("request", "peer", "dev", "received_at", "alloc", "request_body", "_connection")
 
-    def __init__(
-        self, conn: Connection, request: Request, peer: str, dev: bool, received_at: float
-    ):
+    def __init__(self, connection: Connection, request: Request) -> None:
         self.request = request
-        self.peer = peer
+        self.peer = connection.peer
         """The client's address, ``"host:port"``."""
-        self.dev = dev
-        """Development mode: error pages may show tracebacks."""
-        self.received_at = received_at
+        self.dev = connection.config.dev
+        """Development mode: error pages may show tracebacks (the connection's setting)."""
+        self.received_at = time.time()
         """``time.time()`` when the request head had arrived."""
-        self._conn = conn
-        self.body_done = False
-        """True once the body has been read to its end (by the handler or the server)."""
-        self._continue_sent = False
         self.alloc: tuple[int, int] | None = None
         """Bytes and calls this request's page allocated, set by :mod:`pyweb.regions` with
         ``--profile-alloc`` (C only); ``None`` when nothing was counted. The access log's
         ``alloc`` format shows it."""
+        self.request_body = RequestBody(connection, request)
+        """The body, read on demand (``server/body.py``)."""
+        self._connection = connection
 
     async def body(self) -> bytes:
         """The whole request body (de-chunked). Sends ``100 Continue`` first when the client
         waits for it. Raises :class:`~pyweb.protocol.BodyTooLarge` past ``Limits.max_body``;
         a body that stops arriving for ``body_timeout`` seconds ends the connection (408)."""
-        parts = [piece async for piece in self.stream()]
-        return b"".join(parts)
+        return await self.request_body.read()
 
-    async def stream(self) -> AsyncIterator[bytes]:
+    def stream(self) -> AsyncIterator[bytes]:
         """The request body piece by piece, as it arrives (for uploads too large to hold)."""
-        if self.body_done:
-            return
-        conn = self._conn
-        parser = conn.parser
-        while True:
-            event = parser.next_event()
-            if event is NEED_DATA:
-                if not self._continue_sent and self.request.expect_continue:
-                    # The client holds its body back until we say so; the handler wants it.
-                    self._continue_sent = True
-                    await conn.send_continue()
-                await conn.receive_body()
-            elif type(event) is Data:
-                yield event.data
-            elif type(event) is EndOfMessage:
-                self.body_done = True
-                return
-            else:  # pragma: no cover - the parser emits EndOfMessage before the next Request
-                raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
+        return self.request_body.stream()
 
     def client_gone_evt(self) -> Event[None]:
         """An event (:mod:`pyweb.events`) enabled once the client has closed or reset its
@@ -91,7 +64,7 @@ class RequestContext:
 
             msg = await select(port.recv_evt(), timeout(30), ctx.client_gone_evt())
         """
-        return self._conn.client_watch().evt()
+        return self._connection.client_watch().evt()
 
     def shutdown_evt(self) -> Event[None]:
         """An event enabled once the server has begun a graceful shutdown. A handler that
@@ -101,19 +74,17 @@ class RequestContext:
             msg = await select(port.recv_evt(), timeout(30), ctx.client_gone_evt(),
                                ctx.shutdown_evt())
         """
-        return self._conn.server.stopping.evt()
+        return self._connection.server.stopping.evt()
 
     def log_error(self, message: str, exc: BaseException | None = None) -> None:
         """Write ``message`` (and ``exc``'s traceback) to the server's error log, naming
         this request. Never blocks, never raises (it is queued for the logging task)."""
         r = self.request
-        log = self._conn.log
-        if log is not None:
-            log.error(
-                f"{message} [from {self.peer}]",
-                request_line=f"{r.method} {r.target} HTTP/{r.http_version}",
-                exc=exc,
-            )
+        self._connection.log.error(
+            f"{message} [from {self.peer}]",
+            request_line=f"{r.method} {r.target} HTTP/{r.http_version}",
+            exc=exc,
+        )
 
     def __repr__(self) -> str:
         r = self.request

@@ -26,9 +26,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pyweb.handler import Context
 from pyweb.protocol.response import Response
-
-from .context import RequestContext
 
 if TYPE_CHECKING:
     from . import Server
@@ -72,7 +71,7 @@ class StatusHandler:
 
     def __init__(
         self,
-        inner: Callable[[RequestContext], Awaitable[Response]],
+        inner: Callable[[Context], Awaitable[Response]],
         server: Server,
         token: str | None = None,
     ) -> None:
@@ -93,7 +92,7 @@ class StatusHandler:
                 stats = self.pages[path] = PageStats()
         return stats
 
-    async def __call__(self, ctx: RequestContext) -> Response:
+    async def __call__(self, ctx: Context) -> Response:
         request = ctx.request
         if request.path == STATUS_PATH:
             return self.answer(ctx)
@@ -115,14 +114,14 @@ class StatusHandler:
             stats.errors += 1
         return response
 
-    def allowed(self, ctx: RequestContext) -> bool:
+    def allowed(self, ctx: Context) -> bool:
         if self.token is not None:
             for name, value in ctx.request.headers:
                 if name == "authorization" and value.startswith("Bearer "):
                     return hmac.compare_digest(value[7:].encode(), self.token.encode())
         return _is_loopback(ctx.peer)
 
-    def answer(self, ctx: RequestContext) -> Response:
+    def answer(self, ctx: Context) -> Response:
         if not self.allowed(ctx):
             return Response(
                 403,
