@@ -35,11 +35,10 @@ from urllib.parse import quote
 from pyweb import runtime
 from pyweb.app.site import Site as _Site
 from pyweb.events import Event, Latch, guard
+from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import Request
 from pyweb.protocol.response import FileBody, Fragments, Response, frame_response
-
-from pyweb.protocol.errorpage import error_response
 
 __all__ = ["Site", "app"]
 
@@ -206,7 +205,7 @@ class AsgiContext:
             rt = runtime.current()
             self._watch = rt.CancelScope()
             rt.spawn_background(self._watch_disconnect, self._watch)
-        return self._gone
+        return self._gone.evt()
 
     async def _watch_disconnect(self, scope: Any) -> None:
         with scope:
@@ -223,7 +222,7 @@ class AsgiContext:
 
     def shutdown_evt(self) -> Event[None]:
         """Enabled once the ASGI server has begun shutting down (lifespan)."""
-        return self._site.stopping
+        return self._site.stopping.evt()
 
     def log_error(self, message: str, exc: BaseException | None = None) -> None:
         r = self.request
