@@ -175,8 +175,7 @@ class ServerConfig:
     """Number of long-lived accepting tasks of the ``pool`` scheduler (Hop's max-threads)."""
     loop: str = setting(
         "trio",
-        "event loop: trio, or asyncio (on uvloop when installed; a Protocol server, see "
-        "docs/loops.md) (default: {default})",
+        "event loop: trio, or asyncio (on uvloop when installed) (default: {default})",
         choices=LOOPS,
         restart=True,
     )
