@@ -180,7 +180,7 @@ _background: set[asyncio.Task[Any]] = set()
 def spawn_background(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
     """Run ``fn(*args)`` as a task of the running loop; an escaping exception goes to the
     loop's exception handler (asyncio has no system nursery to crash)."""
-    task = _get_running_loop().create_task(fn(*args))  # type: ignore[arg-type]
+    task: asyncio.Task[Any] = _get_running_loop().create_task(fn(*args))  # type: ignore[arg-type]
     _background.add(task)
     task.add_done_callback(_background_done)
 

@@ -414,7 +414,12 @@ def serve_asyncio(config: ServerConfig, handler: Handler, site_dir: str) -> int:
         if signals == 1:
             print(f"pyweb: {signal.Signals(signum).name}, shutting down", file=sys.stderr)
             task = loop.create_task(server.shutdown())
-            task.add_done_callback(lambda _: done.done() or done.set_result(0))
+
+            def finished(_task: asyncio.Task[None]) -> None:
+                if not done.done():
+                    done.set_result(0)
+
+            task.add_done_callback(finished)
         elif not done.done():
             print("pyweb: second signal, stopping now", file=sys.stderr)
             done.set_result(1)
