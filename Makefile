@@ -23,7 +23,7 @@ dev: $(VENV)/.dev-installed
 
 ## make run: serve the example site on http://127.0.0.1:8000
 run: install
-	$(PY) -m pyweb serve pages --host $(HOST) --port $(PORT)
+	$(PY) -m pyweb serve pages --dev --host $(HOST) --port $(PORT)
 
 ## make lab: the tutorials and exercises in JupyterLab on 127.0.0.1 (prints the URL with its token)
 LAB_PORT ?= 8888

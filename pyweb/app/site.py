@@ -470,7 +470,7 @@ class Site:
         ]
         if not extra:
             return response
-        return dataclasses.replace(response, headers=[*headers, *extra])
+        return Response(response.status, [*headers, *extra], response.body)
 
     async def _route(self, ctx: Context) -> Response:
         request = ctx.request

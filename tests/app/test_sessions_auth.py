@@ -529,3 +529,20 @@ def test_settings_from_pyweb_toml(tmp_path):
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_the_servers_own_error_pages_say_nosniff_too(site):
+    import socket
+
+    root = site({"hello.py": "conn.return_('hi')\n"})
+    with serve(root) as client:
+        with socket.create_connection(("127.0.0.1", client.server.port), timeout=10) as sock:
+            sock.sendall(b"GARBAGE\r\n\r\n")  # no site sees this: the parser answers 400
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        head = data.split(b"\r\n\r\n", 1)[0].lower()
+        assert head.startswith(b"http/1.1 400") and b"x-content-type-options: nosniff" in head
