@@ -150,7 +150,7 @@ BASELINE_TREE: Path | None = None
 """``--baseline DIR``: another checkout of pyweb (e.g. ``git worktree add /tmp/before main``,
 its C extension built in place) that ``pyweb-baseline`` runs, to compare a change with the
 code before it in the same run."""
-DEFAULT_SERVERS = ["uvicorn", "hypercorn", "gunicorn", "raw-trio", "pyweb"]
+DEFAULT_SERVERS = ["uvicorn", "hypercorn", "gunicorn", "raw-trio", "pyweb", "pyweb-asyncio"]
 
 
 def server_command(name: str, port: int) -> list[str]:
