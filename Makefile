@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz docs lab clean
+.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz docs lab clean test-cluster bench-push
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -21,9 +21,12 @@ $(VENV)/.dev-installed: $(VENV)/.installed
 install: $(VENV)/.installed
 dev: $(VENV)/.dev-installed
 
-## make run: serve the example site on http://127.0.0.1:8000
+## make run: the learning server: serve the example site (SITE) on http://127.0.0.1:8000 in
+## development mode (changed and new pages picked up on the next request, tracebacks on
+## error pages); `make run PORT=8001` picks another port. Production: pyweb serve DIR.
+SITE ?= pages
 run: install
-	$(PY) -m pyweb serve pages --dev --host $(HOST) --port $(PORT)
+	PYWEB_MAKE_RUN=1 $(PY) -m pyweb serve $(SITE) --dev --host $(HOST) --port $(PORT)
 
 ## make lab: the tutorials and exercises in JupyterLab on 127.0.0.1 (prints the URL with its token)
 LAB_PORT ?= 8888
@@ -36,6 +39,22 @@ lab: install
 ## make test: every test (unit, property-based, integration over real sockets)
 test: dev
 	$(PY) -m pytest
+
+## two hosts (network namespaces) each running `pyweb serve --workers 2`, behind nginx,
+## sharing PostgreSQL and Redis: writes through nginx while a host is killed, push across
+## hosts, sessions across hosts; prints a table (root only; installs nginx if missing)
+CLUSTER_ARGS ?=
+test-cluster: dev
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx)
+	PATH="$$PATH:/usr/sbin" $(PY) tests/cluster/cluster.py $(CLUSTER_ARGS)
+
+## push across processes (shared multicast cost, latency to another worker) and the
+## WebSocket echo round trip against uvicorn + websockets, one core each
+BENCH_PUSH_ARGS ?=
+bench-push: dev
+	$(PY) -m pip install --quiet uvicorn
+	$(PY) benchmarks/bench_push.py $(BENCH_PUSH_ARGS)
 
 ## make lint: ruff (with a complexity limit on server/ and protocol/) and mypy, 0 errors
 lint: dev
@@ -131,10 +150,12 @@ bench-db-pages: dev
 
 bench: bench-parse bench-render bench-cache bench-events bench-peers
 
-## the documentation site, built strictly (broken links fail)
+## the documentation site, built strictly (broken links fail; a raw Sphinx role or "::" left
+## in a page fails too: scripts/check_docs_site.py)
 docs: dev
 	$(PY) -m pip install --quiet -e '.[docs]'
 	$(PY) -m mkdocs build --strict --site-dir site
+	$(PY) scripts/check_docs_site.py site
 
 ## a longer hypothesis campaign on the parser than make test runs
 fuzz: dev

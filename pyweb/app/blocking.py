@@ -122,9 +122,11 @@ class Watchdog:
             overslept = now - woke > 4 * _TICK
             woke = now
             ticks = self.ticks
-            if overslept or now - self.ticked <= HELD + _TICK:
+            if now - self.ticked <= HELD + _TICK:
                 suspect = -1
                 continue
+            if overslept:
+                continue  # look again when this thread keeps time (the suspicion stands)
             if suspect != ticks:  # held: look again next time before naming anybody
                 suspect = ticks
                 continue
@@ -176,6 +178,8 @@ class Watchdog:
 
 
 _WATCHDOGS: dict[object, Watchdog] = {}
+
+
 
 
 def watchdog() -> Watchdog:

@@ -72,7 +72,7 @@ HTTP_VERSION_LOOSE = re.compile(r"HTTP/([0-9]+)(?:\.([0-9]+))?")
 #
 # Differences from the ABNF, both shared with h11:
 # * field-vchar also admits the control characters other than NUL, HTAB, LF, VT, FF and
-#   CR (real clients put e.g. \x01 in cookies; h11 issue #57). NUL, CR and LF are the
+#   CR (real clients put e.g. \x01 in cookies, as h11 found). NUL, CR and LF are the
 #   dangerous ones (request smuggling, header injection); they are always rejected
 #   (RFC 9110 §5.5 "MUST either reject the message or replace ... with SP").
 # * obs-fold (a line starting with SP/HTAB continuing the previous one) is not part of

@@ -72,11 +72,11 @@ from typing import TYPE_CHECKING
 import trio
 
 from pyweb.events import Event, Port, at_time, choose, guard, readable_evt, sync, wrap
-from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import RequestParser
 from pyweb.protocol.response import Response
+from pyweb.protocol.websocket import WebSocketUpgrade
 
 from .body import DRAIN_LIMIT
 from .context import RequestContext
@@ -86,6 +86,7 @@ from .listener import close_socket
 from .logging import AccessRecord
 from .recvbuf import receive
 from .reply import Replies, ReplyAborted, request_line
+from .websocket import run_session
 
 if TYPE_CHECKING:
     from . import Server
@@ -186,6 +187,8 @@ class Connection:
                 response = await self.run_handler(ctx)
             except ProtocolError as err:  # from ctx.body(): a bad or oversized body
                 return await self.reject(err, request)
+            if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
+                return await self.websocket(request, response, ctx.received_at)
             body = ctx.request_body
             keep_alive = body.settle(request.keep_alive and not self.server.closing)
             try:
@@ -302,7 +305,17 @@ class Connection:
             self.log.error(
                 f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
             )
-            return error_response(500, dev=self.config.dev, detail=str(exc), exc=exc)
+            return self.server.error_page(500, dev=self.config.dev, detail=str(exc), exc=exc)
+
+    async def websocket(
+        self, request: Request, upgrade: WebSocketUpgrade, received_at: float
+    ) -> None:
+        """The handler accepted a WebSocket: log the ``101``, then the session has the
+        connection to itself until it closes (:mod:`pyweb.server.websocket`)."""
+        self.stop_watching()
+        if self.server.access_enabled:
+            self.log_access(request, 101, 0, received_at)
+        await run_session(self, request, upgrade)
 
     def client_watch(self) -> ClientWatch:
         """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
@@ -319,9 +332,10 @@ class Connection:
     # ------------------------------------------------------------------------------- errors
 
     def error_page(self, status: int, err: ProtocolError | None = None) -> Response:
+        # Through the server: a site may draw its own error pages (templates/_404.html...).
         if err is None:
-            return error_response(status, dev=self.config.dev)
-        return error_response(
+            return self.server.error_page(status, dev=self.config.dev)
+        return self.server.error_page(
             status, dev=self.config.dev, detail=err.message, offending=err.offending
         )
 

@@ -1,4 +1,4 @@
-"""``/_pyweb/status``: what the server is doing, for the operator (issue 8, item 5).
+"""``/_pyweb/status``: what the server is doing, for the operator.
 
 Marlow's server (§5) answers "what happened?" with its logs; an operator also asks "what is
 happening now?": how many connections are open, how many requests were served, which pages
@@ -123,10 +123,8 @@ class StatusHandler:
 
     def answer(self, ctx: Context) -> Response:
         if not self.allowed(ctx):
-            return Response(
-                403,
-                [("content-type", "text/plain; charset=utf-8")],
-                b"403 Forbidden: the status page answers loopback clients and token holders\n",
+            return self.server.error_page(
+                403, detail="the status page answers loopback clients and token holders"
             )
         body = json.dumps(self.snapshot(), indent=1).encode() + b"\n"
         return Response(
