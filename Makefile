@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz docs lab clean test-cluster bench-push
+.PHONY: run test install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz docs lab clean test-cluster bench-push
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -37,8 +37,12 @@ lab: install
 	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/tutorials $(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## make test: every test (unit, property-based, integration over real sockets)
-test: dev
+test: dev locust-env
 	$(PY) -m pytest
+
+## locust in its own environment (pyweb loadtest, the load-testing tests and tutorial)
+locust-env: install
+	$(PY) -c "from pyweb.testing.loadtest import ensure_locust; ensure_locust()"
 
 ## two hosts (network namespaces) each running `pyweb serve --workers 2`, behind nginx,
 ## sharing PostgreSQL and Redis: writes through nginx while a host is killed, push across

@@ -42,6 +42,7 @@ from urllib.parse import parse_qs
 import trio
 from pyweb.events import Event, at_time, never, select, timeout, wrap
 from pyweb.push import MulticastUnavailable, Resync, SharedMulticast
+from pyweb.quot import Safe, safe
 
 __all__ = [
     "PAGE",
@@ -71,10 +72,7 @@ class Room:
 ROOM = Room()
 
 
-PAGE = """<!DOCTYPE html>
-<html><head><title>Chat</title><link rel="stylesheet" href="/style.css"></head>
-<body><h2>Chat</h2>
-<ul id="messages"></ul>
+PAGE = """<ul id="messages"></ul>
 <form id="say" action="/chat" method="post"><!--csrf-->
   <input name="name" placeholder="your name" maxlength="40" required>
   <input name="text" placeholder="say something" maxlength="500" required autofocus>
@@ -82,8 +80,7 @@ PAGE = """<!DOCTYPE html>
 </form>
 <p><i>This tab listens by <b id="how">long polling</b> (try <a href="#poll">long poll</a>,
 <a href="#sse">server-sent events</a> or <a href="#ws">WebSocket</a>): one request or
-connection waits on the server; close the tab and the server frees it at once.
-Served by <a href="/">pyweb</a>.</i></p>
+connection waits on the server; close the tab and the server frees it at once.</i></p>
 <script>
 let after = 0;
 const list = document.getElementById("messages");
@@ -131,16 +128,16 @@ document.getElementById("say").addEventListener("submit", async (e) => {
   e.target.text.value = "";
 });
 ({poll, sse, ws}[how] || poll)();
-</script>
-</body></html>"""
-"""The chat page: a form, and a script that listens by long poll (``/chat?after=N`` in a
-loop), server-sent events (``#sse``) or a WebSocket (``#ws``)."""
+</script>"""
+"""The chat's part of the page (``chat.py`` puts it in the site's layout): a form, and a
+script that listens by long poll (``/chat?after=N`` in a loop), server-sent events
+(``#sse``) or a WebSocket (``#ws``)."""
 
 
-def page(csrf_field: object) -> str:
-    """The chat page with the session's CSRF field in its form (the script posts the form's
-    fields, the token among them)."""
-    return PAGE.replace("<!--csrf-->", csrf_field.__html__())  # type: ignore[attr-defined]
+def page(csrf_field: object) -> Safe:
+    """The chat's HTML with the session's CSRF field in its form (the script posts the
+    form's fields, the token among them), marked safe for the layout to include as is."""
+    return safe(PAGE.replace("<!--csrf-->", csrf_field.__html__()))  # type: ignore[attr-defined]
 
 
 async def post(name: str, text: str) -> dict[str, Any]:

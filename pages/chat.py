@@ -16,6 +16,7 @@ from pyweb import csrf_field
 from pyweb.forms import get_nat, get_string
 
 import _chat
+from _layout import page
 
 WORKER = [("X-Pyweb-Worker", str(os.getpid()))]
 
@@ -44,4 +45,5 @@ elif "after" in conn.query:
 elif "waiting" in conn.query:
     conn.return_({"waiting": _chat.waiting()}, headers=WORKER)
 else:
-    conn.return_(_chat.page(csrf_field()))  # the library's HTML, with this session's token
+    # the site's layout around the library's HTML (with this session's token)
+    conn.return_(page("Chat", _chat.page(csrf_field())))

@@ -12,7 +12,6 @@ import io
 import json
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import trio.testing
 
 import pyweb.testing
 from pyweb.events import never
+from tests.helpers import until
 
 from .csrf_helpers import csrf_token
 
@@ -53,14 +53,6 @@ def latest(client) -> int:
     return message["seq"]
 
 
-def until(predicate, what: str, limit: float = 10.0) -> None:
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 def open_long_poll(client, after: int) -> socket.socket:
     port = client.server.port
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -88,7 +80,11 @@ def read_json_reply(sock: socket.socket) -> dict:
 
 def test_the_page_and_its_form(chat):
     page = chat.get("/chat")
-    assert page.status == 200 and "<h2>Chat</h2>" in page.text and "/chat?after=" in page.text
+    assert page.status == 200 and "<h1>Chat</h1>" in page.text and "/chat?after=" in page.text
+    # the site's shared layout, with the view-source link to the page's script
+    assert '<link rel="stylesheet" href="/style.css">' in page.text
+    assert '<a href="/source?file=chat.py" class="source">' in page.text
+    assert "<!--csrf-->" not in page.text  # the form carries the session's token instead
     moved = say(chat, "/chat", {"name": "ada", "text": "hello"})
     assert moved.status == 303 and moved.headers["location"] == "/chat"
 

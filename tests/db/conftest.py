@@ -14,7 +14,6 @@ test's own loop): tests run their coroutines with ``backend.run(fn, *args)``.
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -25,19 +24,12 @@ import pytest
 from pyweb import db
 from pyweb.runtime.testing import RUNTIMES
 from pyweb.runtime.testing import run as run_on
+from pyweb.testing import reachable
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
 MY_HOST, MY_PORT = "127.0.0.1", 3306
 BACKENDS = ["sqlite", "postgresql", "mysql"]
 T = TypeVar("T")
-
-
-def reachable(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
 
 
 def require(host: str, port: int, what: str) -> None:
