@@ -116,7 +116,7 @@ class Site:
         self.root = os.path.realpath(os.fspath(root))
         self.dev = dev
         self.form_limits = form_limits
-        self.static = StaticFiles(self.root)
+        self.static = StaticFiles(self.root, hidden=_hidden, dev=dev)
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
         pages.install_library_finder(self.root)
@@ -166,7 +166,13 @@ class Site:
                 and d != "__pycache__"
                 and not (directory == self.root and d == "templates")
             )
-            found.extend(os.path.join(directory, f) for f in sorted(files) if f.endswith(".py"))
+            # Editor lock and autosave files (.#guest.py, #guest.py#) and hidden files are not
+            # pages: loading them would run an editor's half-saved copy under a URL.
+            found.extend(
+                os.path.join(directory, f)
+                for f in sorted(files)
+                if f.endswith(".py") and not f.startswith((".", "#"))
+            )
         return found
 
     def _load(self) -> None:
