@@ -35,6 +35,7 @@ from .config import ServerConfig
 from .connection import Connection
 from .context import RequestContext
 from .control import RELOAD, SHUTDOWN, Latch
+from .proxy import TrustedProxies
 from .schedulers import Scheduler, make_scheduler
 
 __all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
@@ -57,6 +58,8 @@ class Server:
         self.recycled = False
         """True when :meth:`shutdown` came from ``max_requests`` (the worker is recycled)."""
         self.handler: Handler = self._layers(config, handler)
+        self.proxies = self._proxies(config)
+        """The trusted reverse proxies (``--proxy-headers``), or None: :mod:`.proxy`."""
         self.scheduler: Scheduler = make_scheduler(
             config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
         )
@@ -135,9 +138,14 @@ class Server:
         for name in ignored:
             setattr(config, name, getattr(self.config, name))
         self.handler = self._layers(config, handler)
+        self.proxies = self._proxies(config)
         self.config = config
         self.broadcast.send(RELOAD)  # open connections keep their settings (control.py)
         return ignored
+
+    @staticmethod
+    def _proxies(config: ServerConfig) -> TrustedProxies | None:
+        return TrustedProxies(config.forwarded_allow_ips) if config.proxy_headers else None
 
     def _layers(self, config: ServerConfig, handler: Handler) -> Handler:
         """The site's handler with the server's own layers around it: the status page
@@ -149,6 +157,9 @@ class Server:
                 self.status = StatusHandler(handler, self, config.status_token)
             self.status.inner, self.status.token = handler, config.status_token
             handler = self.status
+        from .status import guard_operator_pages
+
+        handler = guard_operator_pages(handler, self)
         if config.max_requests is None:
             return handler
         limit = config.max_requests

@@ -70,6 +70,13 @@ class ServerConfig:
     binding ``host:port``."""
     max_requests: int | None = None
     """Shut down gracefully after this many requests (the supervisor starts a fresh worker)."""
+    proxy_headers: bool = True
+    """Believe ``X-Forwarded-For``/``-Proto`` on connections from ``forwarded_allow_ips``:
+    the client's address becomes ``conn.peer`` and the access log's host, the scheme
+    ``conn.scheme`` (:mod:`pyweb.server.proxy`)."""
+    forwarded_allow_ips: str = "127.0.0.1"
+    """The proxies whose forwarding fields are believed: addresses or networks,
+    comma-separated, ``"*"`` for any (uvicorn's name and default)."""
 
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:
@@ -82,6 +89,9 @@ class ServerConfig:
             raise ValueError(f"max_requests must be at least 1, got {self.max_requests}")
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
+        from .proxy import TrustedProxies
+
+        TrustedProxies(self.forwarded_allow_ips)  # raises ValueError naming a bad entry
         for name in ("header_timeout", "keepalive_timeout", "body_timeout", "send_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")

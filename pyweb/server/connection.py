@@ -103,6 +103,7 @@ from .errorpage import error_response
 from .gone import ClientWatch
 from .listener import close_socket
 from .logging import AccessRecord
+from .proxy import forwarded, peer_host
 from .recvbuf import ARENA, receive
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ class Connection:
 
     __slots__ = (
         "server", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "log",
-        "port", "request_evt", "fresh", "watch", "arena",
+        "port", "request_evt", "fresh", "watch", "arena", "via_proxy",
     )  # fmt: skip
 
     def __init__(self, server: Server, sock: socket.socket, peer: str) -> None:
@@ -188,6 +189,12 @@ class Connection:
         """No request has been read yet (graceful shutdown waits for the first one)."""
         self.watch: ClientWatch | None = None
         """Watches for the client leaving, once a handler asks (``ctx.client_gone_evt()``)."""
+        proxies = server.proxies
+        self.via_proxy = (
+            proxies.trusts if proxies is not None and proxies.trusts(peer_host(peer)) else None
+        )
+        """Set when the peer is a trusted reverse proxy (each request names its client,
+        proxy.py): the test of the further proxies named in ``X-Forwarded-For``."""
         self.arena = pyweb_regions.Arena(max_pages=_REPLY_PAGES) if ARENA else None
         """Where a reply is assembled and sent from (Hop §3.1, SMLserver §5): it holds
         region pages only while a reply is on its way; an idle connection holds none."""
@@ -325,7 +332,12 @@ class Connection:
             # ---- genResponse: the handler, in no deadline
             self.phase = HANDLER
             received_at = time.time()
-            ctx = RequestContext(self, request, peer, dev, received_at)
+            if self.via_proxy is not None:  # the client behind the proxy, and its scheme
+                client, scheme = forwarded(request.headers, peer, self.via_proxy)
+                ctx = RequestContext(self, request, client, dev, received_at)
+                ctx.scheme = scheme
+            else:
+                ctx = RequestContext(self, request, peer, dev, received_at)
             try:
                 response = await handler(ctx)
                 if type(response) is not Response and not isinstance(response, Response):
@@ -370,7 +382,7 @@ class Connection:
 
             # ---- logAccess
             if log_access:
-                self.log_access(request, status, sent, received_at, ctx.alloc)
+                self.log_access(request, status, sent, received_at, ctx.alloc, ctx.peer)
             if not keep_alive:
                 return
             if drain:
@@ -727,6 +739,7 @@ class Connection:
         sent: int,
         received_at: float,
         alloc: tuple[int, int] | None = None,
+        peer: str | None = None,
     ) -> None:
         """Send one access record to the logging task (Marlow's ``logAccess``); ``request``
         is ``None`` when none could be parsed. ``alloc``: what the request's page allocated
@@ -744,7 +757,7 @@ class Connection:
             method = target = version = "-"
         self.log.access(
             AccessRecord(  # positional: the field order of AccessRecord
-                self.peer,
+                peer or self.peer,
                 received_at,
                 method,
                 target,

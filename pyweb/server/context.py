@@ -34,6 +34,7 @@ class RequestContext:
         "body_done",
         "_continue_sent",
         "alloc",
+        "scheme",
     )
 
     def __init__(
@@ -41,7 +42,10 @@ class RequestContext:
     ):
         self.request = request
         self.peer = peer
-        """The client's address, ``"host:port"``."""
+        """The client's address, ``"host:port"`` (behind a trusted proxy, the client it
+        names in ``X-Forwarded-For``, with port 0: :mod:`pyweb.server.proxy`)."""
+        self.scheme = "http"
+        """``"http"``, or what a trusted proxy's ``X-Forwarded-Proto`` says."""
         self.dev = dev
         """Development mode: error pages may show tracebacks."""
         self.received_at = received_at
@@ -83,6 +87,11 @@ class RequestContext:
                 return
             else:  # pragma: no cover - the parser emits EndOfMessage before the next Request
                 raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
+
+    @property
+    def server_port(self) -> int:
+        """The port this server listens on (never taken from the client's ``Host``)."""
+        return self._conn.server.port
 
     def client_gone_evt(self) -> Event[None]:
         """An event (:mod:`pyweb.events`) enabled once the client has closed or reset its

@@ -56,8 +56,8 @@ import mimetypes
 import os
 import re
 import stat
-from collections.abc import Callable
 from calendar import timegm
+from collections.abc import Callable
 from email.utils import formatdate, parsedate_tz
 from urllib.parse import unquote
 

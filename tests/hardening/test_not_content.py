@@ -24,14 +24,22 @@ def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("leaky") / "pages"
     root.mkdir()
     (root / "index.html").write_text("<p>home</p>")
-    (root / "hello.py").write_text("conn.return_(\"hi\")\n")
+    (root / "hello.py").write_text('conn.return_("hi")\n')
     (root / "style.css").write_text("body{}")
     (root / "report.txt").write_text("public report")
     (root / "pyweb.toml").write_bytes(SECRET)
     (root / "ruff.toml").write_bytes(SECRET)
     (root / "setup.cfg").write_bytes(SECRET)
-    for backup in ("guest.py~", "guest.py.bak", "index.html.orig", ".guest.py.swp",
-                   ".#guest.py", "#guest.py#", "style.css~", "notes.txt.bak"):
+    for backup in (
+        "guest.py~",
+        "guest.py.bak",
+        "index.html.orig",
+        ".guest.py.swp",
+        ".#guest.py",
+        "#guest.py#",
+        "style.css~",
+        "notes.txt.bak",
+    ):
         (root / backup).write_bytes(SECRET)
     (root / "site.db").write_bytes(SECRET)
     (root / "app.sqlite3").write_bytes(SECRET)
@@ -45,12 +53,12 @@ def site(tmp_path_factory):
     (root / "templates").mkdir()
     (root / "templates" / "page.txt").write_bytes(SECRET)
     # symlinks with harmless names that lead to what must not be served
-    os.symlink(root / "data", root / "public")                 # into data/
+    os.symlink(root / "data", root / "public")  # into data/
     os.symlink(root / "data" / "site.txt", root / "data.txt")  # a file in data/
-    os.symlink(root / "pyweb.toml", root / "settings.txt")     # a settings file
-    os.symlink(root / ".git", root / "repo")                   # into a hidden directory
-    os.symlink(root / "templates", root / "tpl")               # into templates/
-    os.symlink(root / "report.txt", root / "latest.txt")       # a fine symlink
+    os.symlink(root / "pyweb.toml", root / "settings.txt")  # a settings file
+    os.symlink(root / ".git", root / "repo")  # into a hidden directory
+    os.symlink(root / "templates", root / "tpl")  # into templates/
+    os.symlink(root / "report.txt", root / "latest.txt")  # a fine symlink
     return root
 
 
