@@ -57,6 +57,7 @@ from .templates import Templates
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
 
 _EMPTY = MultiDict()
+CONTROL_EXPECTED = "text without control characters (NUL, ESC...; tab and newlines are fine)"
 _DEFAULT_LIMITS = FormLimits()
 
 
@@ -475,6 +476,8 @@ class Site:
             else:
                 form, files = _EMPTY, _EMPTY
         except FormDataError as err:
+            if err.field is not None:  # the user's own field: name it, as wrap_fail does
+                return _bad_form([forms.FormError(err.field, err.value, CONTROL_EXPECTED)])
             return error_response(400, dev=self.dev, detail=str(err))
         conn = Conn(
             ctx,
@@ -508,7 +511,9 @@ class Site:
                     if not isinstance(status, int) or not 400 <= status <= 599:
                         status = 500
                     ctx_log = getattr(ctx, "log_error", None)
-                    if ctx_log is not None:
+                    # An outage (the database down) is logged once by the database layer,
+                    # when it starts and when it ends, not once per request (pyweb.outage).
+                    if ctx_log is not None and not getattr(exc, "outage", False):
                         ctx_log(f"{page} raised {type(exc).__name__}: {exc}", exc)
                     return error_response(
                         status,
