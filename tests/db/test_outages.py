@@ -129,11 +129,15 @@ class ShutdownProxy(Proxy):
         super()._pump(source, sink)
 
     def shut_down(self, payload: bytes) -> None:
+        # The message first, the close a moment later, as a server going down does: the
+        # client reads the error while its socket still looks open (the race that made a
+        # 500 of it: the handle looked alive, so the error looked like the query's fault).
         for client in list(self.clients):
             try:
                 client.sendall(payload)
             except OSError:
                 pass
+        time.sleep(0.3)
         self.stop()
 
 
