@@ -23,6 +23,8 @@ Use::
 
 from __future__ import annotations
 
+import math
+import random
 import socket
 from collections.abc import Awaitable, Callable
 
@@ -57,6 +59,10 @@ class Server:
         """Requests handed to the handler so far (counted only with ``max_requests``)."""
         self.recycled = False
         """True when :meth:`shutdown` came from ``max_requests`` (the worker is recycled)."""
+        self._recycle_at: int | None = None
+        self._recycle_base: tuple[int, int] | None = None
+        self.closing_since = math.inf
+        """trio time of :meth:`shutdown` (idle connections get ``close_grace`` from it)."""
         self.handler: Handler = self._layers(config, handler)
         self.proxies = self._proxies(config)
         """The trusted reverse proxies (``--proxy-headers``), or None: :mod:`.proxy`."""
@@ -162,7 +168,15 @@ class Server:
         handler = guard_operator_pages(handler, self)
         if config.max_requests is None:
             return handler
-        limit = config.max_requests
+        jitter = config.max_requests_jitter
+        if jitter is None:
+            jitter = config.max_requests // 10
+        if self._recycle_at is None or self._recycle_base != (config.max_requests, jitter):
+            # Drawn once per process (a reload keeps it): workers started together recycle
+            # at different times, so they are never all draining at once.
+            self._recycle_base = (config.max_requests, jitter)
+            self._recycle_at = config.max_requests + random.randint(0, jitter)
+        limit = self._recycle_at
 
         async def counted(ctx: RequestContext) -> Response:
             # --max-requests: the request that reaches the limit is served, its reply says
@@ -182,6 +196,7 @@ class Server:
         if self.closing:
             return
         self.closing = True
+        self.closing_since = trio.current_time()
         # One message wakes every waiter: the accept loops stop, idle connections close,
         # serve() starts waiting for the busy ones (control.py).
         self.broadcast.send(SHUTDOWN)

@@ -70,6 +70,21 @@ class ServerConfig:
     binding ``host:port``."""
     max_requests: int | None = None
     """Shut down gracefully after this many requests (the supervisor starts a fresh worker)."""
+    max_requests_jitter: int | None = None
+    """A worker recycles after ``max_requests`` plus a random 0..jitter more, so workers
+    started together do not all recycle at once (gunicorn's name). ``None``: a tenth of
+    ``max_requests``."""
+    keepalive_requests: int = 1000
+    """Requests served on one keep-alive connection; the last one's reply says
+    ``Connection: close`` (nginx's ``keepalive_requests``). Clients reconnect now and
+    then, so a worker that replaced a crashed one gets its share of them."""
+    keepalive_time: float = 3600.0
+    """Seconds a keep-alive connection may live; the first reply after it says close
+    (nginx's ``keepalive_time``)."""
+    close_grace: float = 1.0
+    """On a graceful shutdown or a recycle, how long an idle keep-alive connection is still
+    watched for a next request (answered with ``Connection: close``) before it is closed:
+    a request already on its way is answered instead of reset."""
     proxy_headers: bool = True
     """Believe ``X-Forwarded-For``/``-Proto`` on connections from ``forwarded_allow_ips``:
     the client's address becomes ``conn.peer`` and the access log's host, the scheme
@@ -87,11 +102,20 @@ class ServerConfig:
             raise ValueError(f"pool_size must be at least 1, got {self.pool_size}")
         if self.max_requests is not None and self.max_requests < 1:
             raise ValueError(f"max_requests must be at least 1, got {self.max_requests}")
+        if self.max_requests_jitter is not None and self.max_requests_jitter < 0:
+            raise ValueError(f"max_requests_jitter must be >= 0, got {self.max_requests_jitter}")
+        if self.keepalive_requests < 1:
+            raise ValueError(f"keepalive_requests must be at least 1, got {self.keepalive_requests}")
+        if not self.close_grace >= 0:
+            raise ValueError("close_grace must be zero or a positive number of seconds")
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
         from .proxy import TrustedProxies
 
         TrustedProxies(self.forwarded_allow_ips)  # raises ValueError naming a bad entry
-        for name in ("header_timeout", "keepalive_timeout", "body_timeout", "send_timeout"):
+        for name in (
+            "header_timeout", "keepalive_timeout", "body_timeout", "send_timeout",
+            "keepalive_time",
+        ):  # fmt: skip
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")

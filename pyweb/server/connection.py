@@ -166,7 +166,7 @@ class Connection:
 
     __slots__ = (
         "server", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "log",
-        "port", "request_evt", "fresh", "watch", "arena", "via_proxy",
+        "port", "request_evt", "fresh", "watch", "arena", "via_proxy", "served", "opened_at",
     )  # fmt: skip
 
     def __init__(self, server: Server, sock: socket.socket, peer: str) -> None:
@@ -187,6 +187,10 @@ class Connection:
         """bytes | deadline | broadcast message: what an idle connection waits for."""
         self.fresh = True
         """No request has been read yet (graceful shutdown waits for the first one)."""
+        self.served = 0
+        """Requests read on this connection (``keepalive_requests``)."""
+        self.opened_at = time.time()
+        """When the connection was accepted (``keepalive_time``)."""
         self.watch: ClientWatch | None = None
         """Watches for the client leaving, once a handler asks (``ctx.client_gone_evt()``)."""
         proxies = server.proxies
@@ -247,7 +251,11 @@ class Connection:
         # would reset a request already on its way), so it gets the header timeout.
         idle = self.phase == IDLE and not self.fresh
         if idle and self.server.closing:
-            return False
+            # Graceful shutdown or a recycle: a keep-alive client may have sent its next
+            # request already (it is on the wire). Closing now would reset it; watch the
+            # connection a moment longer instead and answer it with Connection: close.
+            if not self._grace():
+                return False
         evt = self.request_evt
         if evt is None:
             # First wait of this connection: subscribe to the broadcast, then build the
@@ -266,10 +274,20 @@ class Connection:
                 if self.phase == IDLE:
                     return False
                 raise _TimedOut
-            if what == SHUTDOWN and idle:
+            if what == SHUTDOWN and idle and not self._grace():
                 return False
             # RELOAD, or SHUTDOWN half-way through a head: finish the request (its reply
             # will say Connection: close, since server.closing is set).
+
+    def _grace(self) -> bool:
+        """Shorten an idle wait to the server's ``close_grace`` after its shutdown began;
+        False when that is already over (close now)."""
+        server = self.server
+        end = server.closing_since + server.config.close_grace
+        if trio.current_time() >= end:
+            return False
+        self.deadline = min(self.deadline, end)
+        return True
 
     async def talk(self) -> None:
         """Marlow's ``talk``: read → parse → respond → log → keep-alive (module doc)."""
@@ -357,6 +375,12 @@ class Connection:
 
             # ---- what happens to a body the handler did not read (see DRAIN_LIMIT)
             keep_alive = request.keep_alive and not server.closing
+            self.served += 1
+            if keep_alive and (
+                self.served >= config.keepalive_requests
+                or received_at - self.opened_at >= config.keepalive_time
+            ):
+                keep_alive = False  # nginx's keepalive_requests / keepalive_time
             drain = False
             if not ctx.body_done:
                 try:  # usually the EndOfMessage of a request without a body, at once
