@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs clean
+.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz docs lab clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -24,6 +24,14 @@ dev: $(VENV)/.dev-installed
 ## make run: serve the example site on http://127.0.0.1:8000
 run: install
 	$(PY) -m pyweb serve pages --host $(HOST) --port $(PORT)
+
+## make lab: the tutorials and exercises in JupyterLab on 127.0.0.1 (prints the URL with its token)
+LAB_PORT ?= 8888
+lab: install
+	$(PY) -m pip install --quiet -e '.[notebooks]'
+	@echo "JupyterLab: open the URL with ?token=... printed below (tutorials/ and notebook/ are in the file browser); Ctrl-C stops it"
+	$(PY) -m jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
+	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/tutorials $(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## make test: every test (unit, property-based, integration over real sockets)
 test: dev

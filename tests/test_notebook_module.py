@@ -17,6 +17,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 import pyweb.notebook as nb
+import pyweb.notebook.server as nb_server
 from pyweb.protocol.response import Response
 
 pytestmark = pytest.mark.timeout(60)
@@ -130,7 +131,7 @@ def test_stop_all_stops_servers_whose_variable_is_gone(site):
     nb.serve(site)  # a set-up cell run twice: the first server's variable is overwritten
     srv = nb.serve()
     assert nb.stop_all() == 2
-    assert not srv.running and nb._running == []
+    assert not srv.running and nb_server._running == []
     assert nb.stop_all() == 0
 
 
@@ -255,7 +256,7 @@ def test_guest_mode_stopped_before_it_started(site):
 
 
 def test_magic_before_any_server_says_what_to_do(shell):
-    assert nb._current is None
+    assert nb_server._current is None
     with pytest.raises(RuntimeError, match=r"srv = pyweb\.notebook\.serve\(\)"):
         shell.run_cell_magic("page", "hello", "conn.return_('hi')\n")
 
@@ -286,11 +287,37 @@ def test_template_magic_writes_templates_name_html(shell, srv):
     assert nb.template_magic("bye.html", "x").name == "bye.html"
 
 
-def test_page_magic_reports_a_syntax_error_with_its_line(srv):
-    with pytest.raises(SyntaxError) as info:
+def test_page_magic_refuses_a_syntax_error_and_writes_nothing(srv):
+    with pytest.raises(nb.PageSyntaxError) as info:
         nb.page_magic("broken", "x = 1\nif x\n    pass\n")
     assert info.value.lineno == 2 and info.value.filename.endswith("broken.py")
-    assert (srv.site_dir / "broken.py").exists()  # written anyway: the server says the same
+    assert str(info.value) == "expected ':' (line 2 of broken.py: if x); the page was not written"
+    assert not (srv.site_dir / "broken.py").exists()
+
+
+def test_page_magic_allows_top_level_await_as_pages_do(srv):
+    nb.page_magic("slow", "import trio\nawait trio.sleep(0)\nconn.return_('<p>late</p>')\n")
+    assert srv.get("/slow").text == "<p>late</p>"
+
+
+def test_a_syntax_error_keeps_the_previous_page_served(shell, srv):
+    nb.page_magic("hello", "conn.return_('<p>one</p>')\n")
+    with pytest.raises(nb.PageSyntaxError):
+        nb.page_magic("hello", "conn.return_('<p>two</p>'\n")
+    assert srv.get("/hello").text == "<p>one</p>"
+    assert (srv.site_dir / "hello.py").read_text() == "conn.return_('<p>one</p>')\n"
+
+
+def test_a_syntax_error_in_a_cell_is_one_red_line(shell, srv, capsys):
+    result = shell.run_cell("%%page broken\nconn.return_('<p>'\n")
+    assert isinstance(result.error_in_exec, nb.PageSyntaxError)
+    shown = capsys.readouterr()
+    text = shown.out + shown.err
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines == [
+        "\x1b[1;31mSyntax error:\x1b[0m '(' was never closed "
+        "(line 1 of broken.py: conn.return_('<p>'); the page was not written"
+    ], lines
 
 
 def test_magic_show_displays_the_page(shell, srv, capsys):
@@ -415,6 +442,19 @@ def test_template_magic_serves_the_template(shell):
         assert srv.get("/hello", params={"name": "Ada"}).text == "<p>Hello Ada</p>\n"
         shell.run_cell_magic("template", "hello", "<p>Bye {{ form.name }}</p>\n")
         assert srv.get("/hello", params={"name": "Ada"}).text == "<p>Bye Ada</p>\n"
+
+
+def test_a_failing_page_in_a_folder_called_pyweb_keeps_its_line(shell, tmp_path):
+    # A clone of the repository is a folder called pyweb (git's default), and so may be a
+    # student's site: only the installed package's own frames are the framework's.
+    site = tmp_path / "pyweb" / "site"
+    site.mkdir(parents=True)
+    with nb.serve(site) as srv:
+        shell.run_cell_magic("page", "oops", "x = 1\nconn.return_(f'{y}')\n")
+        with pytest.raises(nb.CheckFailed) as info:
+            nb.expect(srv.get("/oops"))
+    assert "/pyweb/" in str(site) + "/"
+    assert str(info.value).endswith("NameError: name 'y' is not defined (line 2 of oops.py).")
 
 
 def test_a_failing_page_is_explained_with_its_line(shell):

@@ -1,24 +1,8 @@
-"""Jupyter integration: run a pyweb server from a notebook, write pages from cells, check them.
+"""The background server of a notebook: :func:`serve` starts pyweb in a thread and returns.
 
-This is the teaching surface of pyweb (DESIGN.md "Layout": ``tutorials/`` and ``notebook/``).
-A notebook plays both parts of the SMLserver book's set-up (§2, §2.1): it is the editor
-that writes the scripts into the site directory, and the browser that requests them::
-
-    import pyweb.notebook
-    srv = pyweb.notebook.serve()          # a fresh temporary site; returns at once
-    %load_ext pyweb.notebook
-
-    %%page time_of_day                    # the cell body becomes <site>/time_of_day.py
-    import time
-    conn.return_(f"<p>The time of day is {time.strftime('%H.%M.%S')}.</p>")
-
-    r = srv.get("/time_of_day")           # a pyweb.testing.TestResponse
-    srv.show("/time_of_day")              # the page, inline
-    srv.log                               # the access log, one line per request
-    srv.stop()
-
-The server runs with ``dev=True``: a page that fails shows its traceback, and a page file
-rewritten by ``%%page`` is compiled again on the next request.
+A notebook plays both parts of the SMLserver book's set-up (§2, §2.1): it is the editor that
+writes the scripts into the site directory (:mod:`pyweb.notebook.magics`), and the browser
+that requests them (this module: :class:`NotebookServer` and its client).
 
 **Where the server runs: a thread, not trio guest mode.** A Jupyter kernel already owns an
 asyncio event loop on its main thread; trio wants a thread of its own. Two ways were tried
@@ -46,11 +30,6 @@ its synchronous methods refuse with a message saying why).
 ``srv.show()`` displays an ``<iframe srcdoc=...>`` of the page the kernel fetched rather
 than an iframe of the live URL: the output is then complete by itself, under nbclient, in
 the rendered docs and on JupyterHub, whose browsers cannot reach the kernel's 127.0.0.1.
-
-The check helpers (:func:`expect`, :func:`expect_form`, :func:`expect_table`,
-:meth:`NotebookServer.submit`) turn a response into a plain-English verdict for exercise
-notebooks (``notebook/``): "Your page answered 500 ...; the error was NameError: ...
-(line 3 of temperature.py)". A failed check is shown as one line, without a traceback.
 """
 
 from __future__ import annotations
@@ -62,38 +41,21 @@ import html
 import io
 import os
 import re
-import shlex
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
 import trio
 
+from pyweb.notebook.checks import CheckFailed, _shorten, _visible_text, forms_on
 from pyweb.testing import Client, TestResponse
 
-__all__ = [
-    "NotebookServer",
-    "serve",
-    "current",
-    "stop_all",
-    "expect",
-    "CheckFailed",
-    "explain_error",
-    "expect_form",
-    "forms_on",
-    "tables_on",
-    "expect_table",
-    "page_magic",
-    "template_magic",
-    "file_in_site_magic",
-    "load_ipython_extension",
-]
+__all__ = ["NotebookServer", "serve", "current", "stop_all"]
 
 _START_TIMEOUT = 30.0
 _LOG_WAIT = 2.0  # how long .log waits for the lines of requests that were already answered
@@ -104,7 +66,7 @@ _running: list[NotebookServer] = []
 """Every server :func:`serve` started and nobody stopped yet (for :func:`stop_all`)."""
 
 
-# --- logs collected into lists ----------------------------------------------------------------
+# --- logs collected into lists ---
 
 _ENTRY_START = re.compile(r"(?m)^(?=\[\d{2}/\w{3}/\d{4}:)")
 
@@ -595,399 +557,3 @@ def current() -> NotebookServer:
             "    srv = pyweb.notebook.serve()"
         )
     return _current
-
-
-# --- the cell magics -----------------------------------------------------------------------
-
-
-class MagicUsageError(ValueError):
-    """A ``%%page``/``%%template`` line that cannot be understood."""
-
-
-def _parse_line(line: str, magic: str) -> tuple[str, bool, str | None]:
-    """``NAME [--show] [--server VAR]`` -> (NAME, show, VAR)."""
-    try:
-        words = shlex.split(line)
-    except ValueError as exc:
-        raise MagicUsageError(f"%%{magic} {line}: {exc}") from None
-    name: str | None = None
-    show = False
-    server_var: str | None = None
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word == "--show":
-            show = True
-        elif word == "--server":
-            if i + 1 == len(words):
-                raise MagicUsageError(f"%%{magic}: --server needs a variable name")
-            i += 1
-            server_var = words[i]
-        elif word.startswith("-"):
-            raise MagicUsageError(
-                f"%%{magic}: unknown option {word!r} (known: --show, --server VAR)"
-            )
-        elif name is None:
-            name = word
-        else:
-            raise MagicUsageError(f"%%{magic}: one name only, got {name!r} and {word!r}")
-        i += 1
-    if name is None:
-        raise MagicUsageError(f"%%{magic} needs a name, e.g. %%{magic} hello")
-    return name, show, server_var
-
-
-def _server_for(server_var: str | None, shell: Any) -> NotebookServer:
-    if server_var is None:
-        server = current()
-    else:
-        namespace: Mapping[str, Any] = getattr(shell, "user_ns", None) or {}
-        if server_var not in namespace:
-            raise RuntimeError(f"--server {server_var}: there is no variable {server_var!r}")
-        server = namespace[server_var]
-        if not isinstance(server, NotebookServer):
-            raise RuntimeError(
-                f"--server {server_var}: {server_var} is a {type(server).__name__}, "
-                "not a server from pyweb.notebook.serve()"
-            )
-    if server._stopped:
-        raise RuntimeError(
-            "that pyweb server was stopped; start a new one: srv = pyweb.notebook.serve()"
-        )
-    if server.site_dir is None:
-        raise RuntimeError(
-            "that pyweb server serves a handler, not a directory, so there is nowhere to "
-            "write pages; start one on a directory: srv = pyweb.notebook.serve()"
-        )
-    return server
-
-
-def _safe_relative(path: str) -> Path:
-    relative = Path(path)
-    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
-        raise MagicUsageError(
-            f"{path!r} must be a path inside the site directory (relative, without '..')"
-        )
-    return relative
-
-
-def _write(target: Path, text: str) -> None:
-    """Write atomically (a request never sees half a page) and make sure the
-    modification time changes, so a dev-mode server notices the new version."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        old = target.stat().st_mtime_ns
-    except FileNotFoundError:
-        old = None
-    # The temporary name ends in .tmp: a dev-mode site scanning for new pages never takes
-    # it for a script or a template.
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".~", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, target)
-    if old is not None and target.stat().st_mtime_ns <= old:
-        os.utime(target, ns=(old + 1_000_000, old + 1_000_000))
-
-
-def page_magic(line: str, cell: str, *, shell: Any = None) -> Path:
-    """``%%page NAME [--show] [--server VAR]``: the cell becomes ``<site>/NAME.py``,
-    served at ``/NAME``. A syntax error is reported at once (the file is written anyway, so
-    the server's error page says the same)."""
-    name, show, server_var = _parse_line(line, "page")
-    if name.endswith(".py"):
-        name = name[:-3]
-    relative = _safe_relative(name + ".py")
-    server = _server_for(server_var, shell)
-    target = server.site_dir / relative  # type: ignore[operator]
-    _write(target, cell)
-    url_path = "/" + relative.with_suffix("").as_posix()
-    print(f"wrote {relative.as_posix()}: {server.url.rstrip('/')}{url_path}")
-    import ast
-
-    ast.parse(cell, filename=str(target))  # raises SyntaxError with the page's line number
-    if show:
-        server.show(url_path)
-    return target
-
-
-def template_magic(line: str, cell: str, *, shell: Any = None) -> Path:
-    """``%%template NAME [--show] [--server VAR]``: the cell becomes
-    ``<site>/templates/NAME.html`` (a jinja2 page served at ``/NAME``)."""
-    name, show, server_var = _parse_line(line, "template")
-    if name.endswith(".html"):
-        name = name[:-5]
-    relative = Path("templates") / _safe_relative(name + ".html")
-    server = _server_for(server_var, shell)
-    _write(server.site_dir / relative, cell)  # type: ignore[operator]
-    url_path = "/" + Path(name).as_posix()
-    print(f"wrote {relative.as_posix()}: {server.url.rstrip('/')}{url_path}")
-    if show:
-        server.show(url_path)
-    return server.site_dir / relative  # type: ignore[operator]
-
-
-def file_in_site_magic(line: str, cell: str, *, shell: Any = None) -> Path:
-    """``%%file_in_site PATH [--show] [--server VAR]``: the cell becomes ``<site>/PATH``
-    as it is (a static file, a library module ``_name.py``, a service module ...)."""
-    name, show, server_var = _parse_line(line, "file_in_site")
-    relative = _safe_relative(name)
-    server = _server_for(server_var, shell)
-    _write(server.site_dir / relative, cell)  # type: ignore[operator]
-    print(f"wrote {relative.as_posix()}")
-    if show:
-        server.show("/" + relative.as_posix())
-    return server.site_dir / relative  # type: ignore[operator]
-
-
-def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext pyweb.notebook``: registers ``%%page``, ``%%template``, ``%%file_in_site``."""
-    for name, function in (
-        ("page", page_magic),
-        ("template", template_magic),
-        ("file_in_site", file_in_site_magic),
-    ):
-
-        def magic(line: str, cell: str, _function: Callable[..., Path] = function) -> None:
-            _function(line, cell, shell=ipython)  # returns None: nothing echoed under the cell
-
-        magic.__doc__ = function.__doc__
-        ipython.register_magic_function(magic, magic_kind="cell", magic_name=name)
-
-
-# --- checks for exercise notebooks ---------------------------------------------------------
-
-
-class CheckFailed(AssertionError):
-    """A check in an exercise notebook failed; the message says what to fix."""
-
-    def _render_traceback_(self) -> list[str]:
-        # IPython's hook for exceptions that format themselves: a failed check is a
-        # message for a student, not a bug, so no traceback into this module. The cell
-        # still fails (nbclient and nbmake see ename "CheckFailed").
-        return [f"\x1b[1;31mCheck failed:\x1b[0m {self}"]
-
-
-_TRACEBACK = re.compile(r"<strong>Traceback:</strong></p>\s*<pre>(.*?)</pre>", re.DOTALL)
-_DETAIL = re.compile(r"<strong>Detail:</strong>\s*(.*?)</p>", re.DOTALL)
-_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
-
-
-def explain_error(response: TestResponse) -> str:
-    """What went wrong, in one or two sentences, from a (dev-mode) error page."""
-    text = response.text
-    found = _TRACEBACK.search(text)
-    if found:
-        lines = [ln for ln in html.unescape(found.group(1)).splitlines() if ln.strip()]
-        last = lines[-1].strip() if lines else ""
-        where = ""
-        for file, number in _FILE_LINE.findall(html.unescape(found.group(1))):
-            if "site-packages" not in file and "/pyweb/" not in file.replace(os.sep, "/"):
-                where = f" (line {number} of {os.path.basename(file)})"
-        return f"the error was {last}{where}"
-    detail = _DETAIL.search(text)
-    if detail:
-        return f"the server said: {html.unescape(detail.group(1)).strip()}"
-    return "the page gave no further detail"
-
-
-def _visible_text(page: str) -> str:
-    """The page without its tags, the way a reader sees it (for 'we expected ... on the page')."""
-    without = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", page)
-    without = re.sub(r"<[^>]+>", " ", without)
-    return re.sub(r"\s+", " ", html.unescape(without)).strip()
-
-
-def expect(
-    response: TestResponse,
-    *,
-    status: int | None = 200,
-    contains: str | list[str] | None = None,
-    not_contains: str | list[str] | None = None,
-    matches: str | None = None,
-    content_type: str | None = None,
-    message: str = "",
-) -> TestResponse:
-    """Check a response; raise :class:`CheckFailed` with a plain-English message.
-
-    ``contains``/``not_contains`` look at the text of the page (tags removed, entities
-    decoded) and at its source; ``matches`` is a regular expression searched in the text.
-    ``message`` says what was being tried ("For c=100 ...") and starts the failure text.
-    Returns the response, so checks can be chained or inspected."""
-    __tracebackhide__ = True  # pytest shows the message, not this function
-    lead = (message.rstrip(".") + ". ") if message else ""
-    if status is not None and response.status != status:
-        why = ""
-        if response.status >= 500:
-            why = "; " + explain_error(response)
-        elif response.status == 404:
-            why = "; is the page written (run the cell with your page) and is its name right?"
-        elif response.status >= 400:
-            why = "; " + explain_error(response)
-        sentence = (
-            f"{lead}Your page answered {response.status} {response.reason} instead of {status}{why}"
-        )
-        raise CheckFailed(sentence if sentence.endswith((".", "?")) else sentence + ".")
-    if content_type is not None and response.content_type != content_type:
-        raise CheckFailed(
-            f"{lead}We expected content type {content_type}, "
-            f"the page said {response.content_type or 'nothing'}."
-        )
-    text = _visible_text(response.text)
-    for wanted in [contains] if isinstance(contains, str) else contains or []:
-        if wanted not in text and wanted not in response.text:
-            raise CheckFailed(
-                f"{lead}We expected {wanted!r} somewhere on the page; it was not there. "
-                f"The page says: {_shorten(text)}"
-            )
-    for unwanted in [not_contains] if isinstance(not_contains, str) else not_contains or []:
-        if unwanted in text:
-            raise CheckFailed(
-                f"{lead}{unwanted!r} should not be on the page, but it is. "
-                f"The page says: {_shorten(text)}"
-            )
-    if matches is not None and not re.search(matches, text):
-        raise CheckFailed(
-            f"{lead}Nothing on the page looks like {matches!r}. The page says: {_shorten(text)}"
-        )
-    return response
-
-
-class _FormFinder(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.forms: list[dict[str, Any]] = []
-        self._open: dict[str, Any] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        attributes = {k: v or "" for k, v in attrs}
-        if tag == "form":
-            self._open = {
-                "action": attributes.get("action", ""),
-                "method": (attributes.get("method") or "get").lower(),
-                "fields": [],
-                "values": {},
-            }
-            self.forms.append(self._open)
-        elif tag in ("input", "select", "textarea", "button") and self._open is not None:
-            name = attributes.get("name")
-            if name:
-                self._open["fields"].append(name)
-                kind = attributes.get("type", "text").lower()
-                if tag == "input" and kind not in ("submit", "button", "checkbox", "radio"):
-                    self._open["values"][name] = attributes.get("value", "")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "form":
-            self._open = None
-
-
-def forms_on(response: TestResponse | str) -> list[dict[str, Any]]:
-    """The forms of a page: ``[{"action": ..., "method": "get"|"post", "fields": [names],
-    "values": {name: value of its input element}}]``."""
-    finder = _FormFinder()
-    finder.feed(response if isinstance(response, str) else response.text)
-    finder.close()
-    return finder.forms
-
-
-def expect_form(response: TestResponse, fields: list[str], *, message: str = "") -> dict[str, Any]:
-    """Check that the page has a form with (at least) the named ``fields``; return it.
-    Raise :class:`CheckFailed` saying what the page has instead."""
-    __tracebackhide__ = True  # pytest shows the message, not this function
-    lead = (message.rstrip(".") + ". ") if message else ""
-    expect(response, message=message)
-    forms = forms_on(response)
-    wanted = ", ".join(repr(f) for f in fields)
-    if not forms:
-        raise CheckFailed(
-            f"{lead}We expected a form (a <form> element) with fields {wanted}; the page has "
-            f"no form. The page says: {_shorten(_visible_text(response.text))}"
-        )
-    for form in forms:
-        if all(f in form["fields"] for f in fields):
-            return form
-    have = "; ".join(
-        ", ".join(repr(f) for f in form["fields"]) or "no named fields" for form in forms
-    )
-    raise CheckFailed(
-        f"{lead}We expected a form with fields {wanted}; the page's form has {have}. "
-        'A field gets its name from the name attribute: <input name="...">.'
-    )
-
-
-class _TableFinder(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: list[list[list[str]]] = []
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self.tables.append([])
-        elif tag == "tr" and self.tables:
-            self.tables[-1].append([])
-        elif tag in ("td", "th") and self.tables:
-            if not self.tables[-1]:  # a cell before any <tr>: browsers open a row
-                self.tables[-1].append([])
-            self._cell = []
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None and self.tables:
-            self.tables[-1][-1].append(" ".join("".join(self._cell).split()))
-            self._cell = None
-
-
-def expect_table(
-    response: TestResponse, rows: list[list[Any]], *, message: str = ""
-) -> list[list[str]]:
-    """Check that the first table of the page has exactly ``rows`` (cells compared as
-    text, ``str(value)``); return the table. :class:`CheckFailed` says where it differs."""
-    __tracebackhide__ = True  # pytest shows the message, not this function
-    lead = (message.rstrip(".") + ". ") if message else ""
-    expect(response, message=message)
-    wanted = [[str(cell) for cell in row] for row in rows]
-    tables = tables_on(response)
-    width = len(wanted[0]) if wanted else 0
-    shape = f"{_count_of(len(wanted), 'row')} of {_count_of(width, 'cell')}"
-    if not tables:
-        raise CheckFailed(
-            f"{lead}We expected a table (a <table> element) with {shape}; the page has no "
-            f"table. The page says: {_shorten(_visible_text(response.text))}"
-        )
-    table = tables[0]
-    if len(table) != len(wanted):
-        raise CheckFailed(
-            f"{lead}We expected a table with {shape}; yours has {_count_of(len(table), 'row')}"
-            + (f" (the first is {table[0]})." if table else ".")
-        )
-    for i, (got_row, want_row) in enumerate(zip(table, wanted, strict=True), 1):
-        if len(got_row) != len(want_row):
-            raise CheckFailed(
-                f"{lead}Row {i} should have {_count_of(len(want_row), 'cell')}, {want_row}; "
-                f"it has {len(got_row)}: {got_row}."
-            )
-        for j, (got, want) in enumerate(zip(got_row, want_row, strict=True), 1):
-            if got != want:
-                raise CheckFailed(f"{lead}Row {i}, column {j} should be {want!r}; it is {got!r}.")
-    return table
-
-
-def tables_on(response: TestResponse | str) -> list[list[list[str]]]:
-    """The tables of a page, each a list of rows, each row a list of cell texts."""
-    finder = _TableFinder()
-    finder.feed(response if isinstance(response, str) else response.text)
-    finder.close()
-    return [[row for row in table if row] for table in finder.tables]
-
-
-def _count_of(number: int, thing: str) -> str:
-    return f"{number} {thing}" + ("" if number == 1 else "s")
-
-
-def _shorten(text: str, limit: int = 200) -> str:
-    text = text or "(nothing)"
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
