@@ -7,7 +7,7 @@ real-HTTP client for tests and notebooks).
 
 What a page needs is importable from here::
 
-    from pyweb import qq, safe, service, forms, html
+    from pyweb import qq, safe, service, forms, html, to_thread
 
 The names are loaded on first use, so ``import pyweb`` stays cheap for the server itself.
 """
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["qq", "Quot", "safe", "service", "current_conn", "forms", "html"]
+__all__ = ["qq", "Quot", "safe", "service", "current_conn", "to_thread", "forms", "html"]
 
 _EXPORTS = {
     "qq": ("pyweb.quot", "qq"),
@@ -27,10 +27,12 @@ _EXPORTS = {
     "safe": ("pyweb.quot", "safe"),
     "service": ("pyweb.app.services", "service"),
     "current_conn": ("pyweb.app.conn", "current_conn"),
+    "to_thread": ("pyweb.app.blocking", "to_thread"),
 }
 
 if TYPE_CHECKING:
     from pyweb import forms, html
+    from pyweb.app.blocking import to_thread
     from pyweb.app.conn import current_conn
     from pyweb.app.services import service
     from pyweb.quot import Quot, qq, safe

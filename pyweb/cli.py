@@ -152,6 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"seconds to wait for a client to read (default: {d.send_timeout:g})",
     )
     serve.add_argument(
+        "--page-timeout",
+        type=_seconds,
+        default=d.page_timeout,
+        metavar="S",
+        help=f"seconds a page or service may run before it is stopped with a 503 "
+        f"(default: {d.page_timeout:g}; long polls and streams opt out)",
+    )
+    serve.add_argument(
         "--max-connections",
         type=_positive_int,
         default=d.max_connections,
@@ -336,6 +344,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         keepalive_timeout=args.keepalive_timeout,
         body_timeout=args.body_timeout,
         send_timeout=args.send_timeout,
+        page_timeout=args.page_timeout,
         max_connections=args.max_connections,
         access_log=args.access_log,
         error_log=args.error_log,
@@ -380,6 +389,7 @@ def build_site(args: argparse.Namespace, config: ServerConfig) -> Site:
         no_script_cache=args.no_script_cache,
         exec_library=args.exec_library,
         profile_alloc=args.profile_alloc,
+        page_timeout=config.page_timeout,
     )
 
 

@@ -332,22 +332,24 @@ def _too_long(digits: str, *bounds: int) -> bool:
     return len(significant) > max(len(str(abs(b))) for b in bounds)
 
 
-def _describe_nat(max: int) -> str:
-    return f"a natural number from 0 to {max}"
+def _describe_nat(max: int, min: int = 0) -> str:
+    return f"a natural number from {min} to {max}"
 
 
-def parse_nat(text: str, *, max: int = NAT_MAX) -> int:
-    """A natural number written in ASCII digits, from 0 to ``max``.
+def parse_nat(text: str, *, min: int = 0, max: int = NAT_MAX) -> int:
+    """A natural number written in ASCII digits, from ``min`` (0 unless given) to ``max``.
 
     No sign, spaces, underscores or non-ASCII digits (all of which ``int()`` would accept);
     leading zeros are fine. Raises ``ValueError`` whose message is what was expected.
     """
-    expected = _describe_nat(max)
+    if min < 0:
+        raise ValueError(f"a natural number is never below 0: min={min!r}")
+    expected = _describe_nat(max, min)
     if not _DIGITS.fullmatch(text) or _too_long(text, max):
         raise ValueError(expected)
     # int("000...") counts leading zeros against Python's digit limit; drop them first
     n = int(text.lstrip("0") or "0")
-    if n > max:
+    if not min <= n <= max:
         raise ValueError(expected)
     return n
 
@@ -597,10 +599,14 @@ def make_getter(parse: Callable[[str], T], expected: str) -> Callable[..., T]:
     return getter
 
 
-def get_nat(name: str, *, form: FormSource | None = None, max: int = NAT_MAX) -> int:
-    """The natural number in variable ``name`` (see :func:`parse_nat`). SMLserver's
-    ``FormVar.getNat``."""
-    return _get(name, form, lambda t: parse_nat(t, max=max), _describe_nat(max))
+def get_nat(
+    name: str, *, form: FormSource | None = None, min: int = 0, max: int = NAT_MAX
+) -> int:
+    """The natural number in variable ``name``, from ``min`` to ``max`` (see
+    :func:`parse_nat`; the same bounds as :func:`get_int`). SMLserver's ``FormVar.getNat``."""
+    if min < 0:
+        raise ValueError(f"get_nat({name!r}): a natural number is never below 0: min={min!r}")
+    return _get(name, form, lambda t: parse_nat(t, min=min, max=max), _describe_nat(max, min))
 
 
 def get_int(

@@ -454,15 +454,15 @@ class SiteRegions:
         return data
 
 
-def _with_banner(response: Response, message: str) -> Response:
+def _with_banner(
+    response: Response, message: str, header: str = "X-Pyweb-Regions"
+) -> Response:
     """Development mode: the page itself says what it did (HTML pages get a banner, every
-    response an ``X-Pyweb-Regions`` header)."""
+    response a header: ``X-Pyweb-Regions``, or the one given)."""
     # A new Response: the page's may be a constant shared by every request (a service
     # returning a tree built at import), which must not collect banners.
-    header = message.encode("ascii", "backslashreplace").decode("ascii")
-    response = Response(
-        response.status, [*response.headers, ("X-Pyweb-Regions", header)], response.body
-    )
+    value = message.encode("ascii", "backslashreplace").decode("ascii")
+    response = Response(response.status, [*response.headers, (header, value)], response.body)
     body = response.body
     if isinstance(body, Fragments):  # a Quot or a node: the banner needs the joined bytes
         body = bytes(body)

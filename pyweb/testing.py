@@ -429,7 +429,7 @@ def serve(target: Any, *, timeout: float = 30.0, **config: Any) -> Iterator[Clie
     if handler is None:
         from pyweb.app.site import Site
 
-        handler = Site(str(target), dev=server_config.dev)
+        handler = Site(str(target), dev=server_config.dev, page_timeout=server_config.page_timeout)
     server = Server(server_config, handler)
     runner = _ServerThread(server)
     runner.start(timeout)

@@ -899,3 +899,14 @@ def test_the_docstring_examples_run():
 
     result = doctest.testmod(forms)
     assert result.attempted >= 5 and result.failed == 0
+
+
+def test_get_nat_takes_the_same_bounds_as_get_int():
+    assert get_nat("priority", form={"priority": "3"}, min=1, max=5) == 3
+    for bad in ("0", "6", "-1"):
+        with pytest.raises(FormError) as info:
+            get_nat("priority", form={"priority": bad}, min=1, max=5)
+        assert "a natural number from 1 to 5" in str(info.value)
+    assert parse_nat("7", min=7, max=7) == 7
+    with pytest.raises(ValueError, match="never below 0"):
+        get_nat("n", form={"n": "1"}, min=-1)

@@ -33,7 +33,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import unquote
 
 from pyweb.protocol.response import FileBody, Response, http_date
@@ -44,7 +44,7 @@ from .results import to_response
 if TYPE_CHECKING:
     from pyweb.server.context import RequestContext
 
-__all__ = ["Conn", "ResponseAlreadySent", "current_conn", "RequestHeaders"]
+__all__ = ["Conn", "ResponseAlreadySent", "PageExit", "current_conn", "RequestHeaders"]
 
 _current: contextvars.ContextVar[Conn] = contextvars.ContextVar("pyweb_conn")
 
@@ -61,6 +61,13 @@ def current_conn() -> Conn:
 
 class ResponseAlreadySent(RuntimeError):
     """A page tried to answer a request twice."""
+
+
+class PageExit(BaseException):
+    """Raised by :meth:`Conn.exit` to end the page's script (SMLserver's ``Web.exit``).
+
+    A ``BaseException``, like ``SystemExit``, so that a page's ``except Exception:`` does
+    not swallow it."""
 
 
 class RequestHeaders(Mapping[str, str]):
@@ -169,6 +176,10 @@ class Conn:
         self.response: Response | None = None
         """The response given by ``return_`` (None until then)."""
         self._returned_at: int | None = None
+        self.deadline_scope: Any = None
+        """The page deadline's cancel scope while the page runs (``--page-timeout``)."""
+        self.exited_at: int | None = None
+        """The line where the page called :meth:`exit` (None if it did not)."""
 
     # ---- the request ------------------------------------------------------------------
 
@@ -214,13 +225,38 @@ class Conn:
         return self._body
 
     def client_gone_evt(self):
-        """An event (``pyweb.events``) enabled when the client closes the connection."""
+        """An event (``pyweb.events``) enabled when the client closes the connection.
+
+        A page that asks for it waits on its own terms (a long poll): the page deadline
+        (``--page-timeout``) no longer applies to it."""
+        self._no_deadline()
         return self.ctx.client_gone_evt()
 
     def shutdown_evt(self):
         """An event (``pyweb.events``) enabled once the server begins a graceful shutdown:
-        a page that waits long (a long poll) answers at once instead of holding it up."""
+        a page that waits long (a long poll) answers at once instead of holding it up.
+        Like :meth:`client_gone_evt`, it lifts the page deadline."""
+        self._no_deadline()
         return self.ctx.shutdown_evt()
+
+    def _no_deadline(self) -> None:
+        scope = self.deadline_scope
+        if scope is not None:
+            scope.deadline = float("inf")
+
+    def exit(self) -> NoReturn:
+        """End the page here (SMLserver's ``Web.exit``): the rest of the script does not run.
+
+        An answer given before stands; a page that exits without answering gets the usual
+        "finished without giving a response" error. Unlike ``sys.exit()``, which stops a
+        whole program, this stops only the page::
+
+            if n < 0:
+                conn.return_("n must not be negative", status=400)
+                conn.exit()
+        """
+        self.exited_at = _page_line(self._filename)
+        raise PageExit(self.page)
 
     # ---- the one response -------------------------------------------------------------
 

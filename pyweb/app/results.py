@@ -21,11 +21,14 @@ Anything else is a :class:`TypeError` naming the type, never a silent ``str()``.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import AsyncIterable, AsyncIterator
 
 import pyweb_regions
 from pyweb.protocol.response import Fragments, Response
+
+from .unawaited import coroutine_message
 
 __all__ = ["HTML", "to_response", "encode_body"]
 
@@ -45,6 +48,13 @@ async def _encode_stream(parts: AsyncIterable[str | bytes]) -> AsyncIterator[byt
             raise TypeError(
                 f"a streamed body yields str or bytes, not {type(part).__name__}: {part!r:.60}"
             )
+
+
+def _json_default(value: object) -> object:
+    """json.dumps calls this for what JSON cannot hold: name a forgotten await plainly."""
+    if inspect.iscoroutine(value):
+        raise TypeError(coroutine_message(value))
+    raise TypeError(f"cannot send a {type(value).__name__} as JSON: {value!r:.60}")
 
 
 def encode_body(
@@ -69,9 +79,11 @@ def encode_body(
     if hasattr(value, "__html__"):
         return value.__html__().encode("utf-8"), HTML
     if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False).encode("utf-8"), JSON
+        return json.dumps(value, ensure_ascii=False, default=_json_default).encode("utf-8"), JSON
     if isinstance(value, AsyncIterable):
         return _encode_stream(value), HTML
+    if inspect.iscoroutine(value):  # a forgotten await: say so, not "cannot send a coroutine"
+        raise TypeError(coroutine_message(value))
     raise TypeError(
         f"cannot send a {type(value).__name__} as a page: return a str, bytes, a Quot, "
         f"an HTML node, a dict/list (JSON), an async iterator or a Response (got {value!r:.60})"

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib.util
+import inspect
 import os
 import sys
 import traceback
@@ -40,16 +41,19 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+import trio
+
 from pyweb import forms
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
 from pyweb.regions import SiteRegions, stats_json, stats_page
+from pyweb.regions import _with_banner as with_banner
 from pyweb.server.context import RequestContext
 from pyweb.server.errorpage import error_response
 from pyweb.server.static import StaticFiles
 
-from . import pages
-from .conn import Conn, _current
+from . import blocking, pages, unawaited
+from .conn import Conn, PageExit, _current
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body
 from .services import Service
 from .templates import Templates
@@ -59,6 +63,10 @@ __all__ = ["Site", "SiteError", "Problem", "check_site"]
 _EMPTY = MultiDict()
 CONTROL_EXPECTED = "text without control characters (NUL, ESC...; tab and newlines are fine)"
 _DEFAULT_LIMITS = FormLimits()
+_TOO_LONG = "The page took too long to answer, so the server stopped it."
+
+PAGE_TIMEOUT = 30.0
+"""Seconds a page or service may run before it is stopped with a 503 (``--page-timeout``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +119,20 @@ class Site:
         exec_library: bool = False,
         no_script_cache: bool = False,
         profile_alloc: bool = False,
+        page_timeout: float | None = PAGE_TIMEOUT,
     ) -> None:
         if not os.path.isdir(root):
             raise NotADirectoryError(f"site directory {os.fspath(root)!r} does not exist")
         self.root = os.path.realpath(os.fspath(root))
         self.dev = dev
         self.form_limits = form_limits
+        if page_timeout is not None and not page_timeout > 0:
+            raise ValueError(
+                f"page_timeout must be a positive number of seconds, got {page_timeout!r}"
+            )
+        self.page_timeout = page_timeout
+        """Seconds a page (with top-level ``await``) or an async service may run; None: no limit."""
+        unawaited.install()
         self.static = StaticFiles(self.root, hidden=_hidden, dev=dev)
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
@@ -375,8 +391,9 @@ class Site:
             if request.method not in svc.methods:
                 return self._not_allowed(request.method, ", ".join(svc.methods))
             code = getattr(svc.func, "__code__", None)
+            timed = inspect.iscoroutinefunction(svc.func)
             return await self.run_page(
-                ctx, svc.respond, f"service {svc.path}", code and code.co_filename
+                ctx, svc.respond, f"service {svc.path}", code and code.co_filename, timed
             )
 
         name = decoded[1:]
@@ -394,7 +411,9 @@ class Site:
             except (OSError, SyntaxError) as err:
                 return error_response(500, dev=True, detail=f"the page does not compile: {err}")
         if script is not None:
-            return await self.run_page(ctx, script.run, script.name, script.path)
+            # Only a script that awaits can be stopped at its deadline (trio cancels at an
+            # await); a script that never awaits gets no deadline and costs no cancel scope.
+            return await self.run_page(ctx, script.run, script.name, script.path, script.is_async)
 
         if self.templates is not None and "." not in name.rsplit("/", 1)[-1]:
             template = self.templates.page_name(name)
@@ -408,6 +427,7 @@ class Site:
                     render,
                     f"templates/{template}",
                     os.path.join(self.templates.directory, template),
+                    False,
                 )
 
         if _hidden(decoded):
@@ -448,6 +468,7 @@ class Site:
         run: Callable[[Conn], Awaitable[None]],
         page: str,
         filename: str | None = None,
+        timed: bool = True,
     ) -> Awaitable[Response]:
         """Run one page (script, service or template) for one request: see the module doc.
         With regions on, the page runs inside one (:meth:`pyweb.regions.SiteRegions.run`):
@@ -455,8 +476,8 @@ class Site:
         ``await site.run_page(...)``: it hands back the coroutine that does the work rather
         than being a coroutine itself, one object less on every request (Hop §3.1)."""
         if self.regions is None:
-            return self._run_page(ctx, run, page, filename)
-        return self.regions.run(ctx, page, self._run_page, ctx, run, page, filename)
+            return self._run_page(ctx, run, page, filename, timed)
+        return self.regions.run(ctx, page, self._run_page, ctx, run, page, filename, timed)
 
     async def _run_page(
         self,
@@ -464,6 +485,7 @@ class Site:
         run: Callable[[Conn], Awaitable[None]],
         page: str,
         filename: str | None,
+        timed: bool = True,
     ) -> Response:
         request = ctx.request
         content_type = request.header("content-type")
@@ -489,44 +511,71 @@ class Site:
             templates=self.templates,
             body=body,
         )
+        dog = blocking.watchdog()
+        frame = sys._getframe()
+        watched = dog.begin(frame, page, self.root)
+        unawaited_list, unawaited_token = unawaited.collecting()
         conn_token = _current.set(conn)
         form_token = forms.current_form.set(form)
         try:
-            with forms.collect() as errors:
-                try:
-                    await run(conn)
-                except forms.FormErrors as exc:
-                    return _bad_form(errors + [e for e in exc.errors if e not in errors])
-                except forms.FormError as exc:
-                    return _bad_form(errors + ([exc] if exc not in errors else []))
-                except ProtocolError:
-                    raise  # a bad or oversized body: the server answers 400/413
-                except Exception as exc:
-                    if errors:  # the page tripped over a None from wrap_fail
-                        return _bad_form(errors)
-                    _from_the_page(exc, filename)
-                    # An exception may say which status it means (``http_status = 503`` on
-                    # "the database is down"); anything else is the page's bug: 500.
-                    status = getattr(exc, "http_status", 500)
-                    if not isinstance(status, int) or not 400 <= status <= 599:
-                        status = 500
-                    ctx_log = getattr(ctx, "log_error", None)
-                    # An outage (the database down) is logged once by the database layer,
-                    # when it starts and when it ends, not once per request (pyweb.outage).
-                    if ctx_log is not None and not getattr(exc, "outage", False):
-                        ctx_log(f"{page} raised {type(exc).__name__}: {exc}", exc)
-                    return error_response(
-                        status,
-                        dev=self.dev,
-                        detail=f"{page} raised {type(exc).__name__}: {exc}",
-                        exc=exc,
-                    )
-                if errors:
-                    return _bad_form(errors)
+            response = await self._page_outcome(ctx, conn, run, page, filename, timed)
         finally:
             forms.current_form.reset(form_token)
             _current.reset(conn_token)
+            unawaited.stop_collecting(unawaited_token)
+            dog.end(frame)
+        if unawaited_list:
+            response = self._unawaited_page(ctx, page, filename, unawaited_list)
+        if watched.blocked:
+            response = self._blocked(ctx, watched, dog, response)
+        return response
+
+    async def _page_outcome(
+        self,
+        ctx: RequestContext,
+        conn: Conn,
+        run: Callable[[Conn], Awaitable[None]],
+        page: str,
+        filename: str | None,
+        timed: bool,
+    ) -> Response:
+        """Run the page and turn what happened into one response (see the module doc)."""
+        ended: BaseException | None = None  # sys.exit() or KeyboardInterrupt in the page
+        with forms.collect() as errors:
+            try:
+                if timed and self.page_timeout is not None:
+                    # Marlow §4: a page gets page_timeout seconds, then a 503. A page that
+                    # waits on its own events (a long poll) lifts it (Conn._no_deadline).
+                    with trio.move_on_after(self.page_timeout) as scope:
+                        conn.deadline_scope = scope
+                        await run(conn)
+                    conn.deadline_scope = None
+                    if scope.cancelled_caught:
+                        return self._too_long(ctx, page)
+                else:
+                    await run(conn)
+            except forms.FormErrors as exc:
+                return _bad_form(errors + [e for e in exc.errors if e not in errors])
+            except forms.FormError as exc:
+                return _bad_form(errors + ([exc] if exc not in errors else []))
+            except ProtocolError:
+                raise  # a bad or oversized body: the server answers 400/413
+            except PageExit:
+                pass  # conn.exit(): the page ends here, its answer (if any) stands
+            except (SystemExit, KeyboardInterrupt) as exc:
+                # sys.exit(), exit(), quit() or Ctrl-C's exception raised by the page itself:
+                # it ends the page, never the server (every other page keeps being served).
+                _from_the_page(exc, filename)
+                ended = exc
+            except Exception as exc:
+                if errors:  # the page tripped over a None from wrap_fail
+                    return _bad_form(errors)
+                return self._page_error(ctx, page, filename, exc)
+            if errors:
+                return _bad_form(errors)
         response = conn.finish()
+        if ended is not None and (response is None or isinstance(ended, KeyboardInterrupt)):
+            return self._ended(ctx, page, filename, ended)
         if response is None:
             return error_response(
                 500,
@@ -535,6 +584,84 @@ class Site:
                 "(or return a value from a service)",
             )
         return response
+
+    def _page_error(
+        self, ctx: RequestContext, page: str, filename: str | None, exc: Exception
+    ) -> Response:
+        _from_the_page(exc, filename)
+        # An exception may say which status it means (``http_status = 503`` on "the
+        # database is down"); anything else is the page's bug: 500.
+        status = getattr(exc, "http_status", 500)
+        if not isinstance(status, int) or not 400 <= status <= 599:
+            status = 500
+        # An outage (the database down) is logged once by the database layer, when it
+        # starts and when it ends, not once per request (pyweb.outage).
+        if not getattr(exc, "outage", False):
+            _log(ctx, f"{page} raised {type(exc).__name__}: {exc}", exc)
+        return error_response(
+            status, dev=self.dev, detail=f"{page} raised {type(exc).__name__}: {exc}", exc=exc
+        )
+
+    def _ended(
+        self, ctx: RequestContext, page: str, filename: str | None, exc: BaseException
+    ) -> Response:
+        line = _line_in(exc, filename)
+        at = f" at line {line}" if line else ""
+        if isinstance(exc, SystemExit):
+            what = "sys.exit() (or exit(), quit(), raise SystemExit)"
+            why = (
+                f"{page} called {what}{at} before it answered. In a page that ends only "
+                "the page, never the server; to stop a page early, answer first and then "
+                "call conn.exit()"
+            )
+        else:
+            why = (
+                f"{page} raised KeyboardInterrupt{at}: it ended this page only; the server "
+                "goes on (Ctrl-C in the terminal is what stops the server)"
+            )
+        _log(ctx, why, None)
+        return error_response(500, dev=self.dev, detail=why)
+
+    def _too_long(self, ctx: RequestContext, page: str) -> Response:
+        why = (
+            f"{page} took longer than {self.page_timeout:g} s (--page-timeout) and was "
+            "stopped. A page that waits long on purpose (a long poll) waits on its own "
+            "events: conn.client_gone_evt() / conn.shutdown_evt()"
+        )
+        _log(ctx, why, None)
+        page_503 = error_response(503, dev=self.dev, detail=why, sentence=_TOO_LONG)
+        page_503.headers.append(("Retry-After", "1"))
+        return page_503
+
+    def _unawaited_page(
+        self,
+        ctx: RequestContext,
+        page: str,
+        filename: str | None,
+        found: list[unawaited.Unawaited],
+    ) -> Response:
+        messages = []
+        for item in found:
+            message, _line = unawaited.explain(item, filename, self.display)
+            if message not in messages:
+                messages.append(message)
+        why = f"{page}: " + " ".join(messages)
+        _log(ctx, why, None)
+        return error_response(500, dev=self.dev, detail=why)
+
+    def _blocked(
+        self,
+        ctx: RequestContext,
+        run: blocking.PageRun,
+        dog: blocking.Watchdog,
+        response: Response,
+    ) -> Response:
+        for held in dog.new_reports(run):  # the error log: once per page and line
+            _log(ctx, f"{run.page}: {blocking.describe(held, self.display)}", None)
+        if not self.dev:
+            return response
+        messages = "; ".join(blocking.describe(held, self.display) for held in run.blocked)
+        return with_banner(response, messages, header="X-Pyweb-Blocking")
 
     def __repr__(self) -> str:
         return f"Site({self.root!r}, dev={self.dev})"
@@ -550,6 +677,21 @@ def _from_the_page(exc: BaseException, filename: str | None) -> None:
         tb = tb.tb_next
     if tb is not None:
         exc.__traceback__ = tb
+
+
+def _line_in(exc: BaseException, filename: str | None) -> int | None:
+    """The last line of ``filename`` in ``exc``'s traceback (where the page raised it)."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == filename:
+            line = frame.lineno
+    return line
+
+
+def _log(ctx: RequestContext, message: str, exc: BaseException | None) -> None:
+    log_error = getattr(ctx, "log_error", None)
+    if log_error is not None:
+        log_error(message, exc)
 
 
 def _bad_form(errors: list[Any]) -> Response:

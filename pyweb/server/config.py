@@ -47,6 +47,10 @@ class ServerConfig:
     """Longest wait for the next piece of a request body while the handler reads it."""
     send_timeout: float = 30.0
     """Longest wait for a client to accept more response bytes (a client that doesn't read)."""
+    page_timeout: float = 30.0
+    """Longest a page or service may run (Marlow §4, applied to the handler): past it the
+    page is stopped and the client gets a 503 saying it took too long. Long polls and
+    streams opt out (docs/pages.md)."""
     max_connections: int = 1000
     """Connections served at once; further clients wait in the kernel's listen backlog."""
     backlog: int = 128
@@ -113,9 +117,7 @@ class ServerConfig:
         from .proxy import TrustedProxies
 
         TrustedProxies(self.forwarded_allow_ips)  # raises ValueError naming a bad entry
-        for name in (
-            "header_timeout", "keepalive_timeout", "body_timeout", "send_timeout",
-            "keepalive_time",
-        ):  # fmt: skip
+        timeouts = ("header_timeout", "keepalive_timeout", "body_timeout", "send_timeout")
+        for name in (*timeouts, "page_timeout", "keepalive_time"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")

@@ -63,6 +63,7 @@ def error_response(
     detail: str = "",
     exc: BaseException | None = None,
     offending: bytes = b"",
+    sentence: str | None = None,
 ) -> Response:
     """A short HTML page for ``status``. ``detail``, ``offending`` and the traceback of
     ``exc`` appear only when ``dev`` is true (they may reveal paths, code or other users'
@@ -85,7 +86,9 @@ def error_response(
     page = _TEMPLATE.format(
         status=status,
         reason=html.escape(reason),
-        sentence=html.escape(SENTENCES.get(status, f"The server answered with status {status}.")),
+        sentence=html.escape(
+            sentence or SENTENCES.get(status, f"The server answered with status {status}.")
+        ),
         extra=extra,
     )
     return Response(

@@ -1,0 +1,198 @@
+"""Blocking code in a page, named: a watchdog for the event loop, and :func:`to_thread`.
+
+Every page of a pyweb server runs in one thread, taking turns at each ``await`` (Marlow §3
+runs one lightweight thread per connection; Hop §2.4's schedulers share one loop). A page
+that does not ``await`` while it waits (``time.sleep``, a blocking HTTP or database client,
+a long computation) holds that loop: no other request is answered, not even a static file,
+until it lets go. Nothing breaks visibly; everything is just slow. So pyweb watches.
+
+How: a task on the loop (:meth:`Watchdog.tick`) notes the time every 50 ms. A thread
+(:meth:`Watchdog.watch`) looks every 50 ms; when the loop has not ticked for more than
+:data:`HELD` (0.25 s) it reads the loop thread's stack (``sys._current_frames``) and finds
+the page whose code is running and the line in the site's own files that holds the loop.
+The page reports it when it ends (:meth:`PageRun.reports`): one line in the error log, once
+per page and line, with the fix, and in development mode a banner on the page.
+
+The watchdog costs the server two wake-ups every 50 ms and, per request, a dictionary entry;
+it never slows a page down (the thread only reads).
+
+The fix is :func:`to_thread`: ``await pyweb.to_thread(fn, *args)`` runs ``fn(*args)`` in a
+worker thread while the loop goes on serving everybody else.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import trio
+
+__all__ = ["HELD", "Blocked", "PageRun", "Watchdog", "watchdog", "to_thread"]
+
+HELD = 0.25
+"""Seconds a page may hold the event loop before it is named."""
+
+_TICK = 0.05  # how often the loop ticks and the thread looks
+
+T = TypeVar("T")
+
+
+async def to_thread(fn: Callable[..., T], /, *args: Any) -> T:
+    """Run the blocking call ``fn(*args)`` in a worker thread and wait for it without
+    holding the event loop: ``rows = await pyweb.to_thread(requests.get, url)``.
+
+    The call sees the page's context (``pyweb.forms`` getters, ``current_conn()``). When the
+    request is cancelled (the page deadline, the server stopping) the page stops waiting at
+    once; the thread cannot be interrupted, so it finishes its call in the background and
+    its result is dropped. At most 40 such threads run at once (trio's default limit)."""
+    return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+
+
+@dataclass
+class Blocked:
+    """One time a page held the loop: where (a file of the site and its line) and how long."""
+
+    filename: str
+    line: int
+    source: str
+    """The line's code, stripped (``time.sleep(1)``)."""
+    seconds: float
+    step: int = field(repr=False)
+
+
+@dataclass
+class PageRun:
+    """A page being run, as the watchdog sees it (registered by :meth:`Watchdog.begin`)."""
+
+    page: str
+    root: str
+    """The site directory: frames in files under it are the site's own code."""
+    blocked: list[Blocked] = field(default_factory=list)
+    """Filled by the watchdog thread while the page holds the loop."""
+
+
+class Watchdog:
+    """One per trio run (see :func:`watchdog`): the ticking task, the watching thread, and
+    the pages running now, keyed by the frame of the coroutine that runs each."""
+
+    def __init__(self) -> None:
+        self.ticked = time.monotonic()
+        self.ticks = 0
+        self.loop_thread = threading.get_ident()
+        self.running: dict[types.FrameType, PageRun] = {}
+        self.reported: set[tuple[str, str, int]] = set()
+        """(page, file, line) already named in the error log: once per page and cause."""
+        self._stop = threading.Event()
+
+    def begin(self, frame: types.FrameType, page: str, root: str) -> PageRun:
+        run = PageRun(page, root)
+        self.running[frame] = run
+        return run
+
+    def end(self, frame: types.FrameType) -> None:
+        self.running.pop(frame, None)
+
+    async def tick(self) -> None:
+        """The loop's heartbeat (a system task: it ends with the trio run)."""
+        try:
+            while True:
+                self.ticked = time.monotonic()
+                self.ticks += 1
+                await trio.sleep(_TICK)
+        finally:
+            self._stop.set()
+
+    def watch(self) -> None:
+        """The watching thread: look every 50 ms, read the loop's stack when it is held."""
+        woke = time.monotonic()
+        suspect = -1  # the tick count at which the loop was first seen held
+        while not self._stop.wait(_TICK):
+            now = time.monotonic()
+            # If this thread itself slept far too long, the whole process was held (the
+            # machine is busy): what the stack shows now proves nothing about the page.
+            overslept = now - woke > 4 * _TICK
+            woke = now
+            ticks = self.ticks
+            if overslept or now - self.ticked <= HELD + _TICK:
+                suspect = -1
+                continue
+            if suspect != ticks:  # held: look again next time before naming anybody
+                suspect = ticks
+                continue
+            self._sample(ticks, now - self.ticked)
+
+    def _sample(self, step: int, seconds: float) -> None:
+        frame = sys._current_frames().get(self.loop_thread)
+        own: types.FrameType | None = None
+        run: PageRun | None = None
+        f = frame
+        while f is not None:
+            run = self.running.get(f)
+            if run is not None:
+                break
+            f = f.f_back
+        if run is None or frame is None:
+            return  # not a page (the framework itself, or a library's start-up)
+        prefix = run.root + os.sep
+        f = frame
+        while f is not None and own is None:
+            if f.f_code.co_filename.startswith(prefix):
+                own = f
+            f = f.f_back
+        where = own or frame
+        filename, line = where.f_code.co_filename, where.f_lineno or 0
+        if run.blocked and run.blocked[-1].step == step:
+            last = run.blocked[-1]
+            last.seconds = seconds  # the same hold, still going on: how long so far
+            if own is not None:
+                last.filename, last.line = filename, line
+                last.source = linecache.getline(filename, line).strip()
+            return
+        source = linecache.getline(filename, line).strip()
+        run.blocked.append(Blocked(filename, line, source, seconds, step))
+
+    def start(self) -> None:
+        trio.lowlevel.spawn_system_task(self.tick, name="pyweb blocking-code watchdog")
+        threading.Thread(target=self.watch, name="pyweb watchdog", daemon=True).start()
+
+    def new_reports(self, run: PageRun) -> list[Blocked]:
+        """The holds of ``run`` not named before (once per page, file and line)."""
+        fresh = []
+        for blocked in run.blocked:
+            key = (run.page, blocked.filename, blocked.line)
+            if key not in self.reported:
+                self.reported.add(key)
+                fresh.append(blocked)
+        return fresh
+
+
+_WATCHDOG: trio.lowlevel.RunVar[Watchdog] = trio.lowlevel.RunVar("pyweb_watchdog")
+
+
+def watchdog() -> Watchdog:
+    """This trio run's watchdog, started on first use (each test server has its own run)."""
+    try:
+        return _WATCHDOG.get()
+    except LookupError:
+        dog = Watchdog()
+        _WATCHDOG.set(dog)
+        dog.start()
+        return dog
+
+
+def describe(blocked: Blocked, display: Callable[[str], str]) -> str:
+    """What the error log and the banner say about one hold."""
+    code = f" ({blocked.source})" if blocked.source else ""
+    return (
+        f"{display(blocked.filename)}, line {blocked.line}{code} held the server for "
+        f"{blocked.seconds:.1f} s: no other request was answered meanwhile. Blocking code "
+        f"(time.sleep, a blocking client, a long computation) belongs in a worker thread: "
+        f"await pyweb.to_thread(fn, *args); use await trio.sleep(s) to wait"
+    )
