@@ -39,6 +39,7 @@ from .context import RequestContext
 from .control import RELOAD, SHUTDOWN, Latch
 from .proxy import TrustedProxies
 from .schedulers import Scheduler, make_scheduler
+from .slots import Slots
 
 __all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
 
@@ -64,6 +65,8 @@ class Server:
         self.closing_since = math.inf
         """trio time of :meth:`shutdown` (idle connections get ``close_grace`` from it)."""
         self.handler: Handler = self._layers(config, handler)
+        self.slots = Slots(config)
+        """Who holds the connection slots (slots.py: idle first out, fast 503)."""
         self.proxies = self._proxies(config)
         """The trusted reverse proxies (``--proxy-headers``), or None: :mod:`.proxy`."""
         self.scheduler: Scheduler = make_scheduler(

@@ -52,7 +52,18 @@ class ServerConfig:
     page is stopped and the client gets a 503 saying it took too long. Long polls and
     streams opt out (docs/pages.md)."""
     max_connections: int = 1000
-    """Connections served at once; further clients wait in the kernel's listen backlog."""
+    """Connections served at once. At the limit a newcomer takes the slot of the connection
+    idle longest (then of the slowest head or body); when every slot has a request in
+    progress it gets a fast 503 (:mod:`pyweb.server.slots`)."""
+    max_streams: int = 1000
+    """Requests in a long wait (a page waiting on ``client_gone_evt()``: long-polls,
+    server-sent events; streamed replies), counted apart from ``max_connections``."""
+    max_connections_per_client: int | None = None
+    """Connections one client address may hold (None: no limit). For a site without a
+    proxy in front; behind one, every client is the proxy."""
+    first_byte_timeout: float = 5.0
+    """How long a new connection may stay silent before its first byte (then it is closed;
+    the header timeout starts with that byte)."""
     backlog: int = 128
     """The listen backlog (Hop §3.3.2 found mid-range values such as 128 best)."""
     access_log: str | TextIO | None = "-"
@@ -112,12 +123,16 @@ class ServerConfig:
             raise ValueError(f"keepalive_requests must be at least 1, got {self.keepalive_requests}")
         if not self.close_grace >= 0:
             raise ValueError("close_grace must be zero or a positive number of seconds")
+        if self.max_streams < 1:
+            raise ValueError(f"max_streams must be at least 1, got {self.max_streams}")
+        if self.max_connections_per_client is not None and self.max_connections_per_client < 1:
+            raise ValueError("max_connections_per_client must be at least 1 (or None)")
         if self.max_connections < 1:
             raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
         from .proxy import TrustedProxies
 
         TrustedProxies(self.forwarded_allow_ips)  # raises ValueError naming a bad entry
         timeouts = ("header_timeout", "keepalive_timeout", "body_timeout", "send_timeout")
-        for name in (*timeouts, "page_timeout", "keepalive_time"):
+        for name in (*timeouts, "page_timeout", "keepalive_time", "first_byte_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")

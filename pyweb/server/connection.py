@@ -167,6 +167,7 @@ class Connection:
     __slots__ = (
         "server", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "log",
         "port", "request_evt", "fresh", "watch", "arena", "via_proxy", "served", "opened_at",
+        "evicted", "in_stream_budget",
     )  # fmt: skip
 
     def __init__(self, server: Server, sock: socket.socket, peer: str) -> None:
@@ -191,6 +192,10 @@ class Connection:
         """Requests read on this connection (``keepalive_requests``)."""
         self.opened_at = time.time()
         """When the connection was accepted (``keepalive_time``)."""
+        self.evicted = False
+        """Closed by :class:`~.slots.Slots` to make room for a newcomer (it was waiting)."""
+        self.in_stream_budget = False
+        """The request is in a long wait, counted against ``max_streams`` (slots.py)."""
         self.watch: ClientWatch | None = None
         """Watches for the client leaving, once a handler asks (``ctx.client_gone_evt()``)."""
         proxies = server.proxies
@@ -234,7 +239,16 @@ class Connection:
         """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
         if self.watch is None:
             self.watch = ClientWatch(self.sock)
+            # A page that waits for the client to leave is a long-poll or a stream: its
+            # own budget, not a request slot (slots.py).
+            self.server.slots.to_streams(self)
         return self.watch
+
+    def evict(self) -> None:
+        """Close this waiting connection to make room for a newcomer (slots.py): its wait
+        ends with ClosedResourceError; the connection loop then closes the socket."""
+        self.evicted = True
+        trio.lowlevel.notify_closing(self.sock)
 
     # ------------------------------------------------------------- waiting for a request
 
@@ -266,18 +280,27 @@ class Connection:
                 wrap(guard(self._deadline_evt), _timed_out),
                 port.recv_evt(),
             )
-        while True:
-            what = await sync(evt)
-            if what is None:
-                return True
-            if what is _TIMED_OUT:
-                if self.phase == IDLE:
+        slots = self.server.slots
+        slots.waiting(self)
+        try:
+            while True:
+                what = await sync(evt)
+                if what is None:
+                    return True
+                if what is _TIMED_OUT:
+                    if self.phase == IDLE:
+                        return False
+                    raise _TimedOut
+                if what == SHUTDOWN and idle and not self._grace():
                     return False
-                raise _TimedOut
-            if what == SHUTDOWN and idle and not self._grace():
-                return False
-            # RELOAD, or SHUTDOWN half-way through a head: finish the request (its reply
-            # will say Connection: close, since server.closing is set).
+                # RELOAD, or SHUTDOWN half-way through a head: finish the request (its
+                # reply will say Connection: close, since server.closing is set).
+        except trio.ClosedResourceError:
+            if self.evicted:
+                return False  # another client needed the slot; nothing was in progress
+            raise
+        finally:
+            slots.working(self)
 
     def _grace(self) -> bool:
         """Shorten an idle wait to the server's ``close_grace`` after its shutdown began;
@@ -313,7 +336,7 @@ class Connection:
                         # (When the server is closing, a request already in the kernel
                         # buffer is still served: wait_for_request stops only a real wait.)
                         self.phase = IDLE
-                        wait = config.header_timeout if first else config.keepalive_timeout
+                        wait = config.first_byte_timeout if first else config.keepalive_timeout
                     # The deadline (now + wait) is set at the first real wait: a request
                     # that is already in the kernel buffer costs no clock read (Hop §3.1).
                     deadline_set = False
@@ -403,6 +426,8 @@ class Connection:
             if self.watch is not None:  # the reply is out: nobody waits for a hang-up now
                 self.watch.stop()
                 self.watch = None
+            if self.in_stream_budget:  # a long-poll or a stream has ended (slots.py)
+                server.slots.from_streams(self)
 
             # ---- logAccess
             if log_access:
@@ -448,16 +473,33 @@ class Connection:
                 receive(self.fd, self.parser)  # into the thread's region page, then parsed
                 break
             except BlockingIOError:
-                if await select(readable_evt(self.sock), wrap(timeout(body_timeout), _timed_out)):
-                    raise ProtocolError(
-                        f"the request body stopped arriving for {body_timeout:g} s", status=408
-                    ) from None
+                await self._wait_for_body(body_timeout)
         self.phase = phase
         if watch is not None and watch.waiters:
             watch.start()
         # A large upload whose bytes keep arriving would otherwise never let other
         # connections run (recv above only yields when it has to wait).
         await trio.lowlevel.checkpoint()
+
+    async def _wait_for_body(self, body_timeout: float) -> None:
+        """One wait for body bytes: at most ``body_timeout``, and the whole body's deadline
+        (:attr:`body_deadline`); a 408 ProtocolError when either passes or when the slot is
+        taken for a newcomer while the body stalls (slots.py)."""
+        slots = self.server.slots
+        slots.waiting(self)
+        try:
+            if await select(readable_evt(self.sock), wrap(timeout(body_timeout), _timed_out)):
+                raise ProtocolError(
+                    f"the request body stopped arriving for {body_timeout:g} s", status=408
+                ) from None
+        except trio.ClosedResourceError:
+            if self.evicted:
+                raise ProtocolError(
+                    "the request body was too slow while the server was full", status=408
+                ) from None
+            raise
+        finally:
+            slots.working(self)
 
     async def send_continue(self) -> None:
         """Tell a client waiting with ``Expect: 100-continue`` to send its body."""
@@ -619,6 +661,7 @@ class Connection:
         """An async-iterator body: chunked on HTTP/1.1 (Hop §3.2: a dynamic reply on a
         persistent connection without buffering it whole), close-delimited on HTTP/1.0."""
         body = response.body
+        self.server.slots.to_streams(self)  # a stream has its own budget (slots.py)
         head = frame_response(
             request, response.status, response.headers, None, keep_alive=keep_alive
         )

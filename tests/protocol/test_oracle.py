@@ -28,7 +28,7 @@ TCHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrs
 SPECIAL = {"host", "content-length", "transfer-encoding", "connection", "expect"}
 PATH_CHARS = "abcXYZ0189-._~!$&'()*+,;=:@%/"
 VALUE_CHARS = (
-    "".join(chr(c) for c in range(0x21, 0x7F)) + "\x01\x1f\x7f\x80\xa0\xe9\xff"
+    "".join(chr(c) for c in range(0x21, 0x7F)) + "\x80\xa0\xe9\xff"  # VCHAR, obs-text
 )
 
 tokens = st.text(TCHARS, min_size=1, max_size=12)
