@@ -57,6 +57,10 @@ class FormLimits:
     """Fields in the query string plus the body; more is a 400 (a cheap denial of service)."""
     max_part_header: int = 8 * 1024
     """Bytes of the header block of one multipart part."""
+    max_urlencoded: int = 1024 * 1024
+    """Largest ``application/x-www-form-urlencoded`` body (→ 413). Smaller than the
+    server's ``max_body`` (16 MiB), which bounds uploads (multipart): a text form is never
+    that large, and its parsing costs several times its size in memory."""
     allow_control_chars: bool = False
     """Keep C0 control characters (NUL, ESC, ...) in text fields. Off: a text field (query or
     body, not an uploaded file) holding one is a 400 naming the field. Tab, LF and CR are

@@ -451,6 +451,26 @@ class Site:
             return probe
         return self._not_found(request.path)
 
+    def _urlencoded_too_large(self, request: Any, content_type: str | None) -> Response | None:
+        """A 413 for an url-encoded form body over ``FormLimits.max_urlencoded``, decided
+        from its Content-Length before it is read (a chunked one is refused by the server's
+        ``max_body`` and the body budget)."""
+        limit = self.form_limits.max_urlencoded
+        length = request.content_length
+        if length is None or length <= limit:
+            return None
+        if (content_type or "").split(";", 1)[0].strip().lower() != (
+            "application/x-www-form-urlencoded"
+        ):
+            return None
+        # (its body is not read: the server closes the connection after this reply)
+        return error_response(
+            413,
+            dev=self.dev,
+            detail=f"an url-encoded form body of {length} bytes; at most {limit} are accepted "
+            "(FormLimits.max_urlencoded; files go in multipart/form-data)",
+        )
+
     def _not_found(self, path: str) -> Response:
         detail = f"no page, service, template or file for {path}"
         if self.dev and self.problems:
@@ -492,6 +512,9 @@ class Site:
         body = None
         try:
             if (request.chunked or request.content_length) and is_form_body(content_type):
+                too_large = self._urlencoded_too_large(request, content_type)
+                if too_large is not None:
+                    return too_large
                 body = await ctx.body()
             if request.query or body:
                 form, files = form_from(request.query, body, content_type, self.form_limits)

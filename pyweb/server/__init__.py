@@ -33,6 +33,7 @@ import trio
 from pyweb.events import Multicast
 from pyweb.protocol.response import Response
 
+from .budget import BUDGET
 from .config import ServerConfig
 from .connection import Connection
 from .context import RequestContext
@@ -65,6 +66,7 @@ class Server:
         self.closing_since = math.inf
         """trio time of :meth:`shutdown` (idle connections get ``close_grace`` from it)."""
         self.handler: Handler = self._layers(config, handler)
+        BUDGET.limit = config.max_body_memory  # process-wide (budget.py)
         self.slots = Slots(config)
         """Who holds the connection slots (slots.py: idle first out, fast 503)."""
         self.proxies = self._proxies(config)
@@ -148,6 +150,7 @@ class Server:
             setattr(config, name, getattr(self.config, name))
         self.handler = self._layers(config, handler)
         self.proxies = self._proxies(config)
+        BUDGET.limit = config.max_body_memory
         self.config = config
         self.broadcast.send(RELOAD)  # open connections keep their settings (control.py)
         return ignored

@@ -44,7 +44,15 @@ class ServerConfig:
     keepalive_timeout: float = 5.0
     """Idle time allowed between two requests on a persistent connection (then close)."""
     body_timeout: float = 30.0
-    """Longest wait for the next piece of a request body while the handler reads it."""
+    """Longest wait for the next piece of a request body while the handler reads it, and
+    the time a whole body may take (plus one second per ``body_min_rate`` bytes): a body
+    trickled in forever ends in 408."""
+    body_min_rate: int = 64 * 1024
+    """Bytes per second that extend a body's deadline beyond ``body_timeout`` (a 16 MB
+    upload gets 30 s + 256 s; one byte every 5 s gets 30 s)."""
+    max_body_memory: int = 256 * 1024 * 1024
+    """Bytes of request bodies held in memory at once by the whole process (the forms
+    being read); a body that does not fit is refused with 503 (:mod:`.budget`)."""
     send_timeout: float = 30.0
     """Longest wait for a client to accept more response bytes (a client that doesn't read)."""
     page_timeout: float = 30.0
@@ -123,6 +131,10 @@ class ServerConfig:
             raise ValueError(f"keepalive_requests must be at least 1, got {self.keepalive_requests}")
         if not self.close_grace >= 0:
             raise ValueError("close_grace must be zero or a positive number of seconds")
+        if self.body_min_rate < 1:
+            raise ValueError(f"body_min_rate must be at least 1 byte/s, got {self.body_min_rate}")
+        if self.max_body_memory < 1:
+            raise ValueError(f"max_body_memory must be at least 1, got {self.max_body_memory}")
         if self.max_streams < 1:
             raise ValueError(f"max_streams must be at least 1, got {self.max_streams}")
         if self.max_connections_per_client is not None and self.max_connections_per_client < 1:

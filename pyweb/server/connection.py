@@ -97,6 +97,7 @@ from pyweb.protocol.response import (
     frame_response,
 )
 
+from .budget import BUDGET
 from .context import RequestContext
 from .control import SHUTDOWN
 from .errorpage import error_response
@@ -130,6 +131,9 @@ connection can stay open, when it is at most this long, framed by Content-Length
 client did not ask for ``100 Continue``. Otherwise the reply says ``Connection: close``:
 reading an unbounded body just to keep a connection is a waste (and a client waiting for
 ``100 Continue`` never sends the body at all, so the server must not wait for it)."""
+
+DRAIN_TIME = 1.0
+"""Seconds an unread body is drained after its reply at most (then the connection closes)."""
 
 # What the connection is doing, for the timeouts and for graceful shutdown.
 IDLE = 0  # waiting for the first byte of a request: close silently on timeout/shutdown
@@ -167,7 +171,7 @@ class Connection:
     __slots__ = (
         "server", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "log",
         "port", "request_evt", "fresh", "watch", "arena", "via_proxy", "served", "opened_at",
-        "evicted", "in_stream_budget",
+        "evicted", "in_stream_budget", "reserved",
     )  # fmt: skip
 
     def __init__(self, server: Server, sock: socket.socket, peer: str) -> None:
@@ -196,6 +200,8 @@ class Connection:
         """Closed by :class:`~.slots.Slots` to make room for a newcomer (it was waiting)."""
         self.in_stream_budget = False
         """The request is in a long wait, counted against ``max_streams`` (slots.py)."""
+        self.reserved = 0
+        """Bytes of the process's body budget the current request holds (budget.py)."""
         self.watch: ClientWatch | None = None
         """Watches for the client leaving, once a handler asks (``ctx.client_gone_evt()``)."""
         proxies = server.proxies
@@ -230,10 +236,17 @@ class Connection:
         except Exception as exc:  # a bug in the server itself: log it, keep serving others
             self.log.error(f"internal error on connection from {self.peer}", exc=exc)
         finally:
+            self.release_body()
             server.connections.discard(self)
             if self.port is not None:
                 self.port.close()
             close_socket(self.sock)
+
+    def release_body(self) -> None:
+        """The request's body is no longer held: its bytes leave the budget (budget.py)."""
+        if self.reserved:
+            BUDGET.release(self.reserved)
+            self.reserved = 0
 
     def client_watch(self) -> ClientWatch:
         """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
@@ -422,6 +435,7 @@ class Connection:
                         keep_alive = False
 
             # ---- sendResponse
+            self.release_body()  # the page is done with its body: out of the budget
             status, sent, keep_alive = await self.respond(request, response, keep_alive)
             if self.watch is not None:  # the reply is out: nobody waits for a hang-up now
                 self.watch.stop()
@@ -436,6 +450,7 @@ class Connection:
                 return
             if drain:
                 self.phase = DRAIN
+                ctx.drain_until = trio.current_time() + DRAIN_TIME
                 try:  # receive_body gives each wait body_timeout, then a 408 error
                     async for _ in ctx.stream():
                         pass
@@ -458,9 +473,10 @@ class Connection:
             if type(event) is not Data:  # pragma: no cover - parser contract
                 raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
 
-    async def receive_body(self) -> None:
-        """Wait (at most ``body_timeout``) for more of the request body; for RequestContext.
-        A body that stops arriving raises a 408 :class:`~pyweb.protocol.ProtocolError`."""
+    async def receive_body(self, deadline: float = _INF) -> None:
+        """Wait (at most ``body_timeout``, and not past the whole body's ``deadline``, trio
+        time) for more of the request body; for RequestContext. A body that stops arriving
+        or is too slow in all raises a 408 :class:`~pyweb.protocol.ProtocolError`."""
         phase = self.phase
         if phase == HANDLER:
             self.phase = BODY
@@ -473,7 +489,17 @@ class Connection:
                 receive(self.fd, self.parser)  # into the thread's region page, then parsed
                 break
             except BlockingIOError:
-                await self._wait_for_body(body_timeout)
+                left = deadline - trio.current_time()
+                if left <= 0:
+                    raise ProtocolError(
+                        f"the request body was too slow: body_timeout ({body_timeout:g} s) "
+                        "plus a second per body_min_rate bytes has passed",
+                        status=408,
+                    ) from None
+                if await self._wait_for_body(min(body_timeout, left)) and left > body_timeout:
+                    raise ProtocolError(
+                        f"the request body stopped arriving for {body_timeout:g} s", status=408
+                    ) from None
         self.phase = phase
         if watch is not None and watch.waiters:
             watch.start()
@@ -481,17 +507,13 @@ class Connection:
         # connections run (recv above only yields when it has to wait).
         await trio.lowlevel.checkpoint()
 
-    async def _wait_for_body(self, body_timeout: float) -> None:
-        """One wait for body bytes: at most ``body_timeout``, and the whole body's deadline
-        (:attr:`body_deadline`); a 408 ProtocolError when either passes or when the slot is
-        taken for a newcomer while the body stalls (slots.py)."""
+    async def _wait_for_body(self, wait: float) -> bool:
+        """One wait for body bytes, at most ``wait`` seconds: True if it timed out. A 408
+        ProtocolError when the slot is taken for a newcomer while the body stalls."""
         slots = self.server.slots
         slots.waiting(self)
         try:
-            if await select(readable_evt(self.sock), wrap(timeout(body_timeout), _timed_out)):
-                raise ProtocolError(
-                    f"the request body stopped arriving for {body_timeout:g} s", status=408
-                ) from None
+            return bool(await select(readable_evt(self.sock), wrap(timeout(wait), _timed_out)))
         except trio.ClosedResourceError:
             if self.evicted:
                 raise ProtocolError(

@@ -10,11 +10,18 @@ rejects an upload from its headers alone never makes the client send it.
 
 from __future__ import annotations
 
+import io
+import math
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+import trio
+
 from pyweb.events import Event
+from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.events import NEED_DATA, Data, EndOfMessage, Request
+
+from .budget import BUDGET
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -35,6 +42,9 @@ class RequestContext:
         "_continue_sent",
         "alloc",
         "scheme",
+        "_body_started",
+        "_received",
+        "drain_until",
     )
 
     def __init__(
@@ -44,6 +54,10 @@ class RequestContext:
         self.peer = peer
         """The client's address, ``"host:port"`` (behind a trusted proxy, the client it
         names in ``X-Forwarded-For``, with port 0: :mod:`pyweb.server.proxy`)."""
+        self._body_started = -1.0  # trio time of the first wait for body bytes
+        self._received = 0
+        self.drain_until = math.inf
+        """After the reply, an unread body is drained until then at the latest."""
         self.scheme = "http"
         """``"http"``, or what a trusted proxy's ``X-Forwarded-Proto`` says."""
         self.dev = dev
@@ -62,9 +76,39 @@ class RequestContext:
     async def body(self) -> bytes:
         """The whole request body (de-chunked). Sends ``100 Continue`` first when the client
         waits for it. Raises :class:`~pyweb.protocol.BodyTooLarge` past ``Limits.max_body``;
-        a body that stops arriving for ``body_timeout`` seconds ends the connection (408)."""
-        parts = [piece async for piece in self.stream()]
-        return b"".join(parts)
+        a body that stops arriving for ``body_timeout`` seconds, or takes longer than its
+        deadline in all, ends the connection (408); a body that does not fit the process's
+        ``max_body_memory`` is refused (503)."""
+        declared = self.request.content_length
+        if declared is not None:
+            self._reserve(declared)  # refused before a byte of it is read
+        out = io.BytesIO()  # its getvalue() hands over the buffer: the bytes are held once
+        async for piece in self.stream():
+            if declared is None:
+                self._reserve(len(piece))
+            out.write(piece)
+        return out.getvalue()
+
+    def _reserve(self, n: int) -> None:
+        if not BUDGET.reserve(n):
+            raise ProtocolError(
+                f"the server holds as many request bodies as max_body_memory allows "
+                f"({BUDGET.limit} bytes); try again soon",
+                status=503,
+            )
+        self._conn.reserved += n  # given back when the reply is out (Connection)
+
+    def _body_deadline(self) -> float:
+        """When the whole body must have arrived: ``body_timeout`` after the first wait,
+        plus a second per ``body_min_rate`` bytes received (a slow but steady upload goes
+        on; a trickle does not), and never after :attr:`drain_until`."""
+        config = self._conn.server.config
+        if self._body_started < 0:
+            self._body_started = trio.current_time()
+        deadline = (
+            self._body_started + config.body_timeout + self._received / config.body_min_rate
+        )
+        return min(deadline, self.drain_until)
 
     async def stream(self) -> AsyncIterator[bytes]:
         """The request body piece by piece, as it arrives (for uploads too large to hold)."""
@@ -79,8 +123,9 @@ class RequestContext:
                     # The client holds its body back until we say so; the handler wants it.
                     self._continue_sent = True
                     await conn.send_continue()
-                await conn.receive_body()
+                await conn.receive_body(self._body_deadline())
             elif type(event) is Data:
+                self._received += len(event.data)
                 yield event.data
             elif type(event) is EndOfMessage:
                 self.body_done = True
