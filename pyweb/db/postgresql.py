@@ -107,6 +107,18 @@ class PostgresConnection(Connection):
             raise SqlError(
                 str(exc), sql=sql, params=params, database="postgresql", driver_error=exc
             ) from exc
+        except (SqlError, DbUnavailable):
+            raise
+        except Exception as exc:
+            # Anything else from inside the driver (a protocol state it did not expect):
+            # the handle cannot be trusted again. If the server has closed the connection
+            # it is an outage (503), else a bug worth a 500 with its traceback.
+            self.broken = True
+            if self._conn.is_closed():
+                raise DbUnavailable(
+                    f"postgresql ({self._where}): connection lost: {exc!r}", sql=sql
+                ) from exc
+            raise
 
     async def query(self, sql: str, params: Params) -> tuple[list[str], list[tuple[Any, ...]]]:
         conn = self._conn

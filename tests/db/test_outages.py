@@ -121,24 +121,37 @@ class ShutdownProxy(Proxy):
     def __init__(self, target: tuple[str, int]) -> None:
         super().__init__(target)
         self.clients: list[socket.socket] = []
-        self.garbage = False
+        self.cut = False
+        self.sending = threading.Lock()  # whole messages only: never two writers at once
 
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         if source.getpeername()[1] != self.target[1]:  # client -> server
             self.clients.append(source)
-        super()._pump(source, sink)
+            super()._pump(source, sink)
+            return
+        try:  # server -> client: stops forwarding once the "server" is shutting down
+            while data := source.recv(65536):
+                with self.sending:
+                    if self.cut:
+                        return
+                    sink.sendall(data)
+        except OSError:
+            pass
 
     def shut_down(self, payload: bytes) -> None:
         # The message first, the close a moment later, as a server going down does: the
         # client reads the error while its socket still looks open (the race that made a
         # 500 of it: the handle looked alive, so the error looked like the query's fault).
-        for client in list(self.clients):
-            try:
-                client.sendall(payload)
-            except OSError:
-                pass
+        with self.sending:
+            self.cut = True
+            for client in list(self.clients):
+                try:
+                    client.sendall(payload)
+                except OSError:
+                    pass
         time.sleep(0.3)
         self.stop()
+        self.cut = False
 
 
 @pytest.mark.parametrize(
