@@ -277,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="database URL (default: sqlite:///DIR/data/pyweb.sqlite3)",
     )
+    from pyweb.notebook import grade  # the teacher's command: notebooks, not a site
+
+    grade.add_parser(commands)
     return parser
 
 
@@ -510,6 +513,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigFileError as exc:
         print(f"pyweb: error: {exc}", file=sys.stderr)
         return 2
+    if args.command == "grade":
+        from pyweb.notebook import grade
+
+        return grade.run(args)
     if not os.path.isdir(args.dir):
         print(f"pyweb: error: site directory {args.dir!r} does not exist", file=sys.stderr)
         return 2

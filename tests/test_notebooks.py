@@ -108,6 +108,17 @@ def test_solution_differs_only_in_the_student_cell(exercise):
     assert any("check" in c.metadata.get("tags", []) for c in task.cells)
 
 
+@pytest.mark.parametrize("path", EXERCISES + SOLUTIONS, ids=_id)
+def test_checks_are_recorded_for_pyweb_grade(path):
+    # pyweb grade knows a deleted check from this record (python -m pyweb.notebook.grade mark)
+    from pyweb.notebook.grade import mark_checks
+
+    nb = nbformat.read(path, as_version=4)
+    recorded = nb.metadata["pyweb"]["checks"]
+    assert mark_checks(nb) == [(c["id"], c["name"]) for c in recorded]
+    assert all(name.startswith("Check ") for _, name in mark_checks(nb))
+
+
 # --- executed -------------------------------------------------------------------------------
 
 
