@@ -51,7 +51,10 @@ SITE = {
         'conn.return_("polled")\n'
     ),
     # a form handler: reads the form (the body), answers its size
-    "post.py": 'conn.return_(str(len(conn.form.get("data", ""))))\n',
+    "post.py": (
+        'f = conn.files.get("f")\n'
+        'conn.return_(str(len(f.data) if f else len(conn.form.get("data", ""))))\n'
+    ),
 }
 
 
@@ -193,10 +196,12 @@ async def _hold(port: int, first: bytes, trickle: bytes, every: float, end: floa
 
 
 async def _big_post(port: int, end: float, size: int) -> None:
-    body = b"data=" + b"x" * (size - 5)
+    # an upload (multipart): url-encoded forms have a 1 MiB limit of their own
+    part = b'--b\r\nContent-Disposition: form-data; name="f"; filename="f.bin"\r\n\r\n'
+    body = part + b"x" * (size - len(part) - 9) + b"\r\n--b--\r\n"
     head = (
         b"POST /post HTTP/1.1\r\nHost: x\r\n"
-        b"Content-Type: application/x-www-form-urlencoded\r\n"
+        b"Content-Type: multipart/form-data; boundary=b\r\n"
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
     )
     while time.monotonic() < end:

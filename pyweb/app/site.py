@@ -515,7 +515,10 @@ class Site:
                 too_large = self._urlencoded_too_large(request, content_type)
                 if too_large is not None:
                     return too_large
-                body = await ctx.body()
+                # A multipart body is parsed into copies of its files: the budget counts
+                # both (the raw body stays readable as conn.body()).
+                copies = 2 if "multipart" in (content_type or "").lower() else 1
+                body = await ctx.body(copies) if copies > 1 else await ctx.body()
             if request.query or body:
                 form, files = form_from(request.query, body, content_type, self.form_limits)
             else:

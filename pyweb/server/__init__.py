@@ -33,7 +33,7 @@ import trio
 from pyweb.events import Multicast
 from pyweb.protocol.response import Response
 
-from .budget import BUDGET
+from .budget import BUDGET, give_big_buffers_back
 from .config import ServerConfig
 from .connection import Connection
 from .context import RequestContext
@@ -67,6 +67,7 @@ class Server:
         """trio time of :meth:`shutdown` (idle connections get ``close_grace`` from it)."""
         self.handler: Handler = self._layers(config, handler)
         BUDGET.limit = config.max_body_memory  # process-wide (budget.py)
+        give_big_buffers_back()  # freed bodies go back to the system (budget.py)
         self.slots = Slots(config)
         """Who holds the connection slots (slots.py: idle first out, fast 503)."""
         self.proxies = self._proxies(config)

@@ -73,19 +73,20 @@ class RequestContext:
         ``--profile-alloc`` (C only); ``None`` when nothing was counted. The access log's
         ``alloc`` format shows it."""
 
-    async def body(self) -> bytes:
+    async def body(self, copies: int = 1) -> bytes:
         """The whole request body (de-chunked). Sends ``100 Continue`` first when the client
         waits for it. Raises :class:`~pyweb.protocol.BodyTooLarge` past ``Limits.max_body``;
         a body that stops arriving for ``body_timeout`` seconds, or takes longer than its
         deadline in all, ends the connection (408); a body that does not fit the process's
-        ``max_body_memory`` is refused (503)."""
+        ``max_body_memory`` is refused (503). ``copies``: how many times the caller will
+        hold the bytes (a multipart form is parsed into a copy of its files: 2)."""
         declared = self.request.content_length
         if declared is not None:
-            self._reserve(declared)  # refused before a byte of it is read
+            self._reserve(declared * copies)  # refused before a byte of it is read
         out = io.BytesIO()  # its getvalue() hands over the buffer: the bytes are held once
         async for piece in self.stream():
             if declared is None:
-                self._reserve(len(piece))
+                self._reserve(len(piece) * copies)
             out.write(piece)
         return out.getvalue()
 

@@ -44,6 +44,9 @@ from .listener import accept as socket_accept
 if TYPE_CHECKING:
     from . import Server
 
+ADMIT_RETRIES = 3
+"""Scheduling rounds a newcomer at the limit waits for a slot before its fast 503."""
+
 __all__ = ["Scheduler", "OneToOneScheduler", "PoolScheduler", "NoThreadScheduler", "make_scheduler"]
 
 
@@ -131,8 +134,11 @@ class OneToOneScheduler(Scheduler):
                     # does not yield while connections keep coming): let them reach their
                     # first wait, where they can be told apart (idle, long-poll), and ask
                     # again. Still full of requests in progress: a fast 503.
-                    await trio.lowlevel.checkpoint()
-                    if not slots.admit(peer):
+                    for _ in range(ADMIT_RETRIES):
+                        await trio.lowlevel.checkpoint()
+                        if slots.admit(peer):
+                            break
+                    else:
                         slots.refuse(sock, nursery)
                         continue
                 self.spawn(nursery, Connection(server, sock, peer))

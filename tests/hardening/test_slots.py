@@ -37,7 +37,9 @@ def normal_get(port: int) -> tuple[int, float]:
 
 def crowd(port: int, n: int, first: bytes = b"") -> list[socket.socket]:
     socks = []
-    for _ in range(n):
+    for i in range(n):
+        if i % 10 == 9:
+            time.sleep(0.01)  # in waves, as clients come (not one burst of SYNs)
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         if first:
             s.sendall(first)
