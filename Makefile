@@ -37,8 +37,10 @@ lab: install
 test: dev
 	$(PY) -m pytest
 
+## make lint: ruff (with a complexity limit on server/ and protocol/) and mypy, 0 errors
 lint: dev
 	$(PY) -m ruff check pyweb tests benchmarks
+	$(PY) -m mypy
 
 ## the regions, server and site tests (every request is read into an arena page and every
 ## reply sent from one) against pyweb_regions built with AddressSanitizer (libasan preloaded,

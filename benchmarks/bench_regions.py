@@ -242,7 +242,7 @@ def bench_read(short: bool) -> None:
     left, right = socket.socketpair()
     right.setblocking(False)
     fd, sink = right.fileno(), Sink()
-    paths = [("recv(65536) (PYWEB_ARENA=0)", recvbuf._receive_plain)]
+    paths = [("recv(65536) (the pure-Python fallback's read)", recvbuf._receive_plain)]
     if pyweb_regions.IMPLEMENTATION == "c":
         paths.insert(0, ("Arena.recv + feed(arena) + reset (the server)", recvbuf._receive_arena))
     for name, receive in paths:

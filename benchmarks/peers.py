@@ -138,8 +138,14 @@ SERVERS = {
     "pyweb": "pyweb.server.Server, one-to-one scheduler (default)",
     "pyweb-pool": "pyweb.server.Server, pool scheduler (16 tasks)",
     "pyweb-nothread": "pyweb.server.Server, nothread scheduler",
-    "pyweb-noarena": "pyweb.server.Server, one-to-one, no arenas: recv() and joined replies (PYWEB_ARENA=0)",
+    "pyweb-baseline": "pyweb as in the checkout given with --baseline DIR (before/after in one run)",
+    "pyweb-baseline-noarena": "pyweb-baseline with PYWEB_ARENA=0: the no-arena path of checkouts "
+    "that had one (before the one reply path; docs/regions.md)",
 }
+BASELINE_TREE: Path | None = None
+"""``--baseline DIR``: another checkout of pyweb (e.g. ``git worktree add /tmp/before main``,
+its C extension built in place) that ``pyweb-baseline`` runs, to compare a change with the
+code before it in the same run."""
 DEFAULT_SERVERS = ["uvicorn", "hypercorn", "gunicorn", "raw-trio", "pyweb"]
 
 
@@ -199,11 +205,17 @@ def server_command(name: str, port: int) -> list[str]:
         ]
     if name == "raw-trio":
         return [project, "raw_trio.py", "--host", HOST, "--port", str(port)]
+    if name.startswith("pyweb-baseline"):
+        if BASELINE_TREE is None:
+            raise ValueError("pyweb-baseline needs --baseline DIR")
+        apps = BASELINE_TREE / "benchmarks" / "apps"
+        arena = "0" if name.endswith("-noarena") else "1"
+        return ["env", f"PYTHONPATH={BASELINE_TREE}:{apps}", f"PYWEB_ARENA={arena}",
+                project, str(apps / "pyweb_app.py"),
+                "--host", HOST, "--port", str(port), "--scheduler", "one-to-one"]  # fmt: skip
     if name.startswith("pyweb"):
         scheduler = {"pyweb": "one-to-one", "pyweb-pool": "pool", "pyweb-nothread": "nothread"}
-        # pyweb-noarena: no region pages, to read nor to reply (pyweb/server/recvbuf.py)
-        prefix = ["env", "PYWEB_ARENA=0"] if name == "pyweb-noarena" else []
-        return prefix + [
+        return [
             project,
             "pyweb_app.py",
             "--host",
@@ -818,12 +830,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--wrk-cpu", default="1", help="CPU for wrk (taskset -c)")
     parser.add_argument("--no-pin", action="store_true", help="do not use taskset")
     parser.add_argument(
+        "--baseline", metavar="DIR", help="checkout that the pyweb-baseline server runs"
+    )
+    parser.add_argument(
         "--retries",
         type=int,
         help="repeat a measurement during which other processes used more than "
         f"{NOISE_CORES} core, at most this many times (default 1; --short 0)",
     )
     args = parser.parse_args(argv)
+    global BASELINE_TREE
+    BASELINE_TREE = Path(args.baseline).resolve() if args.baseline else None
     args.servers = [x for x in args.servers.split(",") if x]
     args.scenarios = [x for x in args.scenarios.split(",") if x]
     for x in args.servers:

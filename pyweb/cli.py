@@ -14,54 +14,62 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import trio
 
 import pyweb_regions
 from pyweb.app.site import Site, SiteError, check_site
-from pyweb.protocol.parser import Limits
 from pyweb.server import Server, ServerConfig
-from pyweb.server.config import SCHEDULERS
+from pyweb.server.config import setting_default, settings
 from pyweb.server.configfile import ConfigFileError, find_config_file, read_config_file
-from pyweb.server.logging import ACCESS_FORMATS
 from pyweb.server.workers import RECYCLE_EXIT, Supervisor
 
 __all__ = ["main", "build_parser"]
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _flag_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A setting's reader as an argparse ``type``: its ValueError words become the error."""
+
+    def read(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    read.__name__ = parse.__name__
+    return read
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is between 0 and 65535, got {value}")
-    return value
+def _add_settings(serve: argparse.ArgumentParser) -> None:
+    """One flag per :class:`ServerConfig` setting (``pyweb/server/config.py``): the table
+    written once, from which ``pyweb.toml``'s keys come too."""
+    groups: dict[str | None, Any] = {None: serve}
+    for f, how in settings():
+        default = setting_default(f)
+        target = groups.get(how.group)
+        if target is None:
+            title = SETTING_GROUPS.get(how.group or "", None)
+            target = groups[how.group] = serve.add_argument_group(how.group, title)
+        flag = "--" + f.name.replace("_", "-")
+        help_text = how.help.format(default=default) if how.in_file else argparse.SUPPRESS
+        if how.switch:
+            if default:  # on by default: --no-NAME turns it off (--proxy-headers)
+                target.add_argument(
+                    flag, action=argparse.BooleanOptionalAction, default=True, help=help_text
+                )
+            else:
+                target.add_argument(flag, action="store_true", help=help_text)
+            continue
+        options: dict[str, Any] = {"default": default, "help": help_text}
+        if how.parse is not None:
+            options["type"] = _flag_type(how.parse)
+        target.add_argument(flag, choices=how.choices, metavar=how.metavar, **options)
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
-def _log_target(text: str) -> str | None:
-    return None if text == "none" else text
+SETTING_GROUPS = {"regions": "module snapshots and allocation accounting (docs/regions.md)"}
+"""The titles of the sections of ``pyweb serve --help`` that settings name."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,103 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         "static files. Without --dev the site is checked first (as `pyweb check` does) and "
         "the server refuses to start on errors.",
     )
-    d = ServerConfig()
     serve.add_argument(
         "dir", nargs="?", default=".", metavar="DIR", help="site directory (default: .)"
-    )
-    serve.add_argument("--host", default=d.host, help=f"address to listen on (default: {d.host})")
-    serve.add_argument(
-        "--port", type=_port, default=d.port, help=f"port, 0 for any free one (default: {d.port})"
-    )
-    serve.add_argument(
-        "--scheduler",
-        choices=SCHEDULERS,
-        default=d.scheduler,
-        help="how connections are scheduled, Hop §2.4 (default: one-to-one)",
-    )
-    serve.add_argument(
-        "--pool-size",
-        type=_positive_int,
-        default=d.pool_size,
-        help=f"tasks of the pool scheduler (default: {d.pool_size})",
-    )
-    serve.add_argument(
-        "--dev",
-        action="store_true",
-        help="development mode: tracebacks and offending input on error pages, changed "
-        "files reloaded on the next request, serve even if some pages have errors",
-    )
-    serve.add_argument(
-        "--access-log",
-        type=_log_target,
-        default="-",
-        metavar="PATH|-|none",
-        help="access log file, - for stderr, none for nowhere (default: -)",
-    )
-    serve.add_argument(
-        "--error-log",
-        type=_log_target,
-        default="-",
-        metavar="PATH|-|none",
-        help="error log file, - for stderr, none for nowhere (default: -)",
-    )
-    serve.add_argument(
-        "--max-body",
-        type=_positive_int,
-        default=d.limits.max_body,
-        metavar="BYTES",
-        help=f"largest request body accepted, else 413 (default: {d.limits.max_body})",
-    )
-    serve.add_argument(
-        "--header-timeout",
-        type=_seconds,
-        default=d.header_timeout,
-        metavar="S",
-        help=f"seconds for a request head to arrive (default: {d.header_timeout:g})",
-    )
-    serve.add_argument(
-        "--keepalive-timeout",
-        type=_seconds,
-        default=d.keepalive_timeout,
-        metavar="S",
-        help=f"idle seconds between requests (default: {d.keepalive_timeout:g})",
-    )
-    serve.add_argument(
-        "--body-timeout",
-        type=_seconds,
-        default=d.body_timeout,
-        metavar="S",
-        help=f"seconds to wait for more of a body (default: {d.body_timeout:g})",
-    )
-    serve.add_argument(
-        "--send-timeout",
-        type=_seconds,
-        default=d.send_timeout,
-        metavar="S",
-        help=f"seconds to wait for a client to read (default: {d.send_timeout:g})",
-    )
-    serve.add_argument(
-        "--page-timeout",
-        type=_seconds,
-        default=d.page_timeout,
-        metavar="S",
-        help=f"seconds a page or service may run before it is stopped with a 503 "
-        f"(default: {d.page_timeout:g}; long polls and streams opt out)",
-    )
-    serve.add_argument(
-        "--max-connections",
-        type=_positive_int,
-        default=d.max_connections,
-        metavar="N",
-        help=f"connections served at once (default: {d.max_connections})",
-    )
-    serve.add_argument(
-        "--access-log-format",
-        choices=ACCESS_FORMATS,
-        default=d.access_log_format,
-        help="combined (Apache's Combined Log Format), timed (the same line, then "
-        "rt=SECONDS worker=N) or alloc (the timed line, then alloc=BYTES/CALLS: what the "
-        "page allocated, with --profile-alloc) (default: combined)",
     )
     serve.add_argument(
         "--config",
@@ -180,76 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="settings file (default: DIR/pyweb.toml if it exists); its keys are these "
         "flags with underscores, flags given here override it; SIGHUP re-reads it",
     )
-    serve.add_argument(
-        "--workers",
-        type=_positive_int,
-        default=1,
-        metavar="N",
-        help="serve with N processes sharing the port, under a supervisor that restarts a "
-        "worker that dies (default: 1, no supervisor)",
-    )
-    serve.add_argument(
-        "--max-requests",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="with --workers: a worker drains and is replaced after N requests",
-    )
-    serve.add_argument(
-        "--status",
-        action="store_true",
-        help="answer /_pyweb/status (JSON: connections, requests, per-page latency, workers) "
-        "to loopback clients",
-    )
-    serve.add_argument(
-        "--status-token",
-        default=None,
-        metavar="SECRET",
-        help="also answer /_pyweb/status to clients sending 'Authorization: Bearer SECRET'",
-    )
-    serve.add_argument(
-        "--db",
-        default=None,
-        metavar="URL",
-        help="the database of pyweb.db: sqlite:///PATH, postgresql://USER@HOST/DB or "
-        "mysql://USER@HOST/DB (default: sqlite:///DIR/data/pyweb.sqlite3, created on first "
-        "use); the site's schema.sql runs on first use",
-    )
-    serve.add_argument(
-        "--cache",
-        default=None,
-        metavar="URL",
-        help="where pyweb.cache keeps entries: memory (default, per process) or "
-        "redis://HOST:PORT/DB (shared by every worker; also the PYWEB_CACHE variable)",
-    )
-    # Internal: how the supervisor hands its listening socket to a worker.
-    serve.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)
-    regions = serve.add_argument_group(
-        "regions", "module snapshots and allocation accounting (docs/regions.md)"
-    )
-    regions.add_argument(
-        "--strict-regions",
-        action="store_true",
-        help="a page that changes a library module's global fails with 500 (default: a "
-        "warning in the error log, and a banner on the page in --dev)",
-    )
-    regions.add_argument(
-        "--no-script-cache",
-        action="store_true",
-        help="compile the page script again on every request (SMLserver Table 1, column 5)",
-    )
-    regions.add_argument(
-        "--exec-library",
-        action="store_true",
-        help="re-run the library's initialisation before every request instead of "
-        "restoring its snapshot (SMLserver Table 1, column 6)",
-    )
-    regions.add_argument(
-        "--profile-alloc",
-        action="store_true",
-        help="count the bytes each page allocates (C extension only); shown at "
-        "/_pyweb/stats and, with --access-log-format alloc, in the access log",
-    )
+    _add_settings(serve)
     check = commands.add_parser(
         "check",
         help="compile every page, library module and template of a site and list the errors",
@@ -327,36 +171,10 @@ def run_check(directory: str) -> int:
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
-    base = Limits()
-    limits = Limits(
-        max_request_line=base.max_request_line,
-        max_header_bytes=base.max_header_bytes,
-        max_headers=base.max_headers,
-        max_body=args.max_body,
-        max_chunk_line=base.max_chunk_line,
-    )
-    return ServerConfig(
-        host=args.host,
-        port=args.port,
-        site_dir=args.dir,
-        scheduler=args.scheduler,
-        pool_size=args.pool_size,
-        dev=args.dev,
-        limits=limits,
-        header_timeout=args.header_timeout,
-        keepalive_timeout=args.keepalive_timeout,
-        body_timeout=args.body_timeout,
-        send_timeout=args.send_timeout,
-        page_timeout=args.page_timeout,
-        max_connections=args.max_connections,
-        access_log=args.access_log,
-        error_log=args.error_log,
-        access_log_format=args.access_log_format,
-        status=args.status or args.status_token is not None,
-        status_token=args.status_token,
-        listen_fd=args.listen_fd,
-        max_requests=args.max_requests if args.listen_fd is not None else None,
-    )
+    values = {f.name: getattr(args, f.name) for f, _ in settings()}
+    if args.listen_fd is None:
+        values["max_requests"] = None  # counted by each worker, not by the supervisor
+    return ServerConfig(site_dir=args.dir, **values)
 
 
 def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -577,8 +395,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             status = trio.run(serve_until_signalled, server, argv, started)
         except* OSError as group:  # typically: the port is in use, or the host is not ours
-            exc = group.exceptions[0]
-            print(f"pyweb: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+            reason = group.exceptions[0]
+            print(
+                f"pyweb: error: cannot listen on {args.host}:{args.port}: {reason}",
+                file=sys.stderr,
+            )
         return status
     print(f"pyweb: error: unknown command {args.command!r}", file=sys.stderr)  # pragma: no cover
     return 2

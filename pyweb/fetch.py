@@ -93,7 +93,7 @@ async def _fetch(url: str, max_bytes: int) -> str:
             event = client.next_event()
             if event is h11.NEED_DATA:
                 data = await stream.receive_some(65536)
-                client.receive_data(data)  # b"" is the end of the stream
+                client.receive_data(data)  # type: ignore[arg-type]  # b"" ends the stream
                 continue
             if isinstance(event, h11.Response):
                 response = event

@@ -911,7 +911,7 @@ def _build_plan(func: Callable[..., Any], skip: tuple[str, ...]) -> tuple[_Param
     while isinstance(target, functools.partial):
         target = target.func
     if isinstance(target, type):
-        target = target.__init__
+        target = target.__init__  # type: ignore[misc]  # its hints are the class's
     elif not (inspect.isfunction(target) or inspect.ismethod(target)):
         target = type(target).__call__
     try:

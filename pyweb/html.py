@@ -309,7 +309,7 @@ def _setup(node: Node, info: _TagInfo, children: tuple[Any, ...] | list[Any], pa
                 f"<{tag}> is a void element and cannot have children, got {children[0]!r}"
             )
         items, leaf, cacheable = _general_items(tag, children, raw)
-    node._children = children
+    node._children = children  # type: ignore[assignment]  # a tuple by now (both branches)
     node._cacheable = cacheable
     if leaf:
         # Only text inside: the rendering is known now, so keep it (render is a lookup).

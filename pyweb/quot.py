@@ -470,7 +470,7 @@ def _parse(template: str) -> tuple[Quote | tuple[str, tuple[str, ...]], ...]:
             )
     text.append(template[pos:])
     items.append("".join(text))
-    return tuple(Quote(item) if type(item) is str else item for item in items if item != "")
+    return tuple(Quote(item) if isinstance(item, str) else item for item in items if item != "")
 
 
 _MISSING = object()

@@ -33,7 +33,7 @@ before each request instead of restoring snapshots (column six); the script-cach
 Allocation accounting (``profile_alloc=True``, C only): the allocator hook is installed
 once, and a trio :class:`~trio.abc.Instrument` charges the bytes allocated during each task
 step to the request that task is serving, so interleaved requests on one thread are each
-charged their own bytes. :meth:`SiteRegions.stats` is what ``/_pyweb/stats`` shows; each
+charged their own bytes. :meth:`SiteRegions.stats` is what ``/_pyweb/stats`` shows (``pyweb/app/stats.py``); each
 request's own count goes to ``ctx.alloc``, which ``--access-log-format alloc`` writes as
 ``alloc=BYTES/CALLS`` (docs/logging.md).
 """
@@ -55,8 +55,8 @@ from typing import Any
 import trio
 
 import pyweb_regions
+from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.response import Fragments, Response
-from pyweb.server.errorpage import error_response
 
 __all__ = ["SiteRegions", "Mutation", "IMPLEMENTATION", "GuardedLoader"]
 
@@ -483,58 +483,3 @@ def _with_banner(
             return response
     response.body = banner + body
     return response
-
-
-def stats_page(regions: SiteRegions) -> Response:
-    """``/_pyweb/stats``: the guarded modules, the arena pool, allocations per page."""
-    data = regions.stats()
-    rows = []
-    if data.get("pages"):
-        rows.append(
-            "<table><tr><th>page</th><th>requests</th><th>bytes/request</th>"
-            "<th>allocations/request</th></tr>"
-        )
-        for page, p in data["pages"].items():
-            rows.append(
-                f"<tr><td>{html.escape(page)}</td><td>{p['requests']}</td>"
-                f"<td>{p['bytes_per_request']}</td><td>{p['calls_per_request']}</td></tr>"
-            )
-        rows.append("</table>")
-        st = data.get("server_thread")
-        if st:
-            rows.append(
-                f"<p>Server thread since the first request: {st['bytes']} bytes in "
-                f"{st['calls']} allocations for {st['requests']} requests "
-                f"({st['bytes_per_request']} bytes per request, everything included).</p>"
-            )
-    else:
-        rows.append(f"<p>Allocations: {html.escape(data['alloc_message'])}.</p>")
-    modules = "".join(
-        f"<li>{html.escape(name)}: {m['names']} names, {m['containers']} containers</li>"
-        for name, m in data["modules"].items()
-    )
-    pool = ", ".join(f"{k} {v}" for k, v in data["arena_pool"].items())
-    body = (
-        "<!doctype html><html><head><meta charset=utf-8><title>pyweb stats</title></head>"
-        f"<body><h1>pyweb stats</h1><p>pyweb_regions implementation: "
-        f"{data['implementation']}, snapshot check: {data['fast_check']}</p>"
-        "<h2>Allocations per page</h2>" + "".join(rows) + "<h2>Module snapshots</h2>"
-        f"<ul>{modules or '<li>none yet</li>'}</ul>"
-        f"<p>Mutations reported: {data['mutations_reported']}, restores: {data['restores']}</p>"
-        f"<h2>Arena page pool</h2><p>{pool}</p></body></html>"
-    )
-    return Response(
-        200,
-        [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
-        body.encode(),
-    )
-
-
-def stats_json(regions: SiteRegions) -> Response:
-    import json
-
-    return Response(
-        200,
-        [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
-        json.dumps(regions.stats()).encode(),
-    )

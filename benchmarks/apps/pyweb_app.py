@@ -28,9 +28,9 @@ import page
 import trio
 
 from pyweb.app.site import Site
+from pyweb.app.static import StaticFiles
 from pyweb.protocol.response import Response
 from pyweb.server import RequestContext, Server, ServerConfig
-from pyweb.server.static import StaticFiles
 
 page.check()
 SITE_DIR = os.environ.get("BENCH_SITE_DIR", ".")

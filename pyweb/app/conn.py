@@ -31,18 +31,18 @@ import mimetypes
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import unquote
 
+from pyweb.protocol.headers import Headers
 from pyweb.protocol.response import FileBody, Response, http_date
 
 from .formdata import MultiDict, UploadedFile
 from .results import to_response
 
 if TYPE_CHECKING:
-    from pyweb.server.context import RequestContext
+    from pyweb.handler import Context
 
 __all__ = ["Conn", "ResponseAlreadySent", "PageExit", "current_conn", "RequestHeaders"]
 
@@ -70,29 +70,9 @@ class PageExit(BaseException):
     not swallow it."""
 
 
-class RequestHeaders(Mapping[str, str]):
-    """The request's header fields, looked up without regard to case; repeats joined by ``, ``."""
-
-    __slots__ = ("_fields",)
-
-    def __init__(self, fields: list[tuple[str, str]]) -> None:
-        self._fields = fields  # names are already lower-case (the parser does it)
-
-    def __getitem__(self, name: str) -> str:
-        name = name.lower()
-        values = [v for n, v in self._fields if n == name]
-        if not values:
-            raise KeyError(name)
-        return ", ".join(values)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys(n for n, _ in self._fields))
-
-    def __len__(self) -> int:
-        return len(dict.fromkeys(n for n, _ in self._fields))
-
-    def __repr__(self) -> str:
-        return f"RequestHeaders({self._fields!r})"
+RequestHeaders = Headers
+"""The request's header fields (:class:`pyweb.protocol.Headers`): case-insensitive, repeats
+joined by ``, ``; ``get_all(name)`` lists them."""
 
 
 # RFC 6265 §4.1.1: cookie-name is a token; cookie-value is cookie-octets (no space, comma,
@@ -134,7 +114,7 @@ class Conn:
 
     def __init__(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         *,
         form: MultiDict,
         files: MultiDict,
@@ -170,7 +150,7 @@ class Conn:
         self._templates = templates
         self._body = body
         self._query: MultiDict | None = None
-        self._headers: RequestHeaders | None = None
+        self._headers: Headers | None = None
         self._cookies: dict[str, str] | None = None
         self._set_cookies: list[tuple[str, str]] = []
         self.response: Response | None = None
@@ -193,10 +173,10 @@ class Conn:
         return self._query
 
     @property
-    def headers(self) -> RequestHeaders:
+    def headers(self) -> Headers:
         """Request header fields, case-insensitive: ``conn.headers["user-agent"]``."""
         if self._headers is None:
-            self._headers = RequestHeaders(self.request.headers)
+            self._headers = Headers(self.request.headers)
         return self._headers
 
     @property

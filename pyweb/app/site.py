@@ -8,7 +8,7 @@ Routing, first match wins (docs/pages.md has the full story):
 2. a **script**: ``/NAME`` or ``/NAME.py`` runs ``NAME.py`` (``/`` and ``/dir/`` run an
    ``index.py`` if there is one);
 3. a **template page**: ``/NAME`` renders ``templates/NAME.html``;
-4. a **static file** (sendfile, validators, ranges: :mod:`pyweb.server.static`), except the
+4. a **static file** (sendfile, validators, ranges: :mod:`pyweb.app.static`), except the
    site's source: ``.py`` files, ``_library`` names, ``templates/`` and ``__pycache__``
    answer 404 so code and templates are never sent as text.
 
@@ -44,18 +44,19 @@ from urllib.parse import unquote
 import trio
 
 from pyweb import forms
+from pyweb.handler import Context
+from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
-from pyweb.regions import SiteRegions, stats_json, stats_page
+from pyweb.regions import SiteRegions
 from pyweb.regions import _with_banner as with_banner
-from pyweb.server.context import RequestContext
-from pyweb.server.errorpage import error_response
-from pyweb.server.static import StaticFiles
 
 from . import blocking, pages, unawaited
 from .conn import Conn, PageExit, _current
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body
 from .services import Service
+from .static import StaticFiles
+from .stats import stats_json, stats_page
 from .templates import Templates
 
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
@@ -174,7 +175,7 @@ class Site:
         return problem
 
     def _walk(self) -> list[str]:
-        found = []
+        found: list[str] = []
         for directory, dirs, files in os.walk(self.root):
             dirs[:] = sorted(
                 d
@@ -371,7 +372,7 @@ class Site:
 
     # ---- serving ------------------------------------------------------------------------
 
-    async def __call__(self, ctx: RequestContext) -> Response:
+    async def __call__(self, ctx: Context) -> Response:
         request = ctx.request
         if self.dev and self.refresh() and self.regions is not None:
             self.regions.reload()
@@ -434,7 +435,7 @@ class Site:
             return self._not_found(request.path)
         return self._static(ctx)
 
-    def _static(self, ctx: RequestContext) -> Response:
+    def _static(self, ctx: Context) -> Response:
         request = ctx.request
         method = request.method
         if method == "GET" or method == "HEAD":
@@ -484,7 +485,7 @@ class Site:
 
     def run_page(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         run: Callable[[Conn], Awaitable[None]],
         page: str,
         filename: str | None = None,
@@ -501,7 +502,7 @@ class Site:
 
     async def _run_page(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         run: Callable[[Conn], Awaitable[None]],
         page: str,
         filename: str | None,
@@ -558,7 +559,7 @@ class Site:
 
     async def _page_outcome(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         conn: Conn,
         run: Callable[[Conn], Awaitable[None]],
         page: str,
@@ -612,7 +613,7 @@ class Site:
         return response
 
     def _page_error(
-        self, ctx: RequestContext, page: str, filename: str | None, exc: Exception
+        self, ctx: Context, page: str, filename: str | None, exc: Exception
     ) -> Response:
         _from_the_page(exc, filename)
         # An exception may say which status it means (``http_status = 503`` on "the
@@ -629,7 +630,7 @@ class Site:
         )
 
     def _ended(
-        self, ctx: RequestContext, page: str, filename: str | None, exc: BaseException
+        self, ctx: Context, page: str, filename: str | None, exc: BaseException
     ) -> Response:
         line = _line_in(exc, filename)
         at = f" at line {line}" if line else ""
@@ -648,7 +649,7 @@ class Site:
         _log(ctx, why, None)
         return error_response(500, dev=self.dev, detail=why)
 
-    def _too_long(self, ctx: RequestContext, page: str) -> Response:
+    def _too_long(self, ctx: Context, page: str) -> Response:
         why = (
             f"{page} took longer than {self.page_timeout:g} s (--page-timeout) and was "
             "stopped. A page that waits long on purpose (a long poll) waits on its own "
@@ -661,7 +662,7 @@ class Site:
 
     def _unawaited_page(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         page: str,
         filename: str | None,
         found: list[unawaited.Unawaited],
@@ -677,7 +678,7 @@ class Site:
 
     def _blocked(
         self,
-        ctx: RequestContext,
+        ctx: Context,
         run: blocking.PageRun,
         dog: blocking.Watchdog,
         response: Response,
@@ -714,7 +715,7 @@ def _line_in(exc: BaseException, filename: str | None) -> int | None:
     return line
 
 
-def _log(ctx: RequestContext, message: str, exc: BaseException | None) -> None:
+def _log(ctx: Context, message: str, exc: BaseException | None) -> None:
     log_error = getattr(ctx, "log_error", None)
     if log_error is not None:
         log_error(message, exc)

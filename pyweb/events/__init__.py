@@ -40,6 +40,9 @@ How pyweb differs from Reppy's CML
   use trio's clock, so ``trio.testing.MockClock`` works.
 * Several enabled branches: chosen uniformly at random (``seed(n)`` to
   reproduce a run), as CML's non-deterministic choice.
+* CML's synchronizing variables are :class:`IVar` (write once), :class:`MVar` (one-place
+  buffer) and :class:`Latch` (a flag set once); a full variable's ``put`` raises
+  :class:`PutError` (CML's ``Put``).
 * Threads are not garbage-collected when blocked forever: a task blocked on
   a channel nobody else holds stays blocked until its nursery is cancelled.
 """
@@ -74,15 +77,21 @@ from .sources import (
     task_done_evt,
     writable_evt,
 )
+from .syncvar import ClientGoneEvt, IVar, Latch, MVar, PutError, Watcher
 
 __all__ = [
     "RPC",
     "BaseEvent",
     "Channel",
+    "ClientGoneEvt",
     "Event",
+    "IVar",
+    "Latch",
+    "MVar",
     "Mailbox",
     "Multicast",
     "Port",
+    "PutError",
     "Request",
     "TaskCancelled",
     "TaskHandle",
@@ -102,6 +111,7 @@ __all__ = [
     "with_nack",
     "wrap",
     "wrap_abort",
+    "Watcher",
     "wrap_handler",
     "writable_evt",
 ]

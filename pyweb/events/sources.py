@@ -134,7 +134,7 @@ def _ready_now(sock: Any, writing: bool) -> bool:
     if fd < 0:
         raise OSError(errno.EBADF, "socket is closed")
     if not hasattr(select, "poll"):  # Windows
-        lists = ([], [fd], []) if writing else ([fd], [], [])
+        lists: tuple[list[int], list[int], list[int]] = ([], [fd], []) if writing else ([fd], [], [])
         return any(select.select(*lists, 0))
     # One poll object per thread, reused: a new one for each check (with its table of
     # descriptors) allocated more than the rest of the check (Hop §3.1's diet;

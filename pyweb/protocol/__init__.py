@@ -1,6 +1,6 @@
 """pyweb.protocol: HTTP/1.1 without I/O (RFC 9110, RFC 9112).
 
-Bytes go in, events come out; responses are framed into bytes. Nothing here touches a
+Bytes go in, messages come out (``messages.py``); responses are framed into bytes. Nothing here touches a
 socket or imports trio, so the same code runs in the server, in a notebook cell and under
 hypothesis. See docs/protocol.md.
 """
@@ -14,7 +14,8 @@ from .errors import (
     TargetTooLong,
     VersionNotSupported,
 )
-from .events import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Event, Request
+from .headers import Headers
+from .messages import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Message, Request
 from .parser import Limits, RequestParser
 from .response import (
     CONTINUE_100,
@@ -30,7 +31,7 @@ from .response import (
 
 __all__ = [
     "BadRequest", "Body", "BodyTooLarge", "CONTINUE_100", "ConnectionClosed", "Data",
-    "EndOfMessage", "Event", "FileBody", "HeadersTooLarge", "LAST_CHUNK", "Limits",
+    "EndOfMessage", "FileBody", "Headers", "HeadersTooLarge", "LAST_CHUNK", "Limits", "Message",
     "NEED_DATA", "NotImplementedByServer", "ProtocolError", "Request", "RequestParser",
     "Response", "ResponseHead", "TargetTooLong", "VersionNotSupported", "encode_chunk",
     "frame_response", "http_date",

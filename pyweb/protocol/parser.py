@@ -46,6 +46,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from operator import methodcaller
+from typing import NoReturn
 
 from . import grammar as g
 from .errors import (
@@ -57,7 +58,7 @@ from .errors import (
     TargetTooLong,
     VersionNotSupported,
 )
-from .events import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
+from .messages import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
 
 __all__ = ["Limits", "RequestParser", "MAX_EMPTY_LINES"]
 
@@ -181,9 +182,44 @@ class RequestParser:
             self._buf = bytearray()
             raise
 
-    # -- the request head -------------------------------------------------------------
+    # -- the request head: found, then parsed in four steps (as h11 reads it) -----------
+    #    request line (RFC 9112 §3) → fields (§5) → target (§3.2) → framing (§6)
 
     def _next_head(self) -> Request | ConnectionClosed | object:
+        head = self._take_head()
+        if type(head) is not str:
+            return head  # NEED_DATA or ConnectionClosed
+        limits = self.limits
+        head_len = len(head) + 4
+        lines = head.split("\r\n")
+        line = lines[0]
+        if len(line) > limits.max_request_line:
+            raise TargetTooLong(
+                f"request line longer than {limits.max_request_line} bytes", offending=line[:100]
+            )
+        if head_len > limits.max_header_bytes:
+            raise HeadersTooLarge(
+                f"request head larger than {limits.max_header_bytes} bytes", offending=head[:100]
+            )
+        method, target, version = _request_line(line)
+        del lines[0]
+        if len(lines) > limits.max_headers:
+            raise HeadersTooLarge(
+                f"more than {limits.max_headers} header fields", offending=head[:100]
+            )
+        headers = _parse_fields(head, lines, len(lines), "header") if lines else []
+        fields = FieldSummary(headers, version)
+        path, query, host = _target(method, target, version, fields.host, line)
+        chunked = _framing(version, fields, line, limits)
+        self._begin_body(fields, chunked, head_len, len(headers))
+        return Request(
+            method, target, version, headers, path, query, host, fields.keep_alive,
+            fields.content_length, chunked, fields.expect_continue,
+        )  # fmt: skip
+
+    def _take_head(self) -> str | ConnectionClosed | object:
+        """The request head (Latin-1, without its final CRLF CRLF), taken out of the
+        buffer; or NEED_DATA while it is incomplete, ConnectionClosed at a clean EOF."""
         buf = self._buf
         # RFC 9112 §2.2: ignore (a bounded number of) empty lines before the request line.
         while buf.startswith(b"\r\n"):
@@ -206,194 +242,32 @@ class RequestParser:
                 f"a request line must start with a method, got byte {buf[0]:#04x}",
                 offending=bytes(buf[:40]),
             )
-
         end = buf.find(b"\r\n\r\n", self._scan - 3 if self._scan > 3 else 0)
         if end < 0:
             self._head_incomplete()
             return NEED_DATA
-
-        limits = self.limits
-        head_len = end + 4
         head = buf[:end].decode("latin-1")
-        del buf[:head_len]
+        del buf[: end + 4]
         self._scan = 0
         self._line_seen = False
         self._empty_lines = 0
+        return head
 
-        lines = head.split("\r\n")
-        line = lines[0]
-        if len(line) > limits.max_request_line:
-            raise TargetTooLong(
-                f"request line longer than {limits.max_request_line} bytes",
-                offending=line[:100],
-            )
-        if head_len > limits.max_header_bytes:
-            raise HeadersTooLarge(
-                f"request head larger than {limits.max_header_bytes} bytes",
-                offending=head[:100],
-            )
-
-        # -- request line (RFC 9112 §3) --
-        # The everyday line ("GET /path HTTP/1.1") is checked with str methods: a regex
-        # match allocates over a kilobyte of matcher state, for every request (Hop §3.1;
-        # `benchmarks/bench_regions.py --breakdown`). Everything else takes the regex, so
-        # the two paths accept exactly the same lines: the target is 1*VCHAR, i.e. ASCII,
-        # printable and without the spaces split() removed.
-        parts = line.split(" ")
-        if (
-            len(parts) == 3
-            and parts[0] in _COMMON_METHODS
-            and parts[2] in _VERSIONS
-            and parts[1]
-            and parts[1].isascii()
-            and parts[1].isprintable()
-        ):
-            method, target, version_text = parts
-            major, minor = _VERSIONS[version_text]
-        else:
-            m = g.REQUEST_LINE.fullmatch(line)
-            if m is None:
-                _explain_request_line(line)
-            method, target, major, minor = m.groups()
-        if major != "1":
-            raise VersionNotSupported(
-                f"HTTP version {major}.{minor} is not supported (only HTTP/1.x)",
-                offending=line,
-            )
-        # RFC 9110 §6.2: a higher 1.x minor version is treated as the highest we support.
-        version = "1.0" if minor == "0" else "1.1"
-
-        # -- fields (RFC 9112 §5) --
-        del lines[0]
-        if len(lines) > limits.max_headers:
-            raise HeadersTooLarge(
-                f"more than {limits.max_headers} header fields", offending=head[:100]
-            )
-        headers = _parse_fields(head, lines, len(lines), "header") if lines else []
-
-        host: str | None = None
-        content_length: int | None = None
-        te: list[str] | None = None
-        close = keep_alive_option = expect_continue = False
-        for name, value in headers:
-            if name not in _SPECIAL:
-                continue
-            if name == "host":
-                if host is not None:
-                    raise BadRequest("more than one Host header field", offending=value)
-                if value not in _GOOD_HOSTS:  # a server sees the same few hosts again and again
-                    if g.HOST.fullmatch(value) is None:
-                        raise BadRequest(f"invalid Host header field {value!r}", offending=value)
-                    if len(_GOOD_HOSTS) < _NAME_CACHE_SIZE:
-                        _GOOD_HOSTS.add(value)
-                host = value
-            elif name == "content-length":
-                n = _content_length(value)
-                if content_length is not None and n != content_length:
-                    raise BadRequest(
-                        "Content-Length fields with different values", offending=value
-                    )
-                content_length = n
-            elif name == "transfer-encoding":
-                if te is None:
-                    te = []
-                te.extend(value.split(","))
-            elif name == "connection":
-                # RFC 9110 §7.6.1: Connection = #connection-option, case-insensitive.
-                for option in value.lower().split(","):
-                    option = option.strip(" \t")
-                    if option == "close":
-                        close = True
-                    elif option == "keep-alive":
-                        keep_alive_option = True
-            elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
-                expect_continue = expect_continue or any(
-                    e.strip(" \t") == "100-continue" for e in value.lower().split(",")
-                )
-        # RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
-        if version == "1.1":
-            keep_alive = not close
-        else:
-            keep_alive = keep_alive_option and not close
-            expect_continue = False  # RFC 9110 §10.1.1: ignored in HTTP/1.0 requests
-
-        # -- request-target (RFC 9112 §3.2) --
-        first = target[0]
-        if first == "/":
-            path, _, query = target.partition("?")
-        elif target == "*":
-            if method != "OPTIONS":
-                raise BadRequest(
-                    f"asterisk-form target '*' is only allowed with OPTIONS, not {method}",
-                    offending=line,
-                )
-            path, query = "*", ""
-        elif method == "CONNECT":
-            raise NotImplementedByServer("CONNECT is not implemented", offending=line)
-        else:
-            am = g.ABSOLUTE_FORM.fullmatch(target)
-            if am is None:
-                if g.AUTHORITY_FORM.fullmatch(target):
-                    raise BadRequest(
-                        f"authority-form target {target!r} is only allowed with CONNECT",
-                        offending=line,
-                    )
-                raise BadRequest(f"invalid request target {target!r}", offending=line)
-            authority = am.group(2)
-            if "@" in authority or g.HOST.fullmatch(authority) is None:
-                # RFC 9110 §4.2.4: userinfo in an http(s) URI is to be treated as an error.
-                raise BadRequest(f"invalid authority in target {target!r}", offending=line)
-            rest = am.group(3) or "/"
-            path, _, query = rest.partition("?")
-            if not path:
-                path = "/"
-            # RFC 9112 §3.2.2: the target's authority overrides the Host field.
-            if host is None and version == "1.1":
-                raise BadRequest("missing Host header field (HTTP/1.1, RFC 9112 §3.2)")
-            host = authority
-        if method == "CONNECT":
-            raise NotImplementedByServer("CONNECT is not implemented", offending=line)
-
-        if host is None:
-            if version == "1.1":
-                raise BadRequest("missing Host header field (HTTP/1.1, RFC 9112 §3.2)")
-            host = ""
-
-        # -- framing (RFC 9112 §6) --
-        chunked = False
-        if te is not None:
-            if version == "1.0":
-                # RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 means the framing is faulty.
-                raise BadRequest("Transfer-Encoding in an HTTP/1.0 request", offending=line)
-            if content_length is not None:
-                raise BadRequest(
-                    "both Content-Length and Transfer-Encoding (request smuggling?)",
-                    offending=", ".join(te),
-                )
-            _check_transfer_coding(te)
-            chunked = True
-
-        if content_length is not None and content_length > limits.max_body:
-            raise BodyTooLarge(
-                f"Content-Length {content_length} exceeds the limit of {limits.max_body} bytes",
-                offending=str(content_length),
-            )
-
-        self._keep_alive = keep_alive
+    def _begin_body(
+        self, fields: FieldSummary, chunked: bool, head_len: int, field_count: int
+    ) -> None:
+        """After a head: what the parser reads next (a body, or the EndOfMessage)."""
+        self._keep_alive = fields.keep_alive
         self._head_bytes = head_len
-        self._head_fields = len(headers)
+        self._head_fields = field_count
         if chunked:
             self._state = _CHUNK_SIZE
             self._body_total = 0
-        elif content_length:
+        elif fields.content_length:
             self._state = _CL_BODY
-            self._remaining = content_length
+            self._remaining = fields.content_length
         else:
             self._state = _EOM
-        return Request(
-            method, target, version, headers, path, query, host, keep_alive,
-            content_length, chunked, expect_continue,
-        )
 
     def _head_incomplete(self) -> None:
         """No CRLF CRLF yet: enforce the limits on what has arrived, or explain EOF."""
@@ -465,99 +339,265 @@ class RequestParser:
         return data
 
     def _next_chunked(self) -> Data | EndOfMessage | object:
-        buf = self._buf
-        limits = self.limits
+        """RFC 9112 §7.1: chunk-size line, chunk data, CRLF, ... a last chunk of size 0,
+        then the trailer section. Each step consumes what it can and says whether it did."""
         while True:
             state = self._state
             if state == _CHUNK_DATA:
-                if not buf:
+                if not self._buf:
                     break
                 data = self._take_body_bytes()
                 if self._remaining == 0:
                     self._state = _CHUNK_CRLF
                 return Data(data)
             if state == _CHUNK_SIZE:
-                # RFC 9112 §7.1: chunk-size [ chunk-ext ] CRLF
-                end = buf.find(b"\r\n", 0, limits.max_chunk_line + 2)
-                if end < 0:
-                    if len(buf) > limits.max_chunk_line + 1:
-                        raise BadRequest(
-                            f"chunk-size line longer than {limits.max_chunk_line} bytes",
-                            offending=bytes(buf[:100]),
-                        )
+                if not self._chunk_size_line():
                     break
-                line = bytes(buf[:end])
-                m = g.CHUNK_LINE.fullmatch(line)
-                if m is None:
-                    raise BadRequest(f"invalid chunk-size line {line[:60]!r}", offending=line)
-                size = int(m.group(1), 16)
-                del buf[: end + 2]
-                if size == 0:
-                    self._state = _TRAILERS
-                    continue
-                self._body_total += size
-                if self._body_total > limits.max_body:
-                    raise BodyTooLarge(
-                        f"chunked body larger than the limit of {limits.max_body} bytes",
-                        offending=line,
-                    )
-                self._remaining = size
-                self._state = _CHUNK_DATA
-                continue
-            if state == _CHUNK_CRLF:
-                if len(buf) < 2:
-                    if buf and buf[0] != _CR:
-                        raise BadRequest("chunk data not followed by CRLF",
-                                         offending=bytes(buf[:20]))
+            elif state == _CHUNK_CRLF:
+                if not self._chunk_crlf():
                     break
-                if buf[:2] != b"\r\n":
-                    raise BadRequest("chunk data not followed by CRLF (wrong chunk size?)",
-                                     offending=bytes(buf[:20]))
-                del buf[:2]
-                self._state = _CHUNK_SIZE
-                continue
-            # _TRAILERS: trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 §7.1.2)
-            if buf.startswith(b"\r\n"):
-                del buf[:2]
-                return self._end_of_message([])
-            old_scan = self._scan
-            end = buf.find(b"\r\n\r\n", old_scan - 3 if old_scan > 3 else 0)
-            budget = limits.max_header_bytes - self._head_bytes
-            if end < 0:
-                self._scan = len(buf)
-                if len(buf) > budget + 3:
-                    raise HeadersTooLarge(
-                        f"request head and trailers larger than {limits.max_header_bytes} bytes",
-                        offending=bytes(buf[:100]),
-                    )
-                if g.BARE_LF.search(buf, old_scan - 1 if old_scan > 0 else 0) is not None:
-                    raise BadRequest("trailer line ends with a bare LF", offending=bytes(buf[:100]))
-                break
-            if end + 4 > budget:
-                raise HeadersTooLarge(
-                    f"request head and trailers larger than {limits.max_header_bytes} bytes",
-                    offending=bytes(buf[:100]),
-                )
-            block = buf[:end].decode("latin-1")
-            del buf[: end + 4]
-            self._scan = 0
-            lines = block.split("\r\n")
-            if len(lines) + self._head_fields > limits.max_headers:
-                raise HeadersTooLarge(
-                    f"more than {limits.max_headers} header and trailer fields",
-                    offending=block[:100],
-                )
-            trailers = _parse_fields(block, lines, len(lines) - 1, "trailer")
-            return self._end_of_message(trailers)
+            else:  # _TRAILERS
+                trailers = self._trailers()
+                if trailers is None:
+                    break
+                return self._end_of_message(trailers)
         if self._eof:
             raise BadRequest("incomplete request: connection closed inside a chunked body")
         return NEED_DATA
+
+    def _chunk_size_line(self) -> bool:
+        """``chunk-size [ chunk-ext ] CRLF``: the next chunk's size (0: the last chunk)."""
+        buf = self._buf
+        limits = self.limits
+        end = buf.find(b"\r\n", 0, limits.max_chunk_line + 2)
+        if end < 0:
+            if len(buf) > limits.max_chunk_line + 1:
+                raise BadRequest(
+                    f"chunk-size line longer than {limits.max_chunk_line} bytes",
+                    offending=bytes(buf[:100]),
+                )
+            return False
+        line = bytes(buf[:end])
+        m = g.CHUNK_LINE.fullmatch(line)
+        if m is None:
+            raise BadRequest(f"invalid chunk-size line {line[:60]!r}", offending=line)
+        size = int(m.group(1), 16)
+        del buf[: end + 2]
+        if size == 0:
+            self._state = _TRAILERS
+            return True
+        self._body_total += size
+        if self._body_total > limits.max_body:
+            raise BodyTooLarge(
+                f"chunked body larger than the limit of {limits.max_body} bytes", offending=line
+            )
+        self._remaining = size
+        self._state = _CHUNK_DATA
+        return True
+
+    def _chunk_crlf(self) -> bool:
+        """The CRLF after a chunk's data (anything else: the chunk size was wrong)."""
+        buf = self._buf
+        if len(buf) < 2:
+            if buf and buf[0] != _CR:
+                raise BadRequest("chunk data not followed by CRLF", offending=bytes(buf[:20]))
+            return False
+        if buf[:2] != b"\r\n":
+            raise BadRequest(
+                "chunk data not followed by CRLF (wrong chunk size?)", offending=bytes(buf[:20])
+            )
+        del buf[:2]
+        self._state = _CHUNK_SIZE
+        return True
+
+    def _trailers(self) -> list[tuple[str, str]] | None:
+        """``trailer-section = *( field-line CRLF ) CRLF`` (RFC 9112 §7.1.2), counted
+        against the head's limits; None while incomplete."""
+        buf = self._buf
+        limits = self.limits
+        if buf.startswith(b"\r\n"):
+            del buf[:2]
+            return []
+        old_scan = self._scan
+        end = buf.find(b"\r\n\r\n", old_scan - 3 if old_scan > 3 else 0)
+        budget = limits.max_header_bytes - self._head_bytes
+        too_large = f"request head and trailers larger than {limits.max_header_bytes} bytes"
+        if end < 0:
+            self._scan = len(buf)
+            if len(buf) > budget + 3:
+                raise HeadersTooLarge(too_large, offending=bytes(buf[:100]))
+            if g.BARE_LF.search(buf, old_scan - 1 if old_scan > 0 else 0) is not None:
+                raise BadRequest("trailer line ends with a bare LF", offending=bytes(buf[:100]))
+            return None
+        if end + 4 > budget:
+            raise HeadersTooLarge(too_large, offending=bytes(buf[:100]))
+        block = buf[:end].decode("latin-1")
+        del buf[: end + 4]
+        self._scan = 0
+        lines = block.split("\r\n")
+        if len(lines) + self._head_fields > limits.max_headers:
+            raise HeadersTooLarge(
+                f"more than {limits.max_headers} header and trailer fields", offending=block[:100]
+            )
+        return _parse_fields(block, lines, len(lines) - 1, "trailer")
 
     def _end_of_message(self, trailers: list[tuple[str, str]]) -> EndOfMessage:
         self._state = _HEAD if self._keep_alive else _DONE
         if not self._keep_alive:
             self._buf = bytearray()
         return EndOfMessage(trailers)
+
+
+# -- the steps of a request head --------------------------------------------------------
+
+
+def _request_line(line: str) -> tuple[str, str, str]:
+    """RFC 9112 §3: ``method SP request-target SP HTTP-version`` → (method, target, "1.x").
+
+    The everyday line ("GET /path HTTP/1.1") is checked with str methods: a regex match
+    allocates over a kilobyte of matcher state, for every request (Hop §3.1). Everything
+    else takes the regex, so the two paths accept exactly the same lines: the target is
+    1*VCHAR, i.e. ASCII, printable and without the spaces split() removed."""
+    parts = line.split(" ")
+    if (
+        len(parts) == 3
+        and parts[0] in _COMMON_METHODS
+        and parts[2] in _VERSIONS
+        and parts[1]
+        and parts[1].isascii()
+        and parts[1].isprintable()
+    ):
+        method, target, version_text = parts
+        major, minor = _VERSIONS[version_text]
+    else:
+        m = g.REQUEST_LINE.fullmatch(line)
+        if m is None:
+            _explain_request_line(line)
+        method, target, major, minor = m.groups()
+    if major != "1":
+        raise VersionNotSupported(
+            f"HTTP version {major}.{minor} is not supported (only HTTP/1.x)", offending=line
+        )
+    # RFC 9110 §6.2: a higher 1.x minor version is treated as the highest we support.
+    return method, target, "1.0" if minor == "0" else "1.1"
+
+
+class FieldSummary:
+    """What the parser itself reads from the header fields (every other field is just
+    passed along): Host, the framing fields, keep-alive and ``Expect: 100-continue``."""
+
+    __slots__ = ("host", "content_length", "te", "keep_alive", "expect_continue")
+
+    def __init__(self, headers: list[tuple[str, str]], version: str) -> None:
+        self.host: str | None = None
+        self.content_length: int | None = None
+        self.te: list[str] | None = None
+        """The Transfer-Encoding codings, every field's list joined; None without one."""
+        close = keep_alive_option = expect = False
+        for name, value in headers:
+            if name not in _SPECIAL:
+                continue
+            if name == "host":
+                self._host(value)
+            elif name == "content-length":
+                n = _content_length(value)
+                if self.content_length is not None and n != self.content_length:
+                    raise BadRequest("Content-Length fields with different values", offending=value)
+                self.content_length = n
+            elif name == "transfer-encoding":
+                self.te = (self.te or []) + value.split(",")
+            elif name == "connection":
+                # RFC 9110 §7.6.1: Connection = #connection-option, case-insensitive.
+                options = [o.strip(" \t") for o in value.lower().split(",")]
+                close = close or "close" in options
+                keep_alive_option = keep_alive_option or "keep-alive" in options
+            elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
+                expect = expect or any(
+                    e.strip(" \t") == "100-continue" for e in value.lower().split(",")
+                )
+        # RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
+        # RFC 9110 §10.1.1: Expect is ignored in HTTP/1.0 requests.
+        self.keep_alive = not close if version == "1.1" else keep_alive_option and not close
+        self.expect_continue = expect and version == "1.1"
+
+    def _host(self, value: str) -> None:
+        if self.host is not None:
+            raise BadRequest("more than one Host header field", offending=value)
+        if value not in GOOD_HOSTS:  # a server sees the same few hosts again and again
+            if g.HOST.fullmatch(value) is None:
+                raise BadRequest(f"invalid Host header field {value!r}", offending=value)
+            GOOD_HOSTS.add(value, value)
+        self.host = value
+
+
+def _target(
+    method: str, target: str, version: str, host: str | None, line: str
+) -> tuple[str, str, str]:
+    """RFC 9112 §3.2: the request-target's form → (path, query, host). origin-form
+    (``/path?query``) and ``OPTIONS *`` are served; absolute-form's authority replaces
+    Host (§3.2.2); authority-form (CONNECT) is not implemented."""
+    if target[0] == "/":
+        path, _, query = target.partition("?")
+    elif target == "*":
+        if method != "OPTIONS":
+            raise BadRequest(
+                f"asterisk-form target '*' is only allowed with OPTIONS, not {method}",
+                offending=line,
+            )
+        path, query = "*", ""
+    elif method != "CONNECT":
+        path, query, authority = _absolute_form(target, line)
+        if host is None and version == "1.1":
+            raise BadRequest("missing Host header field (HTTP/1.1, RFC 9112 §3.2)")
+        host = authority
+    if method == "CONNECT":
+        raise NotImplementedByServer("CONNECT is not implemented", offending=line)
+    if host is None:
+        if version == "1.1":
+            raise BadRequest("missing Host header field (HTTP/1.1, RFC 9112 §3.2)")
+        host = ""
+    return path, query, host
+
+
+def _absolute_form(target: str, line: str) -> tuple[str, str, str]:
+    """``http://authority/path?query`` (RFC 9112 §3.2.2) → (path, query, authority)."""
+    am = g.ABSOLUTE_FORM.fullmatch(target)
+    if am is None:
+        if g.AUTHORITY_FORM.fullmatch(target):
+            raise BadRequest(
+                f"authority-form target {target!r} is only allowed with CONNECT", offending=line
+            )
+        raise BadRequest(f"invalid request target {target!r}", offending=line)
+    authority = am.group(2)
+    if "@" in authority or g.HOST.fullmatch(authority) is None:
+        # RFC 9110 §4.2.4: userinfo in an http(s) URI is to be treated as an error.
+        raise BadRequest(f"invalid authority in target {target!r}", offending=line)
+    path, _, query = (am.group(3) or "/").partition("?")
+    return path or "/", query, authority
+
+
+def _framing(version: str, fields: FieldSummary, line: str, limits: Limits) -> bool:
+    """RFC 9112 §6: how the body is delimited. Returns True for chunked (Content-Length
+    otherwise, or no body); refuses ambiguous framing and bodies over the limit."""
+    te = fields.te
+    content_length = fields.content_length
+    if te is not None:
+        if version == "1.0":
+            # RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 means the framing is faulty.
+            raise BadRequest("Transfer-Encoding in an HTTP/1.0 request", offending=line)
+        if content_length is not None:
+            raise BadRequest(
+                "both Content-Length and Transfer-Encoding (request smuggling?)",
+                offending=", ".join(te),
+            )
+        _check_transfer_coding(te)
+        return True
+    if content_length is not None and content_length > limits.max_body:
+        raise BodyTooLarge(
+            f"Content-Length {content_length} exceeds the limit of {limits.max_body} bytes",
+            offending=str(content_length),
+        )
+    return False
 
 
 # -- helpers (cold paths: only run for unusual or bad input) ---------------------------
@@ -606,7 +646,7 @@ def _check_transfer_coding(codings: list[str]) -> None:
         )
 
 
-def _explain_request_line(line: str) -> None:
+def _explain_request_line(line: str) -> NoReturn:
     """The request line failed the fast regex: raise the most helpful error."""
     for ch, name in (("\n", "a bare LF"), ("\r", "a bare CR"), ("\x00", "NUL")):
         if ch in line:
@@ -632,12 +672,31 @@ def _explain_request_line(line: str) -> None:
     )
 
 
-_NAME_CACHE: dict[str, str] = {}
-"""Field names already checked to be tokens, mapped to their lower-case form. Most
-requests repeat the same dozen names, so checking a name becomes one dict lookup."""
-_NAME_CACHE_SIZE = 1024
-_GOOD_HOSTS: set[str] = set()
-"""Host field values already checked against the grammar (bounded like _NAME_CACHE)."""
+class BoundedCache(dict[str, str]):
+    """A dict that stops growing at ``size`` entries: what the parser remembers about
+    strings it has already checked, so that checking them again is one lookup. Bounded,
+    because the strings come from clients: a client sending ever new names must not grow
+    the process. Once full it keeps what it has (the common names come first)."""
+
+    __slots__ = ("name", "size")
+
+    def __init__(self, name: str, size: int) -> None:
+        super().__init__()
+        self.name = name
+        self.size = size
+
+    def add(self, key: str, value: str) -> None:
+        if len(self) < self.size:
+            self[key] = value
+
+    def __repr__(self) -> str:
+        return f"<BoundedCache {self.name}: {len(self)} of {self.size}>"
+
+
+FIELD_NAMES = BoundedCache("field names proven to be tokens, to their lower case", 1024)
+"""Most requests repeat the same dozen field names: checking a name is one dict lookup."""
+GOOD_HOSTS = BoundedCache("Host values that match the grammar", 1024)
+"""A server sees the same few hosts again and again."""
 _SPLIT_COLON = methodcaller("split", ":", 1)
 _CTL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]").search
 """Control characters that no field line may hold (HTAB, CR and LF are checked apart)."""
@@ -654,7 +713,7 @@ def _parse_fields(text: str, lines: list[str], crlfs: int, what: str) -> list[tu
     """
     if text.count("\r") != crlfs or text.count("\n") != crlfs or _CTL(text):
         return _fields_slow(lines, what)
-    cache = _NAME_CACHE
+    cache = FIELD_NAMES
     try:
         # A line without a colon makes split() return one item: ValueError on unpacking.
         return [(cache[name], value.strip(" \t")) for name, value in map(_SPLIT_COLON, lines)]
@@ -665,20 +724,18 @@ def _parse_fields(text: str, lines: list[str], crlfs: int, what: str) -> list[tu
 def _fields_slow(lines: list[str], what: str) -> list[tuple[str, str]]:
     """Validate each line with the full regex; remember good names; explain bad lines."""
     out = []
-    cache = _NAME_CACHE
     for line in lines:
         m = g.FIELD_LINE.fullmatch(line)
         if m is None:
             _explain_field_line(line, what)
         name, value = m.groups()
         lname = name.lower()
-        if len(cache) < _NAME_CACHE_SIZE:
-            cache[name] = lname
+        FIELD_NAMES.add(name, lname)
         out.append((lname, value))
     return out
 
 
-def _explain_field_line(line: str, what: str) -> None:
+def _explain_field_line(line: str, what: str) -> NoReturn:
     """A field line failed the grammar: say what is wrong with it."""
     if line[:1] in (" ", "\t"):
         raise BadRequest(

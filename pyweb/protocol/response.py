@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
 
-from .events import Request
+from .messages import Request
 
 __all__ = [
     "Response",
@@ -199,9 +199,16 @@ def frame_response(
     method = request.method if request is not None else "GET"
     keep_alive = keep_alive and request is not None and request.keep_alive
     send_body = method != "HEAD" and status >= 200 and status not in _NO_BODY_STATUS
-    chunked = False
-
     out = [_status_lines.get(status) or _status_line(status)]
+    _add_fields(out, headers)
+    chunked, keep_alive = _add_framing(out, request, status, body_length, keep_alive)
+    out.append(b"\r\n")
+    return ResponseHead(out, chunked and send_body, send_body, keep_alive)
+
+
+def _add_fields(out: list[bytes], headers: list[tuple[str, str]]) -> None:
+    """The handler's header fields as lines (checked, and cached: pages repeat them), and
+    ``Date`` and ``Server`` unless the handler set them."""
     has_date = has_server = False
     cache = _line_cache
     for field_ in headers:
@@ -224,22 +231,27 @@ def frame_response(
     if not has_server:
         out.append(b"Server: pyweb\r\n")
 
+
+def _add_framing(
+    out: list[bytes], request: Request | None, status: int, body_length: int | None, keep_alive: bool
+) -> tuple[bool, bool]:
+    """RFC 9112 §6: the body's framing and the connection's fate as lines; returns
+    (chunked, keep_alive)."""
+    chunked = False
     if status < 200 or status in _NO_BODY_STATUS:
         pass  # RFC 9110 §8.6: no Content-Length for 1xx/204; 304 describes another response
     elif body_length is not None:
         out.append(b"Content-Length: %d\r\n" % body_length)
     elif request is not None and request.http_version == "1.1":
         out.append(b"Transfer-Encoding: chunked\r\n")
-        chunked = send_body
+        chunked = True
     else:
         keep_alive = False  # HTTP/1.0 has no chunked coding: close to mark the end
-
     if not keep_alive:
         out.append(b"Connection: close\r\n")
     elif request is not None and request.http_version == "1.0":
         out.append(b"Connection: keep-alive\r\n")
-    out.append(b"\r\n")
-    return ResponseHead(out, chunked, send_body, keep_alive)
+    return chunked, keep_alive
 
 
 def encode_chunk(data: bytes) -> bytes:

@@ -4,7 +4,9 @@
 
     listener (listener.py)  ─►  scheduler (schedulers.py, Hop §2.4)
         ─►  Connection.talk (connection.py, Marlow §3.2, timeouts §4)
-        ─►  handler(RequestContext) -> Response   (context.py; pyweb.app.site by default)
+        ─►  handler(RequestContext) -> Response   (context.py; pyweb.app.site by default;
+                                                   the body on demand: body.py)
+        ─►  Replies.send (reply.py, Hop §3: the arena, sendfile, chunked streams)
         ─►  ServerLog (logging.py, Marlow §5: one logging task fed through a Mailbox)
 
 Where a task waits for more than one thing it says so with first-class events (CML §2,
@@ -26,26 +28,28 @@ from __future__ import annotations
 import math
 import random
 import socket
-from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import trio
 
-from pyweb.events import Multicast
+from pyweb.events import Latch, Multicast
+from pyweb.handler import Context, Handler
 from pyweb.protocol.response import Response
 
 from .budget import BUDGET, give_big_buffers_back
-from .config import ServerConfig
+from .config import ServerConfig, settings
 from .connection import Connection
 from .context import RequestContext
-from .control import RELOAD, SHUTDOWN, Latch
+from .control import RELOAD, SHUTDOWN
 from .proxy import TrustedProxies
 from .schedulers import Scheduler, make_scheduler
 from .slots import Slots
 
-__all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
+if TYPE_CHECKING:
+    from .logging import ServerLog
+    from .status import StatusHandler
 
-Handler = Callable[[RequestContext], Awaitable[Response]]
-"""``async def handler(ctx: RequestContext) -> Response``."""
+__all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
 
 
 class Server:
@@ -55,7 +59,7 @@ class Server:
         # The handler is always given: the server does not know about pages or sites
         # (DESIGN.md: server/ does not import app/); `pyweb serve` passes a pyweb.app Site.
         self.config = config
-        self.status = None
+        self.status: StatusHandler | None = None
         """The :class:`~pyweb.server.status.StatusHandler` when ``config.status`` is on."""
         self.served = 0
         """Requests handed to the handler so far (counted only with ``max_requests``)."""
@@ -81,7 +85,8 @@ class Server:
         """True once :meth:`shutdown` was called: no new requests, replies say close."""
         self.access_enabled = config.access_log is not None
         self.listener: socket.socket | None = None
-        self.log = None
+        self.log: ServerLog | None = None
+        """The access and error logs, open while :meth:`serve` runs."""
         self.host = config.host
         self.port = config.port
         self.broadcast: Multicast[str] = Multicast()
@@ -134,10 +139,7 @@ class Server:
     # Settings that belong to the listening socket, the scheduler or the open log files: a
     # reload cannot change them (Marlow §6 re-reads what new connections use); they need a
     # restart (log files are reopened with SIGUSR1).
-    FIXED_ON_RELOAD = (
-        "host", "port", "scheduler", "pool_size", "backlog", "listen_fd",
-        "access_log", "error_log", "access_log_format",
-    )  # fmt: skip
+    FIXED_ON_RELOAD = (*(f.name for f, how in settings() if how.restart), "backlog")
 
     def reconfigure(self, config: ServerConfig, handler: Handler) -> list[str]:
         """Reload (SIGHUP, Marlow §6): connections accepted from now on use ``config`` and
@@ -185,7 +187,7 @@ class Server:
             self._recycle_at = config.max_requests + random.randint(0, jitter)
         limit = self._recycle_at
 
-        async def counted(ctx: RequestContext) -> Response:
+        async def counted(ctx: Context) -> Response:
             # --max-requests: the request that reaches the limit is served, its reply says
             # close, and the server drains; the supervisor starts a fresh worker.
             self.served += 1

@@ -11,10 +11,11 @@ easy to learn: **a key is a flag of** ``pyweb serve`` **spelled with underscores
     keepalive_timeout = 2.5
     access_log = "logs/access.log"
 
-Because the keys *are* the flags, the file is checked by the very code that checks the
-command line (each flag's type and choices), and "flags override the file" is just argparse
-defaults: the file's values become the parser's defaults, and a flag given on the command
-line wins over its default.
+Because the keys *are* the flags, both come from one table, the
+:class:`~pyweb.server.config.ServerConfig` fields marked with ``setting(...)``: the file is
+checked with the same readers as the command line (each setting's ``parse`` and choices),
+and "flags override the file" is just argparse defaults: the file's values become the
+parser's defaults, and a flag given on the command line wins over its default.
 
 A bad file is refused with its name, the line and the reason, the way a compiler reports
 an error; on SIGHUP a bad file is refused and the old settings stay (see
@@ -23,22 +24,18 @@ an error; on SIGHUP a bad file is refused and the old settings stay (see
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from .config import Setting, settings
+
 __all__ = ["ConfigFileError", "CONFIG_FILE_NAME", "find_config_file", "read_config_file"]
 
 CONFIG_FILE_NAME = "pyweb.toml"
 """The file looked for in the site directory when ``--config`` is not given."""
-
-# Flags that make no sense in a file: the file cannot name itself, and the site directory
-# is where the file was found.
-_NOT_IN_FILE = {"help", "config", "dir", "command"}
-
 
 class ConfigFileError(ValueError):
     """A configuration file that cannot be used: ``path:line: reason``."""
@@ -72,19 +69,15 @@ def _line_of(text: str, key: str) -> int | None:
     return None
 
 
-def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    """The parser's settable options by destination name (``keepalive_timeout``...)."""
-    return {
-        action.dest: action
-        for action in parser._actions  # argparse keeps no public list of its actions
-        if action.option_strings and action.dest not in _NOT_IN_FILE
-    }
+def _file_settings() -> dict[str, Setting]:
+    """The settings a file may hold, by key (``keepalive_timeout``...)."""
+    return {f.name: how for f, how in settings() if how.in_file}
 
 
-def _convert(action: argparse.Action, value: Any) -> Any:
+def _convert(name: str, how: Setting, value: Any) -> Any:
     """Check ``value`` the way the command line checks the flag; raise ValueError."""
-    flag = action.option_strings[-1]
-    if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
+    flag = "--" + name.replace("_", "-")
+    if how.switch:
         if not isinstance(value, bool):
             raise ValueError(f"{flag} is true or false, not {value!r}")
         return value
@@ -94,22 +87,24 @@ def _convert(action: argparse.Action, value: Any) -> Any:
         # TOML's true would pass int() as 1: a boolean where a number goes is a mistake.
         raise ValueError(f"{flag} takes a value, not {str(value).lower()}")
     converted: Any = value
-    if action.type is not None:
+    if how.parse is not None:
         try:
-            converted = action.type(str(value))  # the flag's own parser: same checks, same words
-        except (argparse.ArgumentTypeError, ValueError) as exc:
+            converted = how.parse(str(value))  # the flag's own reader: same checks, same words
+        except ValueError as exc:
             raise ValueError(f"{flag}: {exc}") from None
     elif not isinstance(value, str):
         raise ValueError(f"{flag} takes text, not {value!r}")
-    if action.choices is not None and converted not in action.choices:
-        raise ValueError(f"{flag}: {value!r} is not one of {', '.join(map(str, action.choices))}")
+    if how.choices is not None and converted not in how.choices:
+        raise ValueError(f"{flag}: {value!r} is not one of {', '.join(map(str, how.choices))}")
     return converted
 
 
-def read_config_file(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
-    """Read and check ``path`` against the options of ``parser`` (the ``serve`` parser).
+def read_config_file(path: str, parser: object = None) -> dict[str, Any]:
+    """Read and check ``path`` against the settings of
+    :class:`~pyweb.server.config.ServerConfig` (``parser``, the ``serve`` parser these
+    settings made, is accepted and not needed).
 
-    Returns ``{dest: value}`` ready for ``parser.set_defaults(**values)``. Raises
+    Returns ``{name: value}`` ready for ``parser.set_defaults(**values)``. Raises
     :class:`ConfigFileError` naming the line for a syntax error, an unknown key (with the
     nearest known one), or a value the flag would refuse.
     """
@@ -130,12 +125,12 @@ def read_config_file(path: str, parser: argparse.ArgumentParser) -> dict[str, An
             line = None
         reason = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", message)
         raise ConfigFileError(path, line, f"not valid TOML: {reason}") from None
-    options = _options(parser)
+    options = _file_settings()
     values: dict[str, Any] = {}
     for key, value in data.items():
         dest = key.replace("-", "_")
-        action = options.get(dest)
-        if action is None:
+        how = options.get(dest)
+        if how is None:
             near = difflib.get_close_matches(dest, list(options), n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
             if isinstance(value, dict):
@@ -144,7 +139,7 @@ def read_config_file(path: str, parser: argparse.ArgumentParser) -> dict[str, An
                 reason = f"unknown setting {key!r}{hint}"
             raise ConfigFileError(path, _line_of(text, key), reason)
         try:
-            values[dest] = _convert(action, value)
+            values[dest] = _convert(dest, how, value)
         except ValueError as exc:
             raise ConfigFileError(path, _line_of(text, key), str(exc)) from None
     return values

@@ -30,13 +30,10 @@ from __future__ import annotations
 import errno
 import select
 import socket
-from collections import deque
-from typing import Any
 
 import trio
 
-from pyweb.events import BaseEvent
-from pyweb.events._core import Offer, _Sync, complete
+from pyweb.events import ClientGoneEvt, Latch
 
 __all__ = ["ClientWatch", "RECHECK"]
 
@@ -73,33 +70,32 @@ def client_has_gone(sock: socket.socket) -> bool | None:
 
 
 class ClientWatch:
-    """Watches one connection's socket for the client leaving, for the current request."""
+    """Watches one connection's socket for the client leaving, for the current request: the
+    :class:`~pyweb.events.Watcher` behind :class:`~pyweb.events.ClientGoneEvt`."""
 
-    __slots__ = ("sock", "gone", "waiters", "scope", "running")
+    __slots__ = ("sock", "latch", "scope", "running")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.gone = False
-        self.waiters: deque[Offer] = deque()
+        self.latch = Latch()
+        """Set (for good) once the client has gone."""
         self.scope: trio.CancelScope | None = None
         self.running = False
+
+    @property
+    def gone(self) -> bool:
+        return self.latch.is_set
 
     def evt(self) -> ClientGoneEvt:
         return ClientGoneEvt(self)
 
     def check(self) -> bool:
-        if not self.gone and client_has_gone(self.sock):
-            self._fire()
-        return self.gone
-
-    def _fire(self) -> None:
-        self.gone = True
-        waiters = self.waiters
-        while waiters:
-            complete(waiters.popleft(), None)
+        if not self.latch.is_set and client_has_gone(self.sock):
+            self.latch.set()
+        return self.latch.is_set
 
     def start(self) -> None:
-        if self.running or self.gone:
+        if self.running or self.latch.is_set:
             return
         self.running = True
         self.scope = trio.CancelScope()
@@ -117,7 +113,7 @@ class ClientWatch:
         with scope:
             try:
                 while not self.check():
-                    if not self.waiters:
+                    if not self.latch.waiting:
                         return  # every waiter chose another branch: nobody is listening
                     if self._readable():
                         # Bytes wait unread, so the socket is readable at once: waiting on
@@ -126,7 +122,7 @@ class ClientWatch:
                     else:
                         await trio.lowlevel.wait_readable(self.sock)
             except Exception:  # closed under us, busy: the client is as good as gone
-                self._fire()
+                self.latch.set()
         if scope is self.scope:
             self.running = False
             self.scope = None
@@ -137,25 +133,3 @@ class ClientWatch:
         poller = select.poll()
         poller.register(self.sock, select.POLLIN)
         return bool(poller.poll(0))
-
-
-class ClientGoneEvt(BaseEvent[None]):
-    """Enabled (for good) once the client has closed or reset its connection."""
-
-    __slots__ = ("watch",)
-
-    def __init__(self, watch: ClientWatch) -> None:
-        self.watch = watch
-
-    def ready(self) -> bool:
-        return self.watch.check()
-
-    def commit_now(self) -> Any:
-        return None
-
-    def enqueue(self, sync: _Sync, leaf: int) -> None:
-        watch = self.watch
-        offer = Offer(sync, leaf, watch.waiters)
-        watch.waiters.append(offer)
-        sync.offers.append(offer)
-        watch.start()

@@ -9,7 +9,7 @@ pyweb's is the same, with the buffer a region page (:class:`pyweb_regions.Arena`
 no ``bytes``, no memoryview), the parser copies what arrived into its own buffer through the
 buffer protocol, and the arena is reset (O(1), the page back on the free list) right after.
 One page per *thread* is enough because a read and its ``feed`` run without yielding to
-another task. Request bodies are read the same way (``Connection.receive_body``).
+another task. Request bodies are read the same way (``RequestBody`` in ``body.py``).
 
 The first version used the general ``sock.recv_into(arena.tail())`` + ``commit`` + a view
 slice: correct, but its four calls and two memoryviews made a read 0.3 µs slower than
@@ -18,14 +18,14 @@ a coroutine more, the whole server served 8 % fewer ``hello`` requests per secon
 without arenas (``benchmarks/peers.py --servers pyweb,pyweb-noarena``): allocation that is
 freed at once is cheap in CPython, and saving it must not add interpreter work.
 
-Replies go the other way through a second arena, one per connection
-(``Connection.send_arena``): a reply may have to wait for a slow client, so its pages
-cannot be shared by the thread; they are held only until the reply is sent.
+Replies go the other way through a second arena, one per connection (``reply.py``): a
+reply may have to wait for a slow client, so its pages cannot be shared by the thread; they
+are held only until the reply is sent.
 
-The arena path is used with the C implementation of :mod:`pyweb_regions`; with the
-pure-Python fallback, or with ``PYWEB_ARENA=0`` in the environment (to measure the
-difference: benchmarks/bench_regions.py and ``peers.py --servers pyweb,pyweb-noarena``),
-reads use ``recv`` and replies are joined into one ``bytes``, as before.
+With the pure-Python fallback of :mod:`pyweb_regions` reads use ``os.read``: the
+fallback's pages cannot be fed to the parser through the buffer protocol on Python 3.11
+(a Python class cannot export a buffer before 3.12). ``receive`` is chosen once, here: the
+server has one read call whichever it is. ``benchmarks/bench_regions.py`` measures both.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ __all__ = ["receive", "ARENA", "RECV_SIZE"]
 RECV_SIZE = 65536
 """Most bytes one plain ``recv`` asks for."""
 
-ARENA = pyweb_regions.IMPLEMENTATION == "c" and os.environ.get("PYWEB_ARENA", "1") != "0"
+ARENA = pyweb_regions.IMPLEMENTATION == "c"
 """Whether reads go through a region page (see the module doc)."""
 
 _local = threading.local()

@@ -54,7 +54,8 @@ async def _accept_failed(server: Server, exc: BaseException) -> None:
     """accept() failed without a shutdown: typically out of file descriptors (EMFILE).
     Log it and pause briefly, so connections can finish and free descriptors, instead of
     spinning or bringing the whole server down."""
-    server.log.error(f"accept failed: {exc}", exc=exc)
+    if server.log is not None:
+        server.log.error(f"accept failed: {exc}", exc=exc)
     await trio.sleep(0.1)
 
 
@@ -68,6 +69,10 @@ class Scheduler:
         accept have been started. Hop's ``(accept S serv)``."""
         raise NotImplementedError
 
+    def stop(self) -> None:
+        """Stop accepting (graceful shutdown): the tasks that accept end."""
+        raise NotImplementedError
+
     @staticmethod
     async def serve_connections_in_a_row(server: Server, accept_lock: trio.Lock) -> None:
         """Accept a connection, serve it to the end, accept the next: the loop that the pool
@@ -79,6 +84,7 @@ class Scheduler:
         (Apache's prefork server does the same across processes with its "accept mutex".)
         """
         listener = server.listener
+        assert listener is not None, "the schedulers run while the server listens"
         port = server.broadcast.port()  # SHUTDOWN wakes this task in accept
         while not server.closing:
             try:
@@ -115,6 +121,7 @@ class OneToOneScheduler(Scheduler):
 
     async def _accept_loop(self, server: Server, nursery: trio.Nursery) -> None:
         listener = server.listener
+        assert listener is not None, "the schedulers run while the server listens"
         slots = server.slots
         port = server.broadcast.port()  # SHUTDOWN wakes the loop in accept (control.py)
         with self.cancel_scope:

@@ -37,8 +37,7 @@ import trio
 
 from .proxy import peer_host
 
-# The connection phases (connection.py), repeated to keep this module free of the import.
-IDLE, HEAD, BODY = 0, 1, 2
+HEAD = 1  # connection.py's phase "the rest of a head" (repeated: no import cycle)
 
 if TYPE_CHECKING:
     from .config import ServerConfig
@@ -114,14 +113,14 @@ class Slots:
         if self.clients[host] <= 0:
             del self.clients[host]
 
-    def waiting(self, connection: Connection) -> None:
-        """The connection waits for bytes: it may be closed for a newcomer."""
-        phase = connection.phase
-        if phase == HEAD:
-            self.heads[connection] = None
-        elif phase == BODY:
+    def waiting(self, connection: Connection, stalled_body: bool = False) -> None:
+        """The connection waits for bytes (of a request body: ``stalled_body``): it may be
+        closed for a newcomer."""
+        if stalled_body:
             self.bodies[connection] = None
-        else:  # IDLE, or DRAIN (a body read after its reply: nothing left to answer)
+        elif connection.phase == HEAD:
+            self.heads[connection] = None
+        else:  # IDLE: no request in progress
             self.idle[connection] = None
 
     def working(self, connection: Connection) -> None:

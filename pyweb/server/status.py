@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from pyweb.handler import Context
 from pyweb.protocol.response import Response
-
-from .context import RequestContext
 
 if TYPE_CHECKING:
     from . import Server
@@ -73,7 +72,7 @@ def _is_loopback(peer: str) -> bool:
         return host == "" or peer.startswith("/")  # a Unix socket is local
 
 
-def operator_allowed(ctx: RequestContext, token: str | None) -> bool:
+def operator_allowed(ctx: Context, token: str | None) -> bool:
     """A loopback client (behind a trusted proxy: the client it names), or one presenting
     ``Authorization: Bearer TOKEN``."""
     if token is not None:
@@ -99,12 +98,12 @@ def _operator_path(path: str) -> bool:
 
 
 def guard_operator_pages(
-    handler: Callable[[RequestContext], Awaitable[Response]], server: Server
-) -> Callable[[RequestContext], Awaitable[Response]]:
+    handler: Callable[[Context], Awaitable[Response]], server: Server
+) -> Callable[[Context], Awaitable[Response]]:
     """``handler`` with every ``/_pyweb/`` page (the site's ``/_pyweb/stats`` with
     ``--profile-alloc`` too) answering only :func:`operator_allowed` clients (else 403)."""
 
-    async def guarded(ctx: RequestContext) -> Response:
+    async def guarded(ctx: Context) -> Response:
         if _operator_path(ctx.request.path) and not operator_allowed(
             ctx, server.config.status_token
         ):
@@ -119,7 +118,7 @@ class StatusHandler:
 
     def __init__(
         self,
-        inner: Callable[[RequestContext], Awaitable[Response]],
+        inner: Callable[[Context], Awaitable[Response]],
         server: Server,
         token: str | None = None,
     ) -> None:
@@ -140,7 +139,7 @@ class StatusHandler:
                 stats = self.pages[path] = PageStats()
         return stats
 
-    async def __call__(self, ctx: RequestContext) -> Response:
+    async def __call__(self, ctx: Context) -> Response:
         request = ctx.request
         if request.path == STATUS_PATH:
             return self.answer(ctx)
@@ -162,10 +161,10 @@ class StatusHandler:
             stats.errors += 1
         return response
 
-    def allowed(self, ctx: RequestContext) -> bool:
+    def allowed(self, ctx: Context) -> bool:
         return operator_allowed(ctx, self.token)
 
-    def answer(self, ctx: RequestContext) -> Response:
+    def answer(self, ctx: Context) -> Response:
         if not self.allowed(ctx):
             return _forbidden()
         body = json.dumps(self.snapshot(), indent=1).encode() + b"\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pyweb.app.site import Site
-from pyweb.server.static import is_content_name
+from pyweb.app.static import is_content_name
 from pyweb.testing import serve
 
 PAGES = Path(__file__).resolve().parents[2] / "pages"

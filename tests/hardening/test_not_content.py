@@ -13,8 +13,8 @@ import os
 import pytest
 
 import pyweb.testing
-from pyweb.protocol.events import Request
-from pyweb.server.static import NOT_CONTENT, StaticFiles, is_content_name
+from pyweb.app.static import NOT_CONTENT, StaticFiles, is_content_name
+from pyweb.protocol.messages import Request
 
 SECRET = b"status_token = 'hunter2'\n"
 

@@ -1,6 +1,6 @@
 """Replies assembled in the connection's arena and sent with one writev (Hop §3.1,
 SMLserver §5; pyweb/server/connection.py ``send_arena``), over real sockets, with h11
-as the oracle, with the arena on and off (``PYWEB_ARENA=0``)."""
+as the oracle, with the C arena and its pure-Python twin (one reply path, either arena)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import pytest
 
 import pyweb_regions
 from pyweb.protocol.response import Fragments, Response
-from pyweb.server import connection, recvbuf
+from pyweb.server import reply
+from pyweb_regions import _fallback
 
 PAGE = pyweb_regions.PAGE_SIZE
-ARENA_BYTES = connection._REPLY_PAGES * PAGE
+ARENA_BYTES = reply.REPLY_PAGES * PAGE
 
 # Around every boundary the reply path has: page edges, the 64 KiB join limit, the
 # arena's capacity (a larger body goes straight from its own bytes, after the head).
@@ -58,14 +59,13 @@ def utf8(parts: list[str]) -> int:
     return len("".join(parts).encode())
 
 
-@pytest.fixture(params=["arena", "no-arena"])
+@pytest.fixture(params=["arena", "python-arena"])
 def arena_mode(request, monkeypatch):
     if request.param == "arena":
-        if not recvbuf.ARENA:
-            pytest.skip("the arena path needs the C implementation of pyweb_regions")
-    else:
-        monkeypatch.setattr(connection, "ARENA", False)
-        monkeypatch.setattr(connection, "receive", recvbuf._receive_plain)
+        if pyweb_regions.IMPLEMENTATION != "c":
+            pytest.skip("the C implementation of pyweb_regions is not built")
+    else:  # the pure-Python Arena: the same API, so the same reply path
+        monkeypatch.setattr(reply, "Arena", _fallback.Arena)
     return request.param
 
 
@@ -138,15 +138,12 @@ def test_a_head_larger_than_the_arena_gets_a_500_and_nothing_partial(kit, arena_
     with kit.running(sized, dev=True) as srv:
         with socket.create_connection(("127.0.0.1", srv.port)) as sock:
             ((status, body, headers),) = h11_get(sock, ["/huge-header"])
-        if arena_mode == "arena":
-            assert status == 500 and "x-big" not in headers
-            assert b"do not fit the reply arena" in body  # dev mode says why
-            deadline = time.monotonic() + 5  # the logging task writes it a moment later
-            while "do not fit the reply arena" not in srv.error_log.getvalue():
-                assert time.monotonic() < deadline, srv.error_log.getvalue()
-                time.sleep(0.01)
-        else:  # without an arena there is no limit: the fields go out as they are
-            assert status == 200 and len(headers["x-big"]) == 100_000
+        assert status == 500 and "x-big" not in headers
+        assert b"do not fit the reply arena" in body  # dev mode says why
+        deadline = time.monotonic() + 5  # the logging task writes it a moment later
+        while "do not fit the reply arena" not in srv.error_log.getvalue():
+            assert time.monotonic() < deadline, srv.error_log.getvalue()
+            time.sleep(0.01)
         with socket.create_connection(("127.0.0.1", srv.port)) as sock:
             assert h11_get(sock, ["/7"])[0][:2] == (200, body_of(7))  # still serving
 

@@ -1,7 +1,8 @@
-"""The events the request parser produces: what one HTTP/1.1 request looks like as data.
+"""The messages the request parser produces: what one HTTP/1.1 request looks like as data.
 
-A request arrives as one :class:`Request` (the head), then zero or more :class:`Data`
-events (the body, de-chunked), then one :class:`EndOfMessage`. On a persistent connection
+(h11 calls them events; pyweb says *messages*, because in pyweb an event is a CML event,
+``pyweb.events``.) A request arrives as one :class:`Request` (the head), then zero or more
+:class:`Data` messages (the body, de-chunked), then one :class:`EndOfMessage`. On a persistent connection
 the next :class:`Request` follows (pipelining, RFC 9112 §9.3.2). :data:`NEED_DATA` means
 "feed me more bytes"; :class:`ConnectionClosed` means the client closed the connection
 cleanly between two requests.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Request", "Data", "EndOfMessage", "ConnectionClosed", "NEED_DATA", "Event"]
+__all__ = ["Request", "Data", "EndOfMessage", "ConnectionClosed", "NEED_DATA", "Message"]
 
 
 class _NeedData:
@@ -93,4 +94,4 @@ class ConnectionClosed:
     """The client closed its side of the connection at a request boundary."""
 
 
-Event = Request | Data | EndOfMessage | ConnectionClosed
+Message = Request | Data | EndOfMessage | ConnectionClosed

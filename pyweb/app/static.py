@@ -31,7 +31,7 @@ Safety, the part to read carefully. The URL path is percent-decoded exactly once
   (symlinks resolved with ``os.path.realpath``) lies outside the real root, and for
   anything that is not a regular file (devices, fifos, sockets). A 404 rather than
   ``None`` so that no later handler serves what was refused here; the page is
-  :func:`~pyweb.server.errorpage.error_response`'s, in production byte for byte the one
+  :func:`~pyweb.protocol.errorpage.error_response`'s, in production byte for byte the one
   for a missing file (with ``dev=True`` it says why);
 * ``404 Not Found`` for what is not content (:data:`NOT_CONTENT`): settings files
   (``pyweb.toml``, ``*.ini``...), editor backups and swap files (``*~``, ``*.bak``,
@@ -61,10 +61,9 @@ from collections.abc import Callable
 from email.utils import formatdate, parsedate_tz
 from urllib.parse import unquote
 
-from pyweb.protocol.events import Request
+from pyweb.protocol.errorpage import error_response
+from pyweb.protocol.messages import Request
 from pyweb.protocol.response import FileBody, Response
-
-from .errorpage import error_response
 
 __all__ = ["StaticFiles", "content_type_for", "NOT_CONTENT", "is_content_name"]
 

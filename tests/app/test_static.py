@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyweb.testing
-from pyweb.protocol.events import Request
+from pyweb.app.static import StaticFiles, content_type_for
+from pyweb.protocol.messages import Request
 from pyweb.protocol.response import FileBody, Response
-from pyweb.server.static import StaticFiles, content_type_for
 
 INDEX = b"<!doctype html><title>home</title>" + b"x" * 950  # 984 bytes, like the benchmark page
 
@@ -521,7 +521,7 @@ def test_integration_redirect_and_traversal(served):
 
 
 def test_refusal_looks_like_a_missing_file(site):
-    from pyweb.server.errorpage import error_response
+    from pyweb.protocol.errorpage import error_response
 
     files = StaticFiles(site)
     refused = files.respond(req("/.env"))

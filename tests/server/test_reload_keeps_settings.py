@@ -1,0 +1,72 @@
+"""Settings are frozen per connection (Marlow §6, ``Server.reconfigure``): after a reload,
+a connection opened before it finishes with every setting it started with (timeouts, the
+dev flag, limits), and a connection opened after it gets the new ones. Real sockets."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import trio
+
+from pyweb.server import ServerConfig
+
+pytestmark = pytest.mark.timeout(30)
+
+OLD = {"dev": False, "max_body": 100, "body_timeout": 5.0}
+NEW = {"dev": True, "max_body": 10_000, "body_timeout": 0.3}
+
+
+def reload(srv, kit, **settings) -> None:
+    config = ServerConfig(port=0, access_log=None, error_log=srv.error_log, **settings)
+    trio.from_thread.run_sync(srv.server.reconfigure, config, kit.app, trio_token=srv.token)
+
+
+def slow_post(c, pause: float):
+    """A POST whose body stops half-way for ``pause`` seconds, then arrives whole."""
+    c.send(kit_build("POST", "/echo", [("Content-Length", "10")]) + b"12345")
+    time.sleep(pause)
+    try:
+        c.send(b"67890")
+    except OSError:
+        pass  # the server may have hung up already
+    return c.read_response()
+
+
+kit_build = None  # set by the fixture below (tests/server is not a package)
+
+
+@pytest.fixture(autouse=True)
+def _build(kit):
+    global kit_build
+    kit_build = kit.build
+
+
+def test_a_connection_opened_before_a_reload_keeps_its_settings(kit):
+    with kit.running(None, **OLD) as srv, srv.connect() as old:
+        assert old.request().body == b"hello"  # accepted and served before the reload
+        reload(srv, kit, **NEW)
+        with srv.connect() as new:
+            # limits: the old connection still refuses a 500-byte body; the new one takes it
+            assert new.request("POST", "/echo", body=b"x" * 500).status == 200
+            # dev flag: a handler error shows its detail only on the new connection
+            assert b"kaboom" in new.request("GET", "/boom").body
+            assert b"kaboom" not in old.request("GET", "/boom").body
+            # body timeout: 0.3 s on the new connection (408), 5 s on the old one
+            assert slow_post(new, 1.0).status == 408
+            assert slow_post(old, 1.0).body == b"got:1234567890"
+            # a protocol error's page: no detail under the old connection's dev=False
+            old.send(b"GET / HTTP/1.1\r\nHost: test\r\nBad Header: x\r\n\r\n")
+            page = old.read_response()
+            assert page.status == 400 and b"Detail" not in page.body
+            too_big = kit.build("POST", "/echo", body=b"y" * 500)
+        with srv.connect() as old2:  # a connection made after the reload: the new settings
+            old2.send(too_big)
+            assert old2.read_response().status == 200
+
+
+def test_the_old_connection_refuses_what_its_limits_refuse(kit):
+    with kit.running(None, **OLD) as srv, srv.connect() as old:
+        assert old.request().body == b"hello"
+        reload(srv, kit, **NEW)
+        assert old.request("POST", "/echo", body=b"x" * 500).status == 413
