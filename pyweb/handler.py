@@ -33,9 +33,6 @@ class Context(Protocol):
     names in ``X-Forwarded-For``)."""
     scheme: str
     """``"http"``, or ``"https"`` when a trusted proxy's ``X-Forwarded-Proto`` says so."""
-    server_port: int
-    """The port the server listens on (to reach the site itself: never take it from the
-    client's ``Host`` header)."""
     dev: bool
     """Development mode: error pages may show tracebacks and the offending input."""
     received_at: float
@@ -43,6 +40,12 @@ class Context(Protocol):
     alloc: tuple[int, int] | None
     """Bytes and calls the request's page allocated (set by :mod:`pyweb.regions` with
     ``--profile-alloc``), for the access log's ``alloc`` format; ``None`` when not counted."""
+
+    @property
+    def server_port(self) -> int:
+        """The port the server listens on (to reach the site itself: never take it from the
+        client's ``Host`` header)."""
+        ...
 
     async def body(self, copies: int = 1) -> bytes:
         """The whole request body, de-chunked (``100 Continue`` is sent first if the client

@@ -301,8 +301,6 @@ class ServerConfig:
     listen_fd: int | None = setting(None, "", parse=int, in_file=False, restart=True)
     """Serve on this already listening socket (a worker under ``--workers``) instead of
     binding ``host:port``."""
-    max_requests: int | None = None
-    """Shut down gracefully after this many requests (the supervisor starts a fresh worker)."""
     max_requests_jitter: int | None = setting(
         None, "with --max-requests: a worker recycles after N + a random 0..J more "
         "(default: a tenth of N)", parse=int, metavar="J",

@@ -120,7 +120,7 @@ class Connection:
     __slots__ = (
         "server", "config", "sock", "fd", "peer", "parser", "deadline", "phase", "handler",
         "log", "port", "request_evt", "fresh", "watch", "replies", "via_proxy", "served",
-        "opened_at", "evicted", "in_stream_budget", "reserved",
+        "opened_at", "evicted", "in_stream_budget", "reserved", "client",
     )  # fmt: skip
 
     def __init__(self, server: Server, sock: socket.socket, peer: str) -> None:
@@ -154,6 +154,9 @@ class Connection:
         )
         """Set when the peer is a trusted reverse proxy (each request names its client,
         proxy.py): the test of the further proxies named in ``X-Forwarded-For``."""
+        self.client = peer
+        """The current request's client: the peer, or who a trusted proxy says it is
+        (set by RequestContext; the access log shows it)."""
         self.served = 0
         """Requests read on this connection (``keepalive_requests``)."""
         self.opened_at = time.time()
@@ -206,11 +209,8 @@ class Connection:
                 response = await self.run_handler(ctx)
             except ProtocolError as err:  # from ctx.body(): a bad or oversized body
                 return await self.reject(err, request)
-            self.release_body()  # the page is done with its body: out of the budget
             body = ctx.request_body
-            keep_alive = body.settle(self._keep_alive(request))
-            if hasattr(response.body, "__aiter__"):  # a streamed reply: its own budget
-                self.server.slots.to_streams(self)
+            keep_alive = body.settle(self.may_keep_alive(request))
             try:
                 status, sent, keep_alive = await self.replies.send(request, response, keep_alive)
             except ReplyAborted as abort:  # a stream that broke: the client sees it cut
@@ -218,14 +218,12 @@ class Connection:
                     self.log_access(request, abort.sent[0], abort.sent[1], ctx.received_at)
                 raise
             self.stop_watching()
-            if self.in_stream_budget:  # the long wait is over (slots.py)
-                self.server.slots.from_streams(self)
             if log_access:
-                self.log_access(request, status, sent, ctx.received_at, ctx.alloc, ctx.peer)
+                self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
             if not keep_alive or not await body.drain():
                 return
 
-    def _keep_alive(self, request: Request) -> bool:
+    def may_keep_alive(self, request: Request) -> bool:
         """Whether the connection may stay open after this request: the client asks for
         it, the server is not stopping, and the connection has not served
         ``keepalive_requests`` requests or lived ``keepalive_time`` (nginx's two limits:
@@ -370,6 +368,8 @@ class Connection:
                 raise TypeError(
                     f"a handler must return a pyweb Response, not {type(response).__name__}"
                 )
+            if hasattr(response.body, "__aiter__"):  # a streamed reply: its own budget
+                self.server.slots.to_streams(self)
             return response
         except ProtocolError:
             raise
@@ -378,6 +378,8 @@ class Connection:
                 f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
             )
             return error_response(500, dev=self.config.dev, detail=str(exc), exc=exc)
+        finally:
+            self.release_body()  # the page is done with its body: out of the budget
 
     def client_watch(self) -> ClientWatch:
         """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
@@ -389,10 +391,13 @@ class Connection:
         return self.watch
 
     def stop_watching(self) -> None:
-        """The reply is out: nobody waits for this request's client to hang up any more."""
+        """The reply is out: nobody waits for this request's client to hang up any more,
+        and a long-poll or a stream is back among the ordinary slots (slots.py)."""
         if self.watch is not None:
             self.watch.stop()
             self.watch = None
+        if self.in_stream_budget:
+            self.server.slots.from_streams(self)
 
     # ------------------------------------------------------------------------------- errors
 
@@ -428,7 +433,6 @@ class Connection:
         sent: int,
         received_at: float,
         alloc: tuple[int, int] | None = None,
-        peer: str | None = None,
     ) -> None:
         """Send one access record to the logging task (Marlow's ``logAccess``); ``request``
         is ``None`` when none could be parsed. ``alloc``: what the request's page allocated
@@ -446,7 +450,7 @@ class Connection:
             method = target = version = "-"
         self.log.access(
             AccessRecord(  # positional: the field order of AccessRecord
-                peer or self.peer,
+                self.client,
                 received_at,
                 method,
                 target,

@@ -44,6 +44,7 @@ class RequestContext:
         """``"http"``, or what a trusted proxy's ``X-Forwarded-Proto`` says."""
         if connection.via_proxy is not None:  # the client behind the proxy, and its scheme
             self.peer, self.scheme = forwarded(request.headers, self.peer, connection.via_proxy)
+            connection.client = self.peer  # (the access log names it)
         self.dev = connection.config.dev
         """Development mode: error pages may show tracebacks (the connection's setting)."""
         self.received_at = time.time()
