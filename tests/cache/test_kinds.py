@@ -223,10 +223,14 @@ def test_configure_refuses_unknown_backends():
         cache.configure("redis://127.0.0.1:6379/abc")
 
 
-def test_a_tiny_duration_is_one_millisecond(clock, name):
+def test_a_tiny_duration_is_one_millisecond(clock, name, backend_url):
     c = cache.get(Int, Int, name, TimeOut(0.0001))
     assert TimeOut(0.0001).milliseconds == 1
     c.insert(1, 1)
-    assert c.lookup(1) == 1
+    if backend_url == "memory":
+        # Redis also expires the key itself, in real time: on a loaded machine the
+        # millisecond may be over before the lookup, so only the fake clock's backend can
+        # promise the entry is still there.
+        assert c.lookup(1) == 1
     clock.advance(0.001)
     assert c.lookup(1) is None
