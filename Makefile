@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz fuzz-atheris docs lab clean
+.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz fuzz-atheris soak docs lab clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -134,6 +134,11 @@ docs: dev
 ## a longer hypothesis campaign on the parser than make test runs
 fuzz: dev
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/protocol -p no:timeout -q
+
+## the reliability suite, long (tests/reliability with PYWEB_SOAK=1: each attack for 60 s,
+## a 10 s PostgreSQL outage, 20 s of recycling); make test runs the short version
+soak: dev
+	PYWEB_SOAK=1 $(PY) -m pytest tests/reliability -p no:timeout -s -q
 
 ## atheris (coverage-guided) on the request parser, the form parser, quotations and
 ## pyweb_regions.Arena, each for FUZZ_SECONDS (fuzz/run.py says how); new inputs that reach

@@ -57,6 +57,9 @@ BUSY_503 = (
 """The whole reply to a connection refused for lack of a slot, written without parsing
 anything: it must cost less than serving the request would."""
 
+FRESH_GRACE = 0.25
+"""Seconds a new, still silent connection is safe from being closed for a newcomer."""
+
 LINGER = 1.0
 """Seconds a refused connection is read from (and the bytes dropped) before it is closed:
 closing with unread bytes would reset the connection and the client could lose the 503."""
@@ -76,10 +79,13 @@ class Slots:
         self.streams = 0
         """Requests in the long-wait budget (``max_streams``)."""
         # Connections waiting for bytes, oldest wait first (a dict keeps insertion order),
-        # in the order they are closed for a newcomer: idle (no request in progress), then
-        # half a head (a 408 at worst), then a stalled body of a request in progress.
+        # in the order they are closed for a newcomer: idle keep-alive connections (no
+        # request in progress), half a head (a 408 at worst), new connections silent for
+        # FRESH_GRACE or more, then a stalled body of a request in progress.
         self.idle: dict[Connection, None] = {}
         self.heads: dict[Connection, None] = {}
+        self.fresh: dict[Connection, float] = {}
+        """New connections that have sent nothing yet, with when they began to wait."""
         self.bodies: dict[Connection, None] = {}
         self.clients: Counter[str] = Counter()
         self.refused = 0
@@ -120,13 +126,16 @@ class Slots:
             self.bodies[connection] = None
         elif connection.phase == HEAD:
             self.heads[connection] = None
-        else:  # IDLE: no request in progress
+        elif connection.fresh:  # its request may be on its way: see _evict_one
+            self.fresh[connection] = trio.current_time()
+        else:  # an idle keep-alive connection: no request in progress
             self.idle[connection] = None
 
     def working(self, connection: Connection) -> None:
         """The wait is over (bytes arrived, or the connection ends)."""
         self.idle.pop(connection, None)
         self.heads.pop(connection, None)
+        self.fresh.pop(connection, None)
         self.bodies.pop(connection, None)
 
     def to_streams(self, connection: Connection) -> bool:
@@ -151,13 +160,26 @@ class Slots:
 
     def _evict_one(self) -> bool:
         """Close the connection waiting longest, idle ones first; False when none waits."""
-        for waiting in (self.idle, self.heads, self.bodies):
+        for waiting in (self.idle, self.heads):
             for connection in waiting:
                 del waiting[connection]
-                connection.evict()
-                self.evicted += 1
-                return True
+                return self._evict(connection)
+        # A new connection gets FRESH_GRACE: its client usually sends the request at once,
+        # and the bytes may just not be here yet.
+        for connection, since in self.fresh.items():
+            if trio.current_time() - since >= FRESH_GRACE:
+                del self.fresh[connection]
+                return self._evict(connection)
+            break
+        for connection in self.bodies:
+            del self.bodies[connection]
+            return self._evict(connection)
         return False
+
+    def _evict(self, connection: Connection) -> bool:
+        connection.evict()
+        self.evicted += 1
+        return True
 
     def refuse(self, sock: socket.socket, nursery: trio.Nursery) -> None:
         """Answer a connection that gets no slot with :data:`BUSY_503` and close it."""
