@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages fuzz fuzz-atheris soak docs lab clean
+.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz fuzz-atheris soak docs lab clean
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -23,7 +23,7 @@ dev: $(VENV)/.dev-installed
 
 ## make run: serve the example site on http://127.0.0.1:8000
 run: install
-	$(PY) -m pyweb serve pages --host $(HOST) --port $(PORT)
+	$(PY) -m pyweb serve pages --dev --host $(HOST) --port $(PORT)
 
 ## make lab: the tutorials and exercises in JupyterLab on 127.0.0.1 (prints the URL with its token)
 LAB_PORT ?= 8888
@@ -76,6 +76,11 @@ test-pyvers:
 ## snapshot check+restore, arena assembly, bytes per request, RSS soak (200,000 requests)
 bench-regions: dev
 	$(PY) benchmarks/bench_regions.py $(BENCH_REGIONS_ARGS)
+
+## what a session read and the CSRF check cost per request, beside page-hello (wrk; memory
+## cache, or Redis with BENCH_SESSIONS_ARGS="--cache redis://127.0.0.1:6379/0")
+bench-sessions: dev
+	$(PY) benchmarks/bench_sessions.py $(BENCH_SESSIONS_ARGS)
 
 ## micro-benchmarks of the request parser (pyweb vs h11 vs httptools, same run)
 bench-parse: dev

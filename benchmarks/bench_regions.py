@@ -47,6 +47,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# The example site signs (sessions, CSRF tokens): outside --dev it needs a key.
+os.environ.setdefault("PYWEB_SECRET_KEY", "benchmarks-only-key-not-a-secret-0123")
 
 import pyweb_regions  # noqa: E402
 

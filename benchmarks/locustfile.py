@@ -18,6 +18,8 @@ starts ``pyweb serve pages`` itself) or by hand::
         -H http://127.0.0.1:8000 -u 20 -r 20 -t 20s --only-summary
 
 Every response is checked for what the page must say, so a fast wrong answer is a failure.
+Each user keeps its cookies (locust's session) and sends back the CSRF token its form
+carried, as a browser does: a POST without it is refused with 403.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import re
 from locust import HttpUser, between, events, task
 
 NUMBER = re.compile(r'name="n" value="(\d+)"')
+TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 PAGES: dict[str, bool] = {}
 
 
@@ -63,11 +66,13 @@ class GuessingGamePlayer(HttpUser):
                 r.failure("no hidden number in the new-game form")
                 return
         n = found.group(1)
+        token = TOKEN.search(r.text)
         low, high = 0, 100
         for _ in range(10):  # 7 guesses always suffice for 0..100
             guess = (low + high) // 2
             with self.client.post(
-                "/guess", data={"n": n, "guess": str(guess)}, name="/guess (a guess)",
+                "/guess", data={"n": n, "guess": str(guess), "csrf_token": token and token[1]},
+                name="/guess (a guess)",
                 catch_response=True,
             ) as r:  # fmt: skip
                 if "Congratulations" in r.text:
@@ -98,9 +103,15 @@ class GuestBookVisitor(HttpUser):
         if not PAGES.get("/guest", True):
             return
         me = random.randrange(10**6)
+        token = TOKEN.search(self.client.get("/guest", name="/guest (read)").text)
         with self.client.post(
             "/guest_add",
-            data={"name": f"Visitor {me}", "email": f"v{me}@example.org", "comment": "Hello!"},
+            data={
+                "name": f"Visitor {me}",
+                "email": f"v{me}@example.org",
+                "comment": "Hello!",
+                "csrf_token": token and token[1],
+            },
             name="/guest_add (sign)",
             catch_response=True,
         ) as r:  # redirected back to the book, which now shows the entry

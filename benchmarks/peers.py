@@ -51,6 +51,9 @@ ROOT = HERE.parent
 APPS = HERE / "apps"
 PEERS_VENV = HERE / ".venv-peers"
 RESULTS = HERE / "results"
+# The example site has POST forms (CSRF tokens live in signed sessions), so outside --dev it
+# needs a secret key: the benchmarks' servers share this one unless the caller gives theirs.
+os.environ.setdefault("PYWEB_SECRET_KEY", "benchmarks-only-key-not-a-secret-0123")
 sys.path.insert(0, str(APPS))
 import page  # noqa: E402 - the apps' shared page, to write the static file
 

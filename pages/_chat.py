@@ -35,7 +35,7 @@ from typing import Any
 
 from pyweb.events import Event, Multicast, never, select, timeout, wrap
 
-__all__ = ["PAGE", "ROOM", "Room", "post", "since", "stream", "wait_for_messages", "waiting"]
+__all__ = ["PAGE", "page", "ROOM", "Room", "post", "since", "stream", "wait_for_messages", "waiting"]
 
 WAIT_SECONDS = 30.0
 """How long one long poll waits before answering "nothing new" (the browser asks again)."""
@@ -58,7 +58,7 @@ PAGE = """<!DOCTYPE html>
 <html><head><title>Chat</title><link rel="stylesheet" href="/style.css"></head>
 <body><h2>Chat</h2>
 <ul id="messages"></ul>
-<form id="say" action="/chat" method="post">
+<form id="say" action="/chat" method="post"><!--csrf-->
   <input name="name" placeholder="your name" maxlength="40" required>
   <input name="text" placeholder="say something" maxlength="500" required autofocus>
   <input type="submit" value="Send">
@@ -94,6 +94,12 @@ poll();
 </script>
 </body></html>"""
 """The chat page: a form, and a script that long-polls ``/chat?after=N`` in a loop."""
+
+
+def page(csrf_field: object) -> str:
+    """The chat page with the session's CSRF field in its form (the script posts the form's
+    fields, the token among them)."""
+    return PAGE.replace("<!--csrf-->", csrf_field.__html__())  # type: ignore[attr-defined]
 
 
 def post(name: str, text: str) -> dict[str, Any]:

@@ -1,12 +1,12 @@
 # FormVar's wrap_fail (SMLserver §2.3): check every field, then one page listing all the
 # bad ones. A GET shows the form; a POST checks it.
-from pyweb import qq
+from pyweb import csrf_field, qq
 from pyweb.forms import get_date, get_email, get_nat, get_string, wrap_fail
 
 FORM = """<!DOCTYPE html>
 <html><head><title>Book a room</title><link rel="stylesheet" href="/style.css"></head>
 <body><h1>Book a room</h1>
-<form action="/booking" method="post">
+<form action="/booking" method="post">{token}
 <p><label>Name <input name="name"></label></p>
 <p><label>E-mail <input name="email" type="email"></label></p>
 <p><label>Arrival <input name="arrival" type="date"></label></p>
@@ -15,7 +15,8 @@ FORM = """<!DOCTYPE html>
 </form></body></html>"""
 
 if conn.method != "POST":
-    conn.return_(FORM)
+    token = csrf_field()  # the hidden field every POST form carries (CSRF protection)
+    conn.return_(qq(FORM))
 else:
     name = wrap_fail(get_string)("name", max_length=100)
     email = wrap_fail(get_email)("email")

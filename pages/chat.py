@@ -6,6 +6,7 @@
 #   POST /chat name=..&text=..   say something (JSON answer with ?json, else back to the page)
 #   GET  /chat?stream[&after=N]  server-sent events (text/event-stream): every new message
 #   GET  /chat?waiting       JSON {"waiting": n}: how many requests are waiting now
+from pyweb import csrf_field
 from pyweb.forms import get_nat, get_string
 
 import _chat
@@ -35,4 +36,4 @@ elif "after" in conn.query:
 elif "waiting" in conn.query:
     conn.return_({"waiting": _chat.waiting()})
 else:
-    conn.return_(_chat.PAGE)  # plain HTML, no placeholders: built once in the library
+    conn.return_(_chat.page(csrf_field()))  # the library's HTML, with this session's token

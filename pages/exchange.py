@@ -8,7 +8,7 @@
 import os
 import re
 
-from pyweb import qq
+from pyweb import csrf_field, qq
 from pyweb.cache import Option, Real, String, TimeOut, get, memoize
 from pyweb.fetch import fetch_url
 from pyweb.forms import get_real, wrap_opt
@@ -17,7 +17,8 @@ from _layout import page
 
 c = get(String, Option(Real), "currency", TimeOut(300))
 
-form = qq("""<form method="post" action="/exchange">
+token = csrf_field()  # the hidden field every POST form carries (CSRF protection)
+form = qq("""<form method="post" action="/exchange">{token}
   <b>Dollar amount</b><br><input type="text" name="a">
   <input type="submit" value="Value in Danish Kroner">
 </form>""")

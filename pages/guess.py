@@ -2,7 +2,7 @@
 # variable, so the game keeps no state on the server; POST keeps it out of the URL.
 import random
 
-from pyweb import qq
+from pyweb import csrf_field, qq
 from pyweb.forms import get_nat, wrap_opt
 
 
@@ -20,7 +20,8 @@ def return_page(title, pic, body):
 
 
 def mk_form(n):
-    return qq("""<form action="/guess" method="post">
+    token = csrf_field()  # the site's POSTs need the session's CSRF token
+    return qq("""<form action="/guess" method="post">{token}
   <input type="hidden" name="n" value="{n}">
   <input type="text" name="guess" autofocus>
   <input type="submit" value="Guess">

@@ -8,7 +8,7 @@ import random
 from functools import partial
 from typing import Annotated
 
-from pyweb import qq, service
+from pyweb import csrf_field, qq, service
 from pyweb.forms import Nat, get_nat
 from pyweb.html import BODY, H1, HEAD, TITLE, document
 
@@ -46,7 +46,8 @@ def _guess_page(title, body):
 
 
 def _form(n):
-    return qq("""<form action="/svc/guess" method="post">
+    token = csrf_field()  # the site's POSTs need the session's CSRF token
+    return qq("""<form action="/svc/guess" method="post">{token}
   <input type="hidden" name="n" value="{n}"><input type="text" name="guess" autofocus>
   <input type="submit" value="Guess"></form>""")
 

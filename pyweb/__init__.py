@@ -7,7 +7,7 @@ real-HTTP client for tests and notebooks).
 
 What a page needs is importable from here::
 
-    from pyweb import qq, safe, service, forms, html, to_thread
+    from pyweb import qq, safe, service, trap, forms, html, auth, csrf_field, to_thread
 
 The names are loaded on first use, so ``import pyweb`` stays cheap for the server itself.
 """
@@ -19,7 +19,21 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["qq", "Quot", "safe", "service", "current_conn", "to_thread", "forms", "html"]
+__all__ = [
+    "qq",
+    "Quot",
+    "safe",
+    "service",
+    "trap",
+    "current_conn",
+    "to_thread",
+    "csrf_field",
+    "csrf_token",
+    "forms",
+    "html",
+    "auth",
+    "signing",
+]
 
 _EXPORTS = {
     "qq": ("pyweb.quot", "qq"),
@@ -27,14 +41,20 @@ _EXPORTS = {
     "safe": ("pyweb.quot", "safe"),
     "service": ("pyweb.app.services", "service"),
     "current_conn": ("pyweb.app.conn", "current_conn"),
+    "trap": ("pyweb.app.traps", "trap"),
+    "csrf_field": ("pyweb.app.csrf", "csrf_field"),
+    "csrf_token": ("pyweb.app.csrf", "csrf_token"),
     "to_thread": ("pyweb.app.blocking", "to_thread"),
 }
+_MODULES = ("forms", "html", "auth", "signing")
 
 if TYPE_CHECKING:
-    from pyweb import forms, html
+    from pyweb import auth, forms, html, signing
     from pyweb.app.blocking import to_thread
     from pyweb.app.conn import current_conn
+    from pyweb.app.csrf import csrf_field, csrf_token
     from pyweb.app.services import service
+    from pyweb.app.traps import trap
     from pyweb.quot import Quot, qq, safe
 
 
@@ -42,7 +62,7 @@ def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         module, attr = _EXPORTS[name]
         value = getattr(importlib.import_module(module), attr)
-    elif name in ("forms", "html"):
+    elif name in _MODULES:
         value = importlib.import_module(f"pyweb.{name}")
     else:
         raise AttributeError(f"module 'pyweb' has no attribute {name!r}")

@@ -20,6 +20,7 @@ from typing import Any
 import trio
 
 import pyweb_regions
+from pyweb import signing
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import setting_default, settings
@@ -68,7 +69,8 @@ def _add_settings(serve: argparse.ArgumentParser) -> None:
         target.add_argument(flag, choices=how.choices, metavar=how.metavar, **options)
 
 
-SETTING_GROUPS = {"regions": "module snapshots and allocation accounting (docs/regions.md)"}
+SETTING_GROUPS = {
+    "site": "sessions, login, CSRF and security headers (docs/sessions.md, docs/csrf.md)","regions": "module snapshots and allocation accounting (docs/regions.md)"}
 """The titles of the sections of ``pyweb serve --help`` that settings name."""
 
 
@@ -203,15 +205,7 @@ def parse_command_line(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def build_site(args: argparse.Namespace, config: ServerConfig) -> Site:
     """The site ``pyweb serve`` serves (raises SiteError for a broken one outside --dev)."""
-    return Site(
-        args.dir,
-        dev=config.dev,
-        strict_regions=args.strict_regions,
-        no_script_cache=args.no_script_cache,
-        exec_library=args.exec_library,
-        profile_alloc=args.profile_alloc,
-        page_timeout=config.page_timeout,
-    )
+    return Site.from_settings(args.dir, config)
 
 
 def _say(text: str) -> None:
@@ -370,6 +364,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
         try:
             site = build_site(args, config)
+        except (signing.MissingSecretKey, ValueError) as exc:
+            print(f"pyweb: error: {exc}", file=sys.stderr)
+            return 2
         except SiteError as err:
             for problem in err.problems:
                 print(problem, file=sys.stderr)

@@ -684,7 +684,27 @@ TFOOT = _constructor("tfoot")
 TR = _constructor("tr")
 TH = _constructor("th")
 TD = _constructor("td")
-FORM = _constructor("form")
+_plain_form = _constructor("form")
+
+post_form_field: Callable[[], Any] | None = None
+"""Set by :mod:`pyweb.app.csrf` (this module stands alone and imports nothing of the
+server): the hidden field a POST form carries, or ``None`` outside a request."""
+
+
+def FORM(*children: Any, **attrs: Any) -> Node:  # noqa: N802 - the HTML tag's name
+    """The ``<form>`` element. With ``method="post"`` (any case) while a page is serving a
+    request, the hidden ``csrf_token`` field comes first among its children, so the POST
+    passes the site's CSRF check (:mod:`pyweb.app.csrf`). Outside a request (a notebook,
+    a test) there is no session and no field."""
+    method = attrs.get("method")
+    if post_form_field is not None and isinstance(method, str) and method.lower() == "post":
+        field = post_form_field()
+        if field is not None:
+            children = (field, *children)
+    return _plain_form(*children, **attrs)
+
+
+FORM.__qualname__ = "FORM"
 INPUT = _constructor("input")
 BUTTON = _constructor("button")
 LABEL = _constructor("label")

@@ -31,3 +31,8 @@ settings.register_profile(
     suppress_health_check=list(HealthCheck),
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# Sites that sign (sessions, CSRF tokens on POST forms) need a secret key outside --dev; the
+# suite's servers, in this process and in the ones it starts, share this one. A test of the
+# "no key" refusal removes it with monkeypatch.
+os.environ.setdefault("PYWEB_SECRET_KEY", "the-test-suite-key-not-a-secret-0123456789")

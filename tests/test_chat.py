@@ -22,6 +22,8 @@ import trio.testing
 import pyweb.testing
 from pyweb.events import never
 
+from .csrf_helpers import csrf_token
+
 pytestmark = pytest.mark.timeout(60)
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
@@ -33,13 +35,21 @@ def chat():
         yield client
 
 
+def say(client, path: str, data: dict):
+    """POST the chat form as the page's script does: its fields carry the CSRF token."""
+    token = getattr(client, "chat_token", None)
+    if token is None:
+        token = client.chat_token = csrf_token(client, "/chat")
+    return client.post(path, {**data, "csrf_token": token})
+
+
 def waiting(client) -> int:
     return client.get("/chat?waiting").json()["waiting"]
 
 
 def latest(client) -> int:
     """The sequence number of the newest message (a poll after it waits)."""
-    message = client.post("/chat?json", {"name": "test", "text": "marker"}).json()
+    message = say(client, "/chat?json", {"name": "test", "text": "marker"}).json()
     return message["seq"]
 
 
@@ -79,7 +89,7 @@ def read_json_reply(sock: socket.socket) -> dict:
 def test_the_page_and_its_form(chat):
     page = chat.get("/chat")
     assert page.status == 200 and "<h2>Chat</h2>" in page.text and "/chat?after=" in page.text
-    moved = chat.post("/chat", {"name": "ada", "text": "hello"})
+    moved = say(chat, "/chat", {"name": "ada", "text": "hello"})
     assert moved.status == 303 and moved.headers["location"] == "/chat"
 
 
@@ -98,7 +108,7 @@ def test_a_message_wakes_every_waiting_poll(chat):
     socks = [open_long_poll(chat, after) for _ in range(3)]
     try:
         until(lambda: waiting(chat) == base + 3, "three waiting polls")
-        sent = chat.post("/chat?json", {"name": "bob", "text": "news for all"}).json()
+        sent = say(chat, "/chat?json", {"name": "bob", "text": "news for all"}).json()
         for sock in socks:
             reply = read_json_reply(sock)
             assert [m["text"] for m in reply["messages"]] == ["news for all"]
@@ -111,8 +121,8 @@ def test_a_message_wakes_every_waiting_poll(chat):
 
 def test_a_poll_behind_the_news_answers_at_once(chat):
     after = latest(chat)
-    chat.post("/chat?json", {"name": "c", "text": "one"})
-    chat.post("/chat?json", {"name": "c", "text": "two"})
+    say(chat, "/chat?json", {"name": "c", "text": "one"})
+    say(chat, "/chat?json", {"name": "c", "text": "two"})
     got = chat.get(f"/chat?after={after}").json()["messages"]
     assert [m["text"] for m in got] == ["one", "two"]
 
@@ -120,9 +130,9 @@ def test_a_poll_behind_the_news_answers_at_once(chat):
 def test_bad_input_is_a_400_naming_the_variable(chat):
     r = chat.get("/chat?after=soon")
     assert r.status == 400 and "after" in r.text
-    r = chat.post("/chat?json", {"name": "x", "text": "  "})
+    r = say(chat, "/chat?json", {"name": "x", "text": "  "})
     assert r.status == 400 and "text" in r.text
-    r = chat.post("/chat?json", {"name": "x" * 41, "text": "hi"})
+    r = say(chat, "/chat?json", {"name": "x" * 41, "text": "hi"})
     assert r.status == 400 and "name" in r.text
 
 
@@ -191,8 +201,10 @@ def test_long_poll_thread_safety_smoke(chat):
         t.start()
     until(lambda: waiting(chat) >= 1 or results, "a poll")
     for i in range(3):
-        pyweb.testing.Client(chat.server.url.rstrip("/")).post(
-            "/chat?json", {"name": "p", "text": f"m{i}"}
+        say(
+            pyweb.testing.Client(chat.server.url.rstrip("/")),
+            "/chat?json",
+            {"name": "p", "text": f"m{i}"},
         )
     for t in threads:
         t.join(10)
@@ -213,7 +225,7 @@ def test_server_sent_events_stream_news_and_end_when_the_tab_closes(chat):
         assert b"content-type: text/event-stream" in head and b"transfer-encoding: chunked" in head
         until(lambda: waiting(chat) == base + 1, "the stream to wait")
         for text in ("first by sse", "second by sse"):
-            chat.post("/chat?json", {"name": "eve", "text": text})
+            say(chat, "/chat?json", {"name": "eve", "text": text})
         while b"second by sse" not in data:
             data += sock.recv(65536)
         assert data.index(b"first by sse") < data.index(b"second by sse")

@@ -27,6 +27,7 @@ through the same :class:`~pyweb.app.formdata.MultiDict`.
 from __future__ import annotations
 
 import contextvars
+import json
 import mimetypes
 import os
 import re
@@ -44,7 +45,16 @@ from .results import to_response
 if TYPE_CHECKING:
     from pyweb.handler import Context
 
-__all__ = ["Conn", "ResponseAlreadySent", "PageExit", "current_conn", "RequestHeaders"]
+    from .sessions import Session
+
+__all__ = [
+    "Conn",
+    "ResponseAlreadySent",
+    "current_conn",
+    "RequestHeaders",
+    "RequestError",
+    "PageExit",
+]
 
 _current: contextvars.ContextVar[Conn] = contextvars.ContextVar("pyweb_conn")
 
@@ -68,6 +78,15 @@ class PageExit(BaseException):
 
     A ``BaseException``, like ``SystemExit``, so that a page's ``except Exception:`` does
     not swallow it."""
+
+
+class RequestError(Exception):
+    """The request itself is wrong (a JSON body that does not parse, the wrong content
+    type): its ``http_status`` and a message safe to show the client, even in production."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.http_status = status
 
 
 RequestHeaders = Headers
@@ -123,6 +142,7 @@ class Conn:
         site_root: str | None = None,
         templates: Any = None,
         body: bytes | None = None,
+        path_params: dict[str, str] | None = None,
     ) -> None:
         self.ctx = ctx
         request = ctx.request
@@ -156,6 +176,12 @@ class Conn:
         self.response: Response | None = None
         """The response given by ``return_`` (None until then)."""
         self._returned_at: int | None = None
+        self.path_params: dict[str, str] = path_params if path_params is not None else {}
+        """The parts of the path matched by a ``[name]`` file or folder or a ``{name}`` in a
+        service's path (``/todo/3`` → ``{"id": "3"}``), as sent (the getters parse them)."""
+        self._session: Session | None = None
+        self.login_url = "/login"
+        """Where ``require_login()`` sends strangers (the ``login_url`` setting)."""
         self.deadline_scope: Any = None
         """The page deadline's cancel scope while the page runs (``--page-timeout``)."""
         self.exited_at: int | None = None
@@ -203,6 +229,37 @@ class Conn:
         if self._body is None:
             self._body = await self.ctx.body()
         return self._body
+
+    async def json(self) -> Any:
+        """The request body parsed as JSON. A body of another content type is a 415, one
+        that does not parse a 400 naming the line and column (:class:`RequestError`); its
+        size is bounded by the server's body limit (413)."""
+        content_type = self.request.header("content-type") or ""
+        mime = content_type.split(";", 1)[0].strip().lower()
+        if mime != "application/json" and not mime.endswith("+json"):
+            shown = mime or "no Content-Type"
+            raise RequestError(415, f"this URL takes a JSON body (application/json), not {shown}")
+        body = await self.body()
+        try:
+            return json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise RequestError(
+                400,
+                f"the JSON body does not parse: {exc.msg} at line {exc.lineno}, "
+                f"column {exc.colno} (character {exc.pos})",
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise RequestError(400, f"the JSON body is not UTF-8 text: {exc}") from None
+
+    @property
+    def session(self) -> Session:
+        """This browser's session: a mutable mapping of JSON values kept on the server
+        between its requests (:mod:`pyweb.app.sessions`)."""
+        if self._session is None:
+            from .sessions import Session
+
+            self._session = Session()
+        return self._session
 
     def client_gone_evt(self):
         """An event (``pyweb.events``) enabled when the client closes the connection.

@@ -98,10 +98,11 @@ def _decorator_name(node: ast.expr) -> str | None:
 
 
 def defines_services(tree: ast.Module) -> bool:
-    """Whether a module's top level defines a function decorated with ``@service``."""
+    """Whether a module's top level defines a function decorated with ``@service`` or
+    ``@trap``."""
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            if any(_decorator_name(d) == "service" for d in node.decorator_list):
+            if any(_decorator_name(d) in ("service", "trap") for d in node.decorator_list):
                 return True
     return False
 

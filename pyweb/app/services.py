@@ -21,19 +21,29 @@ A service module is a file in the site directory that defines services; it is im
 when the site loads (not run per request, unlike a script). ``@service`` without a path binds
 ``/<function name>``. Annotations are checked at import, so a type pyweb cannot parse is
 reported by ``pyweb check``, not by the first request.
+
+A path may have parameters (:mod:`pyweb.app.routes`): ``@service("/todo/{id}")`` with
+``id: Nat`` gets the segment parsed by the getter for ``Nat``; a segment that does not
+parse is a 404 (there is no such to-do), not a 400. A parameter annotated with a dataclass or
+a TypedDict is read from a JSON body (:mod:`pyweb.app.jsonbody`). POSTs need the CSRF token
+(:mod:`pyweb.app.csrf`) unless the service says ``csrf=False``.
 """
 
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from pyweb import forms
 
+from .conn import RequestError
+from .jsonbody import check_json_type, is_json_type, read_json
 from .results import to_response
+from .routes import service_pattern
 
-__all__ = ["Service", "service", "DEFAULT_METHODS"]
+__all__ = ["Service", "service", "DEFAULT_METHODS", "JSONFieldErrors"]
 
 DEFAULT_METHODS = ("GET", "HEAD", "POST")
 
@@ -41,21 +51,101 @@ DEFAULT_METHODS = ("GET", "HEAD", "POST")
 class Service:
     """A function bound to a URL path; ``await svc.respond(conn)`` runs it for a request."""
 
-    def __init__(self, func: Callable[..., Any], path: str, methods: Iterable[str]) -> None:
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        path: str,
+        methods: Iterable[str],
+        *,
+        csrf: bool = True,
+    ) -> None:
         if not path.startswith("/"):
             raise ValueError(f"a service path starts with '/', got {path!r} for {func.__name__}")
         self.func = func
         self.path = path
+        self.pattern = service_pattern(path)
+        """The path's parameters (``/todo/{id}``), or ``None`` for a fixed path."""
         self.methods = tuple(m.upper() for m in methods)
-        self.wants_conn = "conn" in inspect.signature(func).parameters
-        forms.check_signature(func)  # a TypeError naming the parameter, at import time
+        self.csrf = csrf
+        """Whether unsafe methods need the CSRF token (``csrf=False``: a token-authenticated API)."""
+        self.login_required = False
+        """Set by ``@login_required`` written above ``@service``."""
+        parameters = inspect.signature(func).parameters
+        self.wants_conn = "conn" in parameters
+        self.json_param = self._json_parameter(func)
+        skip = ("conn",) if self.json_param is None else ("conn", self.json_param[0])
+        self._skip = skip
+        forms.check_signature(func, skip=skip)  # a TypeError naming the parameter, at import
+        if self.pattern is not None:
+            for name in self.pattern.names:
+                if name not in parameters and not any(
+                    p.kind is p.VAR_KEYWORD for p in parameters.values()
+                ):
+                    raise TypeError(
+                        f"service {path}: {func.__name__} has no parameter {name!r} for the "
+                        f"path parameter {{{name}}}"
+                    )
         self.__doc__ = func.__doc__
         self.__name__ = func.__name__
         self.__wrapped__ = func
 
+    @staticmethod
+    def _json_parameter(func: Callable[..., Any]) -> tuple[str, type] | None:
+        try:
+            hints = typing.get_type_hints(func)
+        except Exception:
+            return None  # forms.check_signature reports it
+        found = []
+        for name, hint in hints.items():
+            if name == "return":
+                continue
+            inner, _optional = forms._split_optional(hint)
+            if is_json_type(inner):
+                found.append((name, hint))
+        if len(found) > 1:
+            names = ", ".join(name for name, _ in found)
+            raise TypeError(f"{func.__name__}: only one parameter can be the JSON body ({names})")
+        if not found:
+            return None
+        check_json_type(forms._split_optional(found[0][1])[0])
+        return found[0]
+
+    def _check_path(self, conn: Any) -> None:
+        """A path parameter that its getter refuses means there is no such resource: 404."""
+        for p in forms._plan(self.func, self._skip):
+            value = conn.path_params.get(p.name)
+            if value is None:
+                continue
+            try:
+                p.getter(p.name, form={p.name: value})
+            except forms.FormError as exc:
+                raise RequestError(
+                    404, f"no resource at {conn.path}: {p.name} = {exc.value!r} is not {exc.expected}"
+                ) from None
+
+    async def _read_body(self, conn: Any) -> Any:
+        assert self.json_param is not None
+        name, annotation = self.json_param
+        annotation, optional = forms._split_optional(annotation)
+        if optional and not conn.request.content_length and not conn.request.chunked:
+            return None  # ``body: Item | None``: no body at all is None
+        value, errors = read_json(await conn.json(), annotation)
+        if errors:
+            raise JSONFieldErrors(errors)
+        return value
+
     async def respond(self, conn: Any) -> None:
         """Parse the arguments from ``conn.form``, call the function, give its response."""
-        kwargs = forms.parse_arguments(self.func, conn.form)  # FormErrors → one 400 page
+        if self.login_required:
+            from pyweb.auth import require_login
+
+            require_login()
+        if conn.path_params:
+            self._check_path(conn)
+        # FormErrors → one 400 page
+        kwargs = forms.parse_arguments(self.func, conn.form, skip=self._skip)
+        if self.json_param is not None:
+            kwargs[self.json_param[0]] = await self._read_body(conn)
         if self.wants_conn:
             kwargs["conn"] = conn
         result = self.func(**kwargs)
@@ -78,14 +168,29 @@ class Service:
         return f"<service {self.path} -> {self.func.__module__}.{self.func.__qualname__}>"
 
 
+class JSONFieldErrors(Exception):
+    """A JSON body that does not fit the parameter's type: every bad field (a 400)."""
+
+    http_status = 400
+
+    def __init__(self, errors: list[Any]) -> None:
+        self.errors = errors
+        listing = "; ".join(f"{e.field}: {e.message}" for e in errors)
+        super().__init__(f"{len(errors)} bad field(s) in the JSON body: {listing}")
+
+
 def service(
-    path: str | Callable[..., Any] | None = None, *, methods: Iterable[str] = DEFAULT_METHODS
+    path: str | Callable[..., Any] | None = None,
+    *,
+    methods: Iterable[str] = DEFAULT_METHODS,
+    csrf: bool = True,
 ) -> Any:
-    """Bind a function to a URL: ``@service`` (at ``/<name>``) or ``@service("/path")``."""
+    """Bind a function to a URL: ``@service`` (at ``/<name>``) or ``@service("/path")``.
+    ``csrf=False`` lets POSTs in without the CSRF token (an API authenticated otherwise)."""
     if callable(path):
-        return Service(path, "/" + path.__name__, methods)
+        return Service(path, "/" + path.__name__, methods, csrf=csrf)
 
     def bind(func: Callable[..., Any]) -> Service:
-        return Service(func, path if path is not None else "/" + func.__name__, methods)
+        return Service(func, path if path is not None else "/" + func.__name__, methods, csrf=csrf)
 
     return bind

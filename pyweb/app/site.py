@@ -2,15 +2,24 @@
 or a file, and run pages with their ``conn`` (SMLserver §2.1, Hop §2.1 and §2.4's "Response"
 stage).
 
-Routing, first match wins (docs/pages.md has the full story):
+Routing, first match wins (docs/pages.md and docs/routing.md have the full story):
 
 1. a **service** bound to exactly this path (``@service("/mul")``);
 2. a **script**: ``/NAME`` or ``/NAME.py`` runs ``NAME.py`` (``/`` and ``/dir/`` run an
    ``index.py`` if there is one);
 3. a **template page**: ``/NAME`` renders ``templates/NAME.html``;
-4. a **static file** (sendfile, validators, ranges: :mod:`pyweb.app.static`), except the
-   site's source: ``.py`` files, ``_library`` names, ``templates/`` and ``__pycache__``
-   answer 404 so code and templates are never sent as text.
+4. an existing **static file** (sendfile, validators, ranges: :mod:`pyweb.app.static`),
+   except the site's source: ``.py`` files, ``_library`` names, ``templates/`` and
+   ``__pycache__`` answer 404 so code and templates are never sent as text;
+5. a route with **path parameters** (``@service("/todo/{id}")``, ``pages/todo/[id].py``:
+   :mod:`pyweb.app.routes`), the most specific first.
+
+Before the page, service or file, the **traps** whose pattern matches the path run
+(:mod:`pyweb.app.traps`, SMLserver's ``registerTrap``). Before both, a POST, PUT, PATCH or
+DELETE must carry the session's CSRF token (:mod:`pyweb.app.csrf`). The page sees
+``conn.session`` (:mod:`pyweb.app.sessions`), saved after it ran; every response gets the
+security headers (``X-Content-Type-Options``, and on HTML ``X-Frame-Options`` and
+``Referrer-Policy``; ``Strict-Transport-Security`` when ``hsts`` is set).
 
 Loading follows SMLserver's compile step. In production the site is loaded once: every
 script compiled, every service module imported, every template parsed; any error stops
@@ -33,17 +42,18 @@ import ast
 import dataclasses
 import importlib.util
 import inspect
+import json
 import os
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
 import trio
 
-from pyweb import forms
+from pyweb import forms, signing
 from pyweb.handler import Context
 from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
@@ -51,13 +61,16 @@ from pyweb.protocol.response import Response
 from pyweb.regions import SiteRegions
 from pyweb.regions import _with_banner as with_banner
 
-from . import blocking, pages, unawaited
-from .conn import Conn, PageExit, _current
+from . import blocking, csrf, pages, unawaited
+from .conn import Conn, PageExit, RequestError, _current
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body
-from .services import Service
+from .routes import Pattern, Router, script_pattern
+from .services import JSONFieldErrors, Service
+from .sessions import COOKIE_NAME, DEFAULT_IDLE, SessionStore
 from .static import StaticFiles
 from .stats import stats_json, stats_page
 from .templates import Templates
+from .traps import Trap
 
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
 
@@ -121,6 +134,14 @@ class Site:
         no_script_cache: bool = False,
         profile_alloc: bool = False,
         page_timeout: float | None = PAGE_TIMEOUT,
+        secret_key: str | Sequence[str] | None = None,
+        session_idle: float = DEFAULT_IDLE,
+        login_url: str = "/login",
+        csrf_exempt: Sequence[str] = (),
+        content_type_options: str | None = "nosniff",
+        frame_options: str | None = "SAMEORIGIN",
+        referrer_policy: str | None = "same-origin",
+        hsts: int | None = None,
     ) -> None:
         if not os.path.isdir(root):
             raise NotADirectoryError(f"site directory {os.fspath(root)!r} does not exist")
@@ -134,6 +155,17 @@ class Site:
         self.page_timeout = page_timeout
         """Seconds a page (with top-level ``await``) or an async service may run; None: no limit."""
         unawaited.install()
+        self.key_source = signing.use_site_key(self.root, secret_key, dev=dev)
+        """Where the secret key came from (a setting, the environment, ``data/secret_key``)."""
+        self.sessions = SessionStore(session_idle)
+        if not login_url.startswith("/"):
+            raise ValueError(f"login_url is a path on this site, got {login_url!r}")
+        self.login_url = login_url
+        self.csrf_exempt = tuple(csrf_exempt)
+        """URL patterns whose POSTs need no CSRF token (``"/api/*"``)."""
+        self._security_headers = _security_headers(
+            content_type_options, frame_options, referrer_policy, hsts
+        )
         self.static = StaticFiles(self.root, hidden=_hidden, dev=dev)
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
@@ -142,6 +174,12 @@ class Site:
         """URL name (``"guess"``, ``"sub/page"``) → compiled script."""
         self.services: dict[str, Service] = {}
         """URL path → service."""
+        self.service_routes = Router()
+        """Services whose path has parameters (``/todo/{id}``)."""
+        self.script_routes = Router()
+        """Scripts whose name has parameters (``todo/[id]``), by URL name."""
+        self.traps: list[Trap] = []
+        """Traps in registration order."""
         self.problems: list[Problem] = []
         self._broken: dict[str, Problem] = {}  # script path -> its syntax error (dev)
         self._stamps: dict[str, int] = {}  # watched path -> mtime_ns (dev)
@@ -163,6 +201,33 @@ class Site:
             self.regions.scan()
         if self.problems and not dev:
             raise SiteError(self.root, self.problems)
+
+    SETTINGS = (
+        "dev",
+        "strict_regions",
+        "no_script_cache",
+        "exec_library",
+        "profile_alloc",
+        "page_timeout",
+        "secret_key",
+        "session_idle",
+        "login_url",
+        "csrf_exempt",
+        "content_type_options",
+        "frame_options",
+        "referrer_policy",
+        "hsts",
+    )
+    """The server settings (``ServerConfig`` fields, ``pyweb.toml`` keys) a Site takes."""
+
+    @classmethod
+    def from_settings(cls, root: str | os.PathLike[str], config: Any) -> Site:
+        """The Site for ``root`` with the settings of ``config`` (a ``ServerConfig``, or
+        anything with those attributes): what ``pyweb serve`` and its reload build."""
+        options = {name: getattr(config, name) for name in cls.SETTINGS if hasattr(config, name)}
+        if not options.get("secret_key"):
+            options["secret_key"] = None  # no setting: PYWEB_SECRET_KEY, or the dev key
+        return cls(root, **options)
 
     # ---- loading (the compile step) ---------------------------------------------------
 
@@ -199,6 +264,9 @@ class Site:
         self._broken = {}
         self.scripts = {}
         self.services = {}
+        self.service_routes = Router()
+        self.script_routes = Router()
+        self.traps = []
         template_dir = os.path.join(self.root, "templates")
         if not os.path.isdir(template_dir):
             self.templates = None
@@ -214,6 +282,20 @@ class Site:
             svc = self.services.get("/" + name)
             if svc is not None:
                 self._problem(script.path, 1, f"{svc!r} has the same URL as this script")
+            try:
+                pattern = script_pattern(name)
+            except ValueError as exc:
+                self._problem(script.path, 1, str(exc))
+                continue
+            if pattern is not None:
+                self.script_routes.add(pattern, name)  # the URL name: dev mode recompiles
+        for first, second in self.script_routes.ambiguous(self.service_routes):
+            self._problem(
+                self.root,
+                1,
+                f"ambiguous routes: {first.text} and {second.text} match the same paths; "
+                f"rename one",
+            )
         if self.dev:
             self._stamps = self._take_stamps()
 
@@ -276,7 +358,11 @@ class Site:
             self._problem(path, line, f"{type(exc).__name__}: {exc}")
             return
         for value in vars(module).values():
-            if isinstance(value, Service):
+            if isinstance(value, Trap):
+                self.traps.append(value)
+            if isinstance(value, Service) and value.pattern is not None:
+                self.service_routes.add(value.pattern, value)
+            elif isinstance(value, Service):
                 other = self.services.get(value.path)
                 if other is not None and other is not value:
                     self._problem(path, 1, f"{value!r} and {other!r} have the same URL")
@@ -373,6 +459,29 @@ class Site:
     # ---- serving ------------------------------------------------------------------------
 
     async def __call__(self, ctx: Context) -> Response:
+        response = await self._route(ctx)
+        return self._secure(response)
+
+    def _secure(self, response: Response) -> Response:
+        """The response with the security headers it does not set itself. A new Response:
+        a page may return one object built once, which must not change."""
+        headers = response.headers
+        names = {name.lower() for name, _ in headers}
+        html = False
+        for name, value in headers:
+            if name.lower() == "content-type":
+                html = value.startswith("text/html")
+                break
+        extra = [
+            (name, value)
+            for name, value, html_only in self._security_headers
+            if (html or not html_only) and name.lower() not in names
+        ]
+        if not extra:
+            return response
+        return Response(response.status, [*headers, *extra], response.body)
+
+    async def _route(self, ctx: Context) -> Response:
         request = ctx.request
         if self.dev and self.refresh() and self.regions is not None:
             self.regions.reload()
@@ -387,15 +496,10 @@ class Site:
                     return stats_page(self.regions)
                 if decoded == "/_pyweb/stats.json":
                     return stats_json(self.regions)
+        traps = [t for t in self.traps if t.applies(decoded)] if self.traps else []
         svc = self.services.get(decoded)
         if svc is not None:
-            if request.method not in svc.methods:
-                return self._not_allowed(request.method, ", ".join(svc.methods))
-            code = getattr(svc.func, "__code__", None)
-            timed = inspect.iscoroutinefunction(svc.func)
-            return await self.run_page(
-                ctx, svc.respond, f"service {svc.path}", code and code.co_filename, timed
-            )
+            return await self._run_service(ctx, svc, None, traps)
 
         name = decoded[1:]
         if name.endswith(".py"):
@@ -406,15 +510,10 @@ class Site:
         script = self._dev_script(name) if self.dev else self.scripts.get(name)
         if isinstance(script, Problem):
             return error_response(500, dev=True, detail=f"the page does not compile: {script}")
-        if script is not None and self.no_script_cache:
-            try:  # Table 1, column five: compile the script again for every request
-                script = pages.compile_script(script.path, script.name)
-            except (OSError, SyntaxError) as err:
-                return error_response(500, dev=True, detail=f"the page does not compile: {err}")
+        if script is not None and "[" in name:
+            script = None  # a [param] file is reached through its pattern only
         if script is not None:
-            # Only a script that awaits can be stopped at its deadline (trio cancels at an
-            # await); a script that never awaits gets no deadline and costs no cancel scope.
-            return await self.run_page(ctx, script.run, script.name, script.path, script.is_async)
+            return await self._run_script(ctx, script, None, traps)
 
         if self.templates is not None and "." not in name.rsplit("/", 1)[-1]:
             template = self.templates.page_name(name)
@@ -429,11 +528,87 @@ class Site:
                     f"templates/{template}",
                     os.path.join(self.templates.directory, template),
                     False,
+                    traps=traps,
                 )
 
         if _hidden(decoded):
             return self._not_found(request.path)
+        if self.service_routes or self.script_routes:
+            routed = await self._run_pattern(ctx, decoded, name, traps)
+            if routed is not None:
+                return routed
+        if traps:
+            return await self._trapped_static(ctx, traps)
         return self._static(ctx)
+
+    def _run_service(
+        self, ctx: Context, svc: Service, params: dict[str, str] | None, traps: list[Trap]
+    ) -> Awaitable[Response]:
+        if ctx.request.method not in svc.methods:
+            return _ready(self._not_allowed(ctx.request.method, ", ".join(svc.methods)))
+        code = getattr(svc.func, "__code__", None)
+        timed = inspect.iscoroutinefunction(svc.func)
+        return self.run_page(
+            ctx,
+            svc.respond,
+            f"service {svc.path}",
+            code and code.co_filename,
+            timed,
+            params=params,
+            traps=traps,
+            check_csrf=svc.csrf,
+        )
+
+    def _run_script(
+        self,
+        ctx: Context,
+        script: pages.Script,
+        params: dict[str, str] | None,
+        traps: list[Trap],
+    ) -> Awaitable[Response]:
+        if self.no_script_cache:
+            try:  # Table 1, column five: compile the script again for every request
+                script = pages.compile_script(script.path, script.name)
+            except (OSError, SyntaxError) as err:
+                return _ready(
+                    error_response(500, dev=True, detail=f"the page does not compile: {err}")
+                )
+        # Only a script that awaits can be stopped at its deadline (trio cancels at an
+        # await); a script that never awaits gets no deadline and costs no cancel scope.
+        return self.run_page(
+            ctx, script.run, script.name, script.path, script.is_async, params=params, traps=traps
+        )
+
+    async def _run_pattern(
+        self, ctx: Context, decoded: str, name: str, traps: list[Trap]
+    ) -> Response | None:
+        """Serve a path through a route with parameters, if one matches (the most specific
+        of a service's and a script's; an existing static file has won already)."""
+        probe = self.static.respond(dataclasses.replace(ctx.request, method="HEAD"))
+        if probe is not None and probe.status < 400:
+            return None
+        by_service = self.service_routes.match(decoded) if self.service_routes else None
+        by_script = self.script_routes.match("/" + name) if self.script_routes else None
+        if by_service is not None and (by_script is None or _wins(by_service[0], by_script[0])):
+            return await self._run_service(ctx, by_service[1], by_service[2], traps)
+        if by_script is not None:
+            name = by_script[1]
+            script = self._dev_script(name) if self.dev else self.scripts.get(name)
+            if isinstance(script, Problem):
+                return error_response(500, dev=True, detail=f"the page does not compile: {script}")
+            if script is not None:
+                return await self._run_script(ctx, script, by_script[2], traps)
+        return None
+
+    def _trapped_static(self, ctx: Context, traps: list[Trap]) -> Awaitable[Response]:
+        """A static file behind traps: the traps run first, as for a page."""
+
+        async def serve_file(conn: Conn) -> None:
+            conn.response = self._static(ctx)
+
+        return self.run_page(
+            ctx, serve_file, f"file {ctx.request.path}", None, False, traps=traps, check_csrf=False
+        )
 
     def _static(self, ctx: Context) -> Response:
         request = ctx.request
@@ -490,15 +665,20 @@ class Site:
         page: str,
         filename: str | None = None,
         timed: bool = True,
+        *,
+        params: dict[str, str] | None = None,
+        traps: Sequence[Trap] = (),
+        check_csrf: bool = True,
     ) -> Awaitable[Response]:
         """Run one page (script, service or template) for one request: see the module doc.
         With regions on, the page runs inside one (:meth:`pyweb.regions.SiteRegions.run`):
         library state is checked and restored after it, its allocations counted.
         ``await site.run_page(...)``: it hands back the coroutine that does the work rather
         than being a coroutine itself, one object less on every request (Hop §3.1)."""
+        args = (ctx, run, page, filename, timed, params, traps, check_csrf)
         if self.regions is None:
-            return self._run_page(ctx, run, page, filename, timed)
-        return self.regions.run(ctx, page, self._run_page, ctx, run, page, filename, timed)
+            return self._run_page(*args)
+        return self.regions.run(ctx, page, self._run_page, *args)
 
     async def _run_page(
         self,
@@ -507,6 +687,9 @@ class Site:
         page: str,
         filename: str | None,
         timed: bool = True,
+        params: dict[str, str] | None = None,
+        traps: Sequence[Trap] = (),
+        check_csrf: bool = True,
     ) -> Response:
         request = ctx.request
         content_type = request.header("content-type")
@@ -528,6 +711,8 @@ class Site:
             if err.field is not None:  # the user's own field: name it, as wrap_fail does
                 return _bad_form([forms.FormError(err.field, err.value, CONTROL_EXPECTED)])
             return error_response(400, dev=self.dev, detail=str(err))
+        if params:  # the getters read path parameters too; the path wins (the last value)
+            form = MultiDict([*form.multi_items(), *params.items()])
         conn = Conn(
             ctx,
             form=form,
@@ -537,7 +722,17 @@ class Site:
             site_root=self.root,
             templates=self.templates,
             body=body,
+            path_params=params,
         )
+        conn.login_url = self.login_url
+        if request.header("cookie") is not None:
+            cookie = conn.cookies.get(COOKIE_NAME)
+            if cookie:
+                conn._session = await self.sessions.load(cookie)
+        if check_csrf and request.method in csrf.UNSAFE_METHODS and not self._exempt(conn.path):
+            why = csrf.missing_token(conn)
+            if why is not None:
+                return self._csrf_refused(conn, why)
         dog = blocking.watchdog()
         frame = sys._getframe()
         watched = dog.begin(frame, page, self.root)
@@ -545,7 +740,7 @@ class Site:
         conn_token = _current.set(conn)
         form_token = forms.current_form.set(form)
         try:
-            response = await self._page_outcome(ctx, conn, run, page, filename, timed)
+            response = await self._page_outcome(ctx, conn, run, page, filename, timed, traps)
         finally:
             forms.current_form.reset(form_token)
             _current.reset(conn_token)
@@ -565,8 +760,10 @@ class Site:
         page: str,
         filename: str | None,
         timed: bool,
+        traps: Sequence[Trap] = (),
     ) -> Response:
-        """Run the page and turn what happened into one response (see the module doc)."""
+        """Run the page and turn what happened into one response (see the module doc):
+        the traps first, then the page, unless a trap answered."""
         ended: BaseException | None = None  # sys.exit() or KeyboardInterrupt in the page
         with forms.collect() as errors:
             try:
@@ -575,18 +772,20 @@ class Site:
                     # waits on its own events (a long poll) lifts it (Conn._no_deadline).
                     with trio.move_on_after(self.page_timeout) as scope:
                         conn.deadline_scope = scope
-                        await run(conn)
+                        await _trapped(conn, traps, run)
                     conn.deadline_scope = None
                     if scope.cancelled_caught:
                         return self._too_long(ctx, page)
                 else:
-                    await run(conn)
+                    await _trapped(conn, traps, run)
             except forms.FormErrors as exc:
-                return _bad_form(errors + [e for e in exc.errors if e not in errors])
+                return self._bad_form(conn, errors + [e for e in exc.errors if e not in errors])
             except forms.FormError as exc:
-                return _bad_form(errors + ([exc] if exc not in errors else []))
+                return self._bad_form(conn, errors + ([exc] if exc not in errors else []))
             except ProtocolError:
                 raise  # a bad or oversized body: the server answers 400/413
+            except (RequestError, JSONFieldErrors) as exc:
+                return _refusal(conn, exc)
             except PageExit:
                 pass  # conn.exit(): the page ends here, its answer (if any) stands
             except (SystemExit, KeyboardInterrupt) as exc:
@@ -596,10 +795,12 @@ class Site:
                 ended = exc
             except Exception as exc:
                 if errors:  # the page tripped over a None from wrap_fail
-                    return _bad_form(errors)
+                    return self._bad_form(conn, errors)
                 return self._page_error(ctx, page, filename, exc)
             if errors:
-                return _bad_form(errors)
+                return self._bad_form(conn, errors)
+        if conn._session is not None and conn.response is not None:
+            await self._save_session(conn)
         response = conn.finish()
         if ended is not None and (response is None or isinstance(ended, KeyboardInterrupt)):
             return self._ended(ctx, page, filename, ended)
@@ -611,6 +812,52 @@ class Site:
                 "(or return a value from a service)",
             )
         return response
+
+    def _exempt(self, path: str) -> bool:
+        return any(csrf.matches(pattern, path) for pattern in self.csrf_exempt)
+
+    def _csrf_refused(self, conn: Conn, why: str) -> Response:
+        """403, saying what is missing (and, in development mode, how to add it)."""
+        detail = why + "."
+        if self.dev:
+            detail += " " + csrf.HOW_TO_ADD
+        else:
+            detail += " Reload the page that has the form and send it again."
+        return _refusal(conn, RequestError(403, detail))
+
+    def _bad_form(self, conn: Conn, errors: list[Any]) -> Response:
+        """400 listing every bad variable; 404 when a path parameter is among them."""
+        for error in errors:
+            if getattr(error, "name", None) in conn.path_params:
+                return _refusal(
+                    conn,
+                    RequestError(
+                        404, f"no resource at {conn.path}: {error.name} = {error.value!r} "
+                        f"is not {error.expected}"
+                    ),
+                )
+        return _bad_form(errors)
+
+    async def _save_session(self, conn: Conn) -> None:
+        """Store the session if the page changed it; tell the browser a new id."""
+        assert conn._session is not None
+        value = await self.sessions.save(conn._session)
+        if value is None:
+            return
+        parts = [f"{COOKIE_NAME}={value}", "Path=/", "HttpOnly", "SameSite=Lax"]
+        if not value:
+            parts.insert(2, "Max-Age=0")
+        if getattr(conn.ctx, "scheme", "http") == "https" or (
+            conn.request.header("x-forwarded-proto") == "https"
+        ):
+            parts.append("Secure")
+        conn._set_cookies.append(("Set-Cookie", "; ".join(parts)))
+        response = conn.response
+        if response is not None and not any(n.lower() == "cache-control" for n, _ in response.headers):
+            # a response that sets a session cookie is this browser's only (a new Response:
+            # the page's may be an object built once)
+            private = [*response.headers, ("Cache-Control", "private, no-store")]
+            conn.response = dataclasses.replace(response, headers=private)
 
     def _page_error(
         self, ctx: Context, page: str, filename: str | None, exc: Exception
@@ -692,6 +939,73 @@ class Site:
 
     def __repr__(self) -> str:
         return f"Site({self.root!r}, dev={self.dev})"
+
+
+async def _ready_value(response: Response) -> Response:
+    return response
+
+
+def _ready(response: Response) -> Awaitable[Response]:
+    """An awaitable of a response already made (for the routes that return a coroutine)."""
+    return _ready_value(response)
+
+
+def _wins(first: Pattern, second: Pattern) -> bool:
+    """Whether ``first`` is more specific than ``second`` (literals before parameters)."""
+    return first.rank <= second.rank
+
+
+def _security_headers(
+    content_type_options: str | None,
+    frame_options: str | None,
+    referrer_policy: str | None,
+    hsts: int | None,
+) -> tuple[tuple[str, str, bool], ...]:
+    """``(name, value, on HTML only)`` for each header a site adds to its responses."""
+    found = []
+    if content_type_options:
+        found.append(("X-Content-Type-Options", content_type_options, False))
+    if frame_options:
+        found.append(("X-Frame-Options", frame_options, True))
+    if referrer_policy:
+        found.append(("Referrer-Policy", referrer_policy, True))
+    if hsts:
+        if not isinstance(hsts, int) or hsts < 0:
+            raise ValueError(f"hsts is a max-age in seconds, got {hsts!r}")
+        found.append(("Strict-Transport-Security", f"max-age={hsts}", False))
+    return tuple(found)
+
+
+def _wants_json(conn: Conn) -> bool:
+    accept = conn.request.header("accept") or ""
+    return "application/json" in accept and "text/html" not in accept
+
+
+def _refusal(conn: Conn, exc: RequestError | JSONFieldErrors) -> Response:
+    """A 4xx whose message is meant for the client (safe in production too): JSON when
+    the client asks for JSON, else a short HTML page."""
+    status = exc.http_status
+    fields = [e.as_dict() for e in exc.errors] if isinstance(exc, JSONFieldErrors) else None
+    if _wants_json(conn):
+        data: dict[str, Any] = {"error": str(exc)}
+        if fields is not None:
+            data["errors"] = fields
+        body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        return Response(
+            status, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body
+        )
+    return error_response(status, dev=True, detail=str(exc))
+
+
+async def _trapped(
+    conn: Conn, traps: Sequence[Trap], run: Callable[[Conn], Awaitable[None]]
+) -> None:
+    """The traps in order, then the page, unless a trap answered (SMLserver's registerTrap)."""
+    for trap in traps:
+        await trap.run(conn)
+        if conn.response is not None:
+            return
+    await run(conn)
 
 
 def _from_the_page(exc: BaseException, filename: str | None) -> None:

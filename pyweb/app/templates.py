@@ -8,7 +8,8 @@ separate folder keeps them apart from static ``.html`` files, which are sent wit
 source stays private.
 
 Every template sees ``conn`` (the request, :mod:`pyweb.app.conn`), ``form`` (its form
-variables) and ``files``. A script can render one too: ``conn.return_template("list.html",
+variables), ``files`` and ``csrf_field()`` (the hidden field a POST form must carry,
+:mod:`pyweb.app.csrf`). A script can render one too: ``conn.return_template("list.html",
 rows=rows)``. Two settings matter:
 
 * ``autoescape=True``: ``{{ name }}`` is HTML-escaped, so user input cannot inject markup;
@@ -51,7 +52,15 @@ class Templates:
 
     def render(self, name: str, conn: Any, context: dict[str, Any]) -> str:
         template = self.env.get_template(name)
-        return template.render(conn=conn, form=conn.form, files=conn.files, **context)
+        from .csrf import csrf_field
+
+        return template.render(
+            conn=conn,
+            form=conn.form,
+            files=conn.files,
+            csrf_field=lambda: csrf_field(conn),
+            **context,
+        )
 
     def check(self) -> list[tuple[str, int, str]]:
         """``(path, line, message)`` for every template that does not parse."""

@@ -118,10 +118,12 @@ class NotebookServer:
         dev: bool,
         config: dict[str, Any],
         owns_site_dir: bool,
+        csrf: bool = False,
     ) -> None:
         self.site_dir = site_dir
         self.mode = mode
         self.dev = dev
+        self.csrf = csrf
         self._handler = handler
         self._config = config
         self._owns_site_dir = owns_site_dir
@@ -149,10 +151,17 @@ class NotebookServer:
         options["error_log"] = self._errors
         return options
 
+    def _site(self) -> Any:
+        """The Site served; CSRF checks only with ``serve(csrf=True)`` (see :func:`serve`)."""
+        from pyweb.app.site import Site
+
+        exempt = () if self.csrf else ("/*",)
+        return Site(str(self.site_dir), dev=self.dev, csrf_exempt=exempt)
+
     def _start_thread(self) -> None:
         import pyweb.testing
 
-        target = self._handler if self._handler is not None else str(self.site_dir)
+        target = self._handler if self._handler is not None else self._site()
         client = self._stack.enter_context(
             pyweb.testing.serve(target, timeout=_START_TIMEOUT, **self._options())
         )
@@ -172,9 +181,7 @@ class NotebookServer:
         config = ServerConfig(**self._options())
         handler = self._handler
         if handler is None:
-            from pyweb.app.site import Site
-
-            handler = Site(str(self.site_dir), dev=config.dev)
+            handler = self._site()
         self._server = server = Server(config, handler)
         self._guest_done = done_event = asyncio.Event()
         listening = asyncio.Event()
@@ -485,6 +492,7 @@ def serve(
     dev: bool = True,
     port: int = 0,
     mode: str = "thread",
+    csrf: bool = False,
     **config: Any,
 ) -> NotebookServer:
     """Start a pyweb server and return at once; the kernel stays free for the next cell.
@@ -496,6 +504,9 @@ def serve(
     (several students on one machine never collide). Other keywords are
     :class:`pyweb.server.ServerConfig` fields. ``mode``: ``"thread"`` (default) or
     ``"guest"`` (trio guest mode on the kernel's asyncio loop; see the module docstring).
+    ``csrf``: the CSRF check of POSTs (on by default in ``pyweb serve``) is off here unless
+    ``csrf=True``: this server answers one student on 127.0.0.1, and the tutorials' cells
+    post to their pages directly; the "Login and sessions" tutorial turns it on.
 
     The new server becomes the one ``%%page`` writes to.
     """
@@ -523,6 +534,7 @@ def serve(
         dev=dev,
         config={"port": port, **config},
         owns_site_dir=owns,
+        csrf=csrf,
     )
     try:
         if mode == "thread":

@@ -93,6 +93,12 @@ def error_response(
     )
     return Response(
         status,
-        [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
+        [
+            ("Content-Type", "text/html; charset=utf-8"),
+            ("Cache-Control", "no-store"),
+            # Every response says nosniff, the server's own error pages too (a site adds it
+            # to its pages; these are made before or without a site).
+            ("X-Content-Type-Options", "nosniff"),
+        ],
         page.encode("utf-8"),
     )

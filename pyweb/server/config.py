@@ -68,6 +68,39 @@ def log_target(text: str) -> str | None:
     return None if text == "none" else text
 
 
+def text_list(text: str) -> tuple[str, ...]:
+    """``"a, b"`` → ``("a", "b")``: a list setting given as one comma-separated value (a
+    TOML list is joined with commas first, so both spellings are read the same way)."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def header_value(text: str) -> str | None:
+    """A response header's value; ``"none"`` or nothing leaves the header out."""
+    text = text.strip()
+    if any(c in text for c in "\r\n\x00"):
+        raise ValueError(f"a header value cannot hold CR, LF or NUL: {text!r}")
+    return None if text in ("", "none") else text
+
+
+def max_age(text: str) -> int | None:
+    """HSTS max-age in seconds; 0 or ``none`` means no header."""
+    if text.strip() == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"not a whole number of seconds: {text!r}") from None
+    if value < 0:
+        raise ValueError(f"must be 0 or more seconds, got {value}")
+    return value or None
+
+
+def site_path(text: str) -> str:
+    if not text.startswith("/") or text.startswith("//"):
+        raise ValueError(f"a path on this site, starting with one '/', got {text!r}")
+    return text
+
+
 @dataclass(frozen=True)
 class Setting:
     """How one :class:`ServerConfig` field is set from outside: ``--flag`` and TOML key."""
@@ -363,6 +396,68 @@ class ServerConfig:
         "count the bytes each page allocates (C extension only); shown at "
         "/_pyweb/stats and, with --access-log-format alloc, in the access log",
         group="regions",
+    )
+
+    # ---- the site's security (pyweb.signing, sessions, auth, CSRF; docs/sessions.md) ----
+    secret_key: tuple[str, ...] = setting(
+        (),
+        "the site's secret key for sessions, CSRF tokens and signed values; several, newest "
+        "first, comma-separated, rotate it (better: PYWEB_SECRET_KEY, which ps does not show)",
+        parse=text_list,
+        metavar="KEY",
+        group="site",
+    )
+    """Keys that sign, newest first (the first signs, all verify); empty: PYWEB_SECRET_KEY,
+    or in --dev a key kept in the site's data/secret_key."""
+    session_idle: float = setting(
+        3600.0,
+        "seconds a session lasts without being used (default: {default:g})",
+        parse=seconds,
+        metavar="S",
+        group="site",
+    )
+    """A ``WhileUsed`` session: gone after this many seconds without a request."""
+    login_url: str = setting(
+        "/login",
+        "where require_login() sends strangers (default: {default})",
+        parse=site_path,
+        metavar="PATH",
+        group="site",
+    )
+    csrf_exempt: tuple[str, ...] = setting(
+        (),
+        "URL patterns whose POSTs need no CSRF token, comma-separated (/api/*)",
+        parse=text_list,
+        metavar="PATTERNS",
+        group="site",
+    )
+    content_type_options: str | None = setting(
+        "nosniff",
+        "X-Content-Type-Options on every response (default: {default}; none: leave it out)",
+        parse=header_value,
+        metavar="VALUE",
+        group="site",
+    )
+    frame_options: str | None = setting(
+        "SAMEORIGIN",
+        "X-Frame-Options on HTML responses (default: {default}; none: leave it out)",
+        parse=header_value,
+        metavar="VALUE",
+        group="site",
+    )
+    referrer_policy: str | None = setting(
+        "same-origin",
+        "Referrer-Policy on HTML responses (default: {default}; none: leave it out)",
+        parse=header_value,
+        metavar="VALUE",
+        group="site",
+    )
+    hsts: int | None = setting(
+        None,
+        "send Strict-Transport-Security: max-age=S (only behind https; default: not sent)",
+        parse=max_age,
+        metavar="S",
+        group="site",
     )
 
     def __post_init__(self) -> None:

@@ -81,6 +81,10 @@ def _convert(name: str, how: Setting, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ValueError(f"{flag} is true or false, not {value!r}")
         return value
+    if isinstance(value, list) and how.parse is not None and how.parse.__name__ == "text_list":
+        if not all(isinstance(item, str) for item in value):
+            raise ValueError(f"{flag} takes a list of strings, not {value!r}")
+        value = ",".join(value)  # the list settings read "a, b" (their flag's spelling)
     if isinstance(value, dict | list):
         raise ValueError(f"{flag} takes one value, not {type(value).__name__} {value!r}")
     if isinstance(value, bool):

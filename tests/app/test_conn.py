@@ -7,6 +7,8 @@ import socket
 
 from pyweb.testing import serve
 
+from ..csrf_helpers import TOKEN_PAGE, token_header
+
 ECHO = """
 import json
 conn.return_({
@@ -43,9 +45,10 @@ def test_request_data(site):
 
 
 def test_urlencoded_post_body_comes_after_the_query(site):
-    root = site({"echo.py": ECHO})
+    root = site({"echo.py": ECHO, **TOKEN_PAGE})
     with serve(root) as client:
-        data = client.post("/echo?n=1", {"n": "2", "name": "Ådá"}).json()
+        token = token_header(client)
+        data = client.post("/echo?n=1", {"n": "2", "name": "Ådá"}, headers=token).json()
         assert data["method"] == "POST"
         assert data["form"] == [["n", "1"], ["n", "2"], ["name", "Ådá"]]
         assert data["query"] == [["n", "1"]]
@@ -66,7 +69,7 @@ def multipart(boundary: str, parts: list[tuple[str, str | None, str, bytes]]) ->
 
 
 def test_multipart_fields_and_files(site):
-    root = site({"echo.py": ECHO})
+    root = site({"echo.py": ECHO, **TOKEN_PAGE})
     body = multipart(
         "XyZ",
         [
@@ -76,9 +79,8 @@ def test_multipart_fields_and_files(site):
         ],
     )
     with serve(root) as client:
-        r = client.post(
-            "/echo", body, headers={"Content-Type": "multipart/form-data; boundary=XyZ"}
-        )
+        headers = {"Content-Type": "multipart/form-data; boundary=XyZ", **token_header(client)}
+        r = client.post("/echo", body, headers=headers)
         data = r.json()
         assert data["form"] == [["title", "naïve"]]
         assert data["files"] == [

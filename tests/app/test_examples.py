@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from pyweb import signing
 from pyweb.app.site import Site
 from pyweb.app.static import is_content_name
 from pyweb.testing import serve
+
+from ..csrf_helpers import csrf_token, token_from
 
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 
@@ -66,13 +69,14 @@ def play(client, url: str) -> list[str]:
     """Play the guessing game by bisection; return the titles seen."""
     page = client.get(url).text
     titles = [re.search(r"<h2>(.*?)</h2>", page).group(1)]
-    n = re.search(r'name="n" value="(\d+)"', page).group(1)
-    bad = client.post(url, {"n": n, "guess": "forty-two"}).text
+    n = re.search(r'name="n" value="([^"]+)"', page).group(1)
+    token = token_from(page)  # every POST form of the site carries the CSRF token
+    bad = client.post(url, {"n": n, "guess": "forty-two", "csrf_token": token}).text
     titles.append(re.search(r"<h2>(.*?)</h2>", bad).group(1))
     low, high = 0, 100
     while True:
         guess = (low + high) // 2
-        page = client.post(url, {"n": n, "guess": str(guess)}).text
+        page = client.post(url, {"n": n, "guess": str(guess), "csrf_token": token}).text
         title = re.search(r"<h2>(.*?)</h2>", page).group(1)
         titles.append(title)
         if "too big" in title:
@@ -81,12 +85,12 @@ def play(client, url: str) -> list[str]:
             low = guess + 1
         else:
             assert title == "Congratulations!"
-            assert f"You guessed the number {n}." in page and "Play again?" in page
+            assert f"You guessed the number {guess}." in page and "Play again?" in page
             return titles
         assert len(titles) < 12
 
 
-@pytest.mark.parametrize("url", ["/guess", "/svc/guess"])
+@pytest.mark.parametrize("url", ["/guess", "/svc/guess", "/guess_signed"])
 def test_the_guessing_game_to_the_end(client, url):
     titles = play(client, url)
     assert titles[0] == "Guess a number between 0 and 100"
@@ -95,20 +99,48 @@ def test_the_guessing_game_to_the_end(client, url):
 
 
 def test_guess_pictures_and_hidden_field(client):
-    page = client.post("/guess", {"n": "50", "guess": "70"}).text
+    token = csrf_token(client, "/guess")
+    page = client.post("/guess", {"n": "50", "guess": "70", "csrf_token": token}).text
     assert 'src="/img/large.svg"' in page and '<input type="hidden" name="n" value="50">' in page
-    page = client.post("/guess", {"n": "50", "guess": "20"}).text
+    page = client.post("/guess", {"n": "50", "guess": "20", "csrf_token": token}).text
     assert 'src="/img/small.svg"' in page
-    assert 'src="/img/yes.svg"' in client.post("/guess", {"n": "50", "guess": "50"}).text
+    won = client.post("/guess", {"n": "50", "guess": "50", "csrf_token": token}).text
+    assert 'src="/img/yes.svg"' in won
     for picture in ("guess", "large", "small", "yes"):
         r = client.get(f"/img/{picture}.svg")
         assert r.headers["content-type"].startswith("image/svg+xml") and b"<svg" in r.body
 
 
+def test_the_hidden_number_can_be_forged_in_guess_but_not_in_guess_signed(client):
+    token = csrf_token(client, "/guess")
+    # guess.py trusts its hidden field: the player chooses the number, and wins at once.
+    cheat = client.post("/guess", {"n": "7", "guess": "7", "csrf_token": token}).text
+    assert "Congratulations!" in cheat
+    # guess_signed.py's field is signed: a changed one is refused and a new game starts.
+    page = client.get("/guess_signed").text
+    signed = re.search(r'name="n" value="([^"]+)"', page).group(1)
+    assert signing.unsign(signed, salt="guess") in range(101)
+    for forged in (
+        "7",
+        signed[:-1] + ("A" if signed[-1] != "A" else "B"),
+        signing.sign(7, salt="other"),
+    ):
+        page = client.post("/guess_signed", {"n": forged, "guess": "7", "csrf_token": token}).text
+        assert "That game was changed on the way" in page, forged
+        assert "Congratulations!" not in page
+
+
 def test_a_form_with_three_bad_fields_shows_one_page_naming_all_three(client):
+    token = csrf_token(client, "/booking")
     r = client.post(
         "/booking",
-        {"name": "Ada", "email": "ada-at-example", "arrival": "31/12/2026", "nights": "-2"},
+        {
+            "name": "Ada",
+            "email": "ada-at-example",
+            "arrival": "31/12/2026",
+            "nights": "-2",
+            "csrf_token": token,
+        },
     )
     assert r.status == 400
     text = html.unescape(r.text)
@@ -117,7 +149,13 @@ def test_a_form_with_three_bad_fields_shows_one_page_naming_all_three(client):
     assert "'Ada'" not in text  # the good field is not listed
     ok = client.post(
         "/booking",
-        {"name": "Ada", "email": "ada@example.org", "arrival": "2026-12-31", "nights": "2"},
+        {
+            "name": "Ada",
+            "email": "ada@example.org",
+            "arrival": "2026-12-31",
+            "nights": "2",
+            "csrf_token": token,
+        },
     )
     assert ok.status == 200 and "we expect you on 2026-12-31 for 2 night(s)" in ok.text
 

@@ -10,6 +10,7 @@ import pytest
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.testing import serve
 
+from ..csrf_helpers import TOKEN_PAGE, token_header
 from .conftest import touch_later
 
 
@@ -47,11 +48,13 @@ def test_top_level_await(site):
                 await trio.sleep(0)
                 body = await conn.body()
                 conn.return_(f"slept, body={body!r}", content_type="text/plain")
-            """
+            """,
+            **TOKEN_PAGE,
         }
     )
     with serve(root) as client:
-        r = client.post("/wait", b"raw bytes", headers={"Content-Type": "application/octet-stream"})
+        headers = {"Content-Type": "application/octet-stream", **token_header(client)}
+        r = client.post("/wait", b"raw bytes", headers=headers)
         assert r.text == "slept, body=b'raw bytes'"
         assert r.headers["content-type"] == "text/plain"
 

@@ -11,6 +11,8 @@ from pyweb.app.services import Service, service
 from pyweb.app.site import check_site
 from pyweb.testing import serve
 
+from ..csrf_helpers import TOKEN_PAGE, token_header
+
 SERVICES = """
 from __future__ import annotations   # string annotations must work too
 
@@ -75,14 +77,15 @@ async def getonly():
 
 @pytest.fixture
 def client(site):
-    root = site({"api.py": SERVICES})
+    root = site({"api.py": SERVICES, **TOKEN_PAGE})
     with serve(root, dev=True) as client:
         yield client
 
 
 def test_typed_parameters(client):
     assert client.get("/add?a=2&b=40").text == "42"
-    assert client.post("/add", {"a": "-2", "b": "1"}).text == "-1"
+    token = token_header(client)
+    assert client.post("/add", {"a": "-2", "b": "1"}, headers=token).text == "-1"
     data = client.get("/typed?n=7&email=ada@example.org&when=2024-02-29").json()
     assert data == {
         "n": 7,
@@ -125,7 +128,7 @@ def test_return_kinds(client):
     assert client.get("/quot?name=<Ada>").text == "<p>Hello, &lt;Ada&gt;</p>"
     r = client.get("/raw")
     assert (r.status, r.text) == (201, "created")
-    r = client.post("/with_conn", {"x": "5"})
+    r = client.post("/with_conn", {"x": "5"}, headers=token_header(client))
     assert r.text == "POST 5" and r.headers["set-cookie"].startswith("x=5;")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pyweb.testing import serve
 
+from ..csrf_helpers import TOKEN_PAGE, token_header
+
 FILES = {
     "templates/hello.html": "<p>{{ greeting }}Hello, {{ form.get('name', 'stranger') }} ({{ conn.method }})</p>\n",
     "templates/typo.html": "<p>{{ nmae }}</p>\n",
@@ -11,6 +13,7 @@ FILES = {
     "templates/nested/deep.html": "deep {{ form.get('x') }}\n",
     "uses.py": "conn.return_template('list.html', rows=['<a>', 'b'])\n",
     "hello.html": "<p>a static file with {{ braces }}</p>\n",
+    **TOKEN_PAGE,
 }
 
 
@@ -28,7 +31,8 @@ def test_template_pages(site):
         r = client.get("/hello?name=<script>alert(1)</script>")
         assert r.status == 200
         assert r.text == "<p>Hello, &lt;script&gt;alert(1)&lt;/script&gt; (GET)</p>\n"
-        assert client.post("/hello", {"name": "Ada"}).text == "<p>Hello, Ada (POST)</p>\n"
+        token = token_header(client)
+        assert client.post("/hello", {"name": "Ada"}, headers=token).text == "<p>Hello, Ada (POST)</p>\n"
         assert client.get("/nested/deep?x=1").text == "deep 1\n"
         assert client.get("/uses").text == "<ul><li>&lt;a&gt;</li><li>b</li></ul>\n"
         r = client.get("/typo")

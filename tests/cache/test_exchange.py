@@ -14,6 +14,7 @@ import pytest
 from pyweb import cache, testing
 from pyweb.protocol.response import Response
 
+from ..csrf_helpers import csrf_token
 from .conftest import REDIS_URL, need_redis, unique_prefix
 
 PAGES = Path(__file__).resolve().parents[2] / "pages"
@@ -28,7 +29,8 @@ def rate_file(tmp_path, monkeypatch):
 
 
 def amount(client, a="10"):
-    response = client.post("/exchange", {"a": a})
+    token = csrf_token(client, "/exchange")  # the form carries the session's CSRF token
+    response = client.post("/exchange", {"a": a, "csrf_token": token})
     assert response.status == 200
     return response.text
 
@@ -58,7 +60,8 @@ def test_a_forged_host_header_does_not_choose_the_foreign_site(clock, rate_file)
     with testing.serve(PAGES, dev=True) as client:
         port = client.server.port
         forged = {"Host": f"attacker.invalid:{port}"}
-        response = client.post("/exchange", {"a": "10"}, headers=forged)
+        token = csrf_token(client, "/exchange")
+        response = client.post("/exchange", {"a": "10", "csrf_token": token}, headers=forged)
         assert response.status == 200 and "64.32 DKK" in response.text
 
 

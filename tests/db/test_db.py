@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from pyweb import db, qq
 from pyweb.testing import serve
 
+from ..csrf_helpers import csrf_token
 from .conftest import Backend
 from .proxy import Proxy
 
@@ -480,6 +482,14 @@ def guest_site(backend: Backend, tmp_path: Path):
         db.configure(None)
 
 
+def add_entry(client, entry: dict) -> Any:
+    """POST the guest book's form as a browser does: with the token the form carries."""
+    token = getattr(client, "guest_token", None)
+    if token is None:
+        token = client.guest_token = csrf_token(client, "/guest")
+    return client.post("/guest_add", data={**entry, "csrf_token": token})
+
+
 def test_guest_book_stores_injection_attempts_verbatim(guest_site) -> None:
     client, database = guest_site
     sent = []
@@ -487,18 +497,16 @@ def test_guest_book_stores_injection_attempts_verbatim(guest_site) -> None:
         for field in ("name", "comment"):
             entry = {"name": "Homer", "email": "homer@example.com", "comment": "hi"}
             entry[field] = payload
-            r = client.post("/guest_add", data=entry)
+            r = add_entry(client, entry)
             assert r.status == 303, r.text
             assert r.headers["location"] == "/guest"
             sent.append((entry["email"], entry["name"], entry["comment"]))
     for email in EMAIL_INJECTIONS:
         entry = {"name": "Marge", "email": email, "comment": "hello"}
-        assert client.post("/guest_add", data=entry).status == 303
+        assert add_entry(client, entry).status == 303
         sent.append((email, "Marge", "hello"))
     # An address that is no address is refused before the database sees it.
-    bad = client.post(
-        "/guest_add", data={"name": "x", "email": "a'); drop table guest;--", "comment": "c"}
-    )
+    bad = add_entry(client, {"name": "x", "email": "a'); drop table guest;--", "comment": "c"})
     assert bad.status == 400 and "email" in bad.text
 
     stored = trio.run(database.list, "select email, name, comment from guest order by id")
@@ -515,16 +523,12 @@ def test_guest_book_stores_injection_attempts_verbatim(guest_site) -> None:
 
 def test_guest_book_validates_lengths(guest_site) -> None:
     client, database = guest_site
-    r = client.post(
-        "/guest_add", data={"name": "n" * 101, "email": "a@example.com", "comment": "c"}
-    )
+    r = add_entry(client, {"name": "n" * 101, "email": "a@example.com", "comment": "c"})
     assert r.status == 400 and "name" in r.text
     long_email = "a" * 60 + "@" + "b" * 40 + ".example.com"
-    r = client.post("/guest_add", data={"name": "n", "email": long_email, "comment": "c"})
+    r = add_entry(client, {"name": "n", "email": long_email, "comment": "c"})
     assert r.status == 400 and "email" in r.text
-    r = client.post(
-        "/guest_add", data={"name": "n", "email": "a@example.com", "comment": "c" * 2001}
-    )
+    r = add_entry(client, {"name": "n", "email": "a@example.com", "comment": "c" * 2001})
     assert r.status == 400 and "comment" in r.text
     assert trio.run(database.one_field, "select count(*) from guest") == 0
     assert client.get("/db").status == 200

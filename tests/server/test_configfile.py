@@ -130,7 +130,14 @@ def sample(f, how) -> tuple[list[str], object, str]:
         value = how.choices[-1]
         return [value], value, f'"{value}"'
     text = "2.5" if isinstance(setting_default(f), float) else "3"
+    if how.parse is not None:
+        try:
+            how.parse(text)
+        except ValueError:  # "3" is no value of this setting (a path): its default's text
+            text = str(setting_default(f))
     value = text if how.parse is None else how.parse(text)
+    if isinstance(value, tuple):  # a list setting: "a, b" on the command line, a TOML list
+        return [text], value, "[" + ", ".join(f'"{v}"' for v in value) + "]"
     return [text], value, text if isinstance(value, int | float) else f'"{value}"'
 
 

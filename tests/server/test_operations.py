@@ -124,7 +124,13 @@ def site(tmp_path: Path) -> Path:
         "import trio\nawait trio.sleep(float(conn.query.get('s', '1')))\n"
         'conn.return_("slow version 1")\n'
     )
-    (tmp_path / "upload.py").write_text("conn.return_(str(len(await conn.body())))\n")
+    # A raw upload, as a program sends it: no session, so no CSRF token (csrf=False).
+    (tmp_path / "upload.py").write_text(
+        "from pyweb import service\n\n\n"
+        "@service('/upload', methods=['POST'], csrf=False)\n"
+        "async def upload(conn):\n"
+        "    return str(len(await conn.body()))\n"
+    )
     return tmp_path
 
 

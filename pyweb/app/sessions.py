@@ -1,0 +1,145 @@
+"""Sessions: ``conn.session``, a browser's data kept on the server between its requests.
+
+SMLserver §2.1 has no sessions in the server itself: every request starts from the same
+state, and "sessions" are encoded with the cache (a ``WhileUsed`` cache keyed by something
+the browser sends back). pyweb does exactly that, and adds what makes it safe:
+
+* The data lives **server-side** in a typed cache (:mod:`pyweb.cache`), kind
+  ``WhileUsed(idle)``: a session unused for ``idle`` seconds (the ``session_idle`` setting)
+  is gone. With ``--cache redis://...`` the cache is Redis, so every worker and every host
+  sees the same sessions.
+* The browser holds only a random id, **signed** with the site's key
+  (:mod:`pyweb.signing`), in a cookie that is ``HttpOnly`` (page scripts cannot read it),
+  ``SameSite=Lax`` (not sent on cross-site POSTs) and ``Secure`` when the request came over
+  https. A forged, changed or expired cookie is simply no session.
+* The id is **replaced** on login (:meth:`Session.rotate`), so an id planted in a browser
+  before login is worth nothing after it (session fixation).
+
+Values are JSON values (str, int, float, bool, None, lists and dicts of them): what can be
+stored in the cache and read back the same in another process. A session nobody wrote to
+costs nothing: no cache entry, no cookie.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
+from pyweb import cache, signing
+
+__all__ = ["Session", "SessionStore", "COOKIE_NAME", "DEFAULT_IDLE"]
+
+COOKIE_NAME = "pyweb_session"
+DEFAULT_IDLE = 3600.0
+"""Seconds a session lasts without being used (one hour)."""
+_SALT = "pyweb.session"
+
+
+def _check_json(key: str, value: Any) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"conn.session[{key!r}]: a session holds JSON values (str, int, float, bool, "
+            f"None, lists and dicts of them), not {type(value).__name__} {value!r:.60} ({exc})"
+        ) from None
+
+
+class Session(MutableMapping[str, Any]):
+    """One browser's session data: a mutable mapping of ``str`` keys to JSON values."""
+
+    def __init__(self, sid: str | None = None, data: dict[str, Any] | None = None) -> None:
+        self.sid = sid
+        """The id under which the data is stored (``None``: not stored yet)."""
+        self._data: dict[str, Any] = data if data is not None else {}
+        self.modified = False
+        self._old_sid: str | None = None  # an id to delete when saving (rotated or cleared)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"session keys are str, got {key!r}")
+        _check_json(key, value)
+        self._data[key] = value
+        self.modified = True
+
+    def __delitem__(self, key: str) -> None:
+        del self._data[key]
+        self.modified = True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        """Forget everything (log out): the stored entry is deleted and the cookie dropped;
+        writing again starts a new session under a new id."""
+        self._data.clear()
+        self.rotate()
+
+    def rotate(self) -> None:
+        """Keep the data under a new id (on login: no session fixation)."""
+        if self.sid is not None and self._old_sid is None:
+            self._old_sid = self.sid
+        self.sid = None
+        self.modified = True
+
+    def __repr__(self) -> str:
+        return f"<Session {self._data!r}>"
+
+
+class SessionStore:
+    """Where one site's sessions live: the ``pyweb.sessions`` cache and the cookie."""
+
+    def __init__(self, idle: float = DEFAULT_IDLE) -> None:
+        self.idle = float(idle)
+        # The kind is part of a cache's type, so the idle time is part of its name: a site
+        # that changes the setting gets a fresh cache instead of a CacheMismatchError.
+        self.cache = cache.get(
+            cache.String, cache.String, f"pyweb.sessions.{self.idle:g}s", cache.WhileUsed(self.idle)
+        )
+
+    async def load(self, cookie: str | None) -> Session:
+        """The session a cookie value names; an empty one for a missing, forged or expired
+        cookie (a lookup of a live entry also restarts its idle time: ``WhileUsed``)."""
+        if not cookie:
+            return Session()
+        try:
+            sid = signing.signer(_SALT).unsign(cookie).decode("ascii")
+        except (signing.BadSignature, UnicodeDecodeError):
+            return Session()
+        stored = await self.cache.alookup(sid)
+        if stored is None:
+            return Session()
+        try:
+            data = json.loads(stored)
+        except ValueError:
+            return Session()
+        return Session(sid, data if isinstance(data, dict) else {})
+
+    async def save(self, session: Session) -> str | None:
+        """Store a changed session. Returns the cookie value to send when the browser must
+        learn a new id, ``""`` when its cookie must be dropped, ``None`` when nothing changes."""
+        if not session.modified:
+            return None
+        old = session._old_sid
+        if old is not None:
+            await self.cache.adelete(old)
+            session._old_sid = None
+        if not session:
+            dropped = session.sid is not None or old is not None
+            if session.sid is not None:
+                await self.cache.adelete(session.sid)
+                session.sid = None
+            return "" if dropped else None
+        fresh = session.sid is None
+        sid = session.sid = session.sid or secrets.token_urlsafe(24)
+        await self.cache.ainsert(sid, json.dumps(session._data, allow_nan=False))
+        session.modified = False
+        return signing.signer(_SALT).sign(sid).decode("ascii") if fresh else None

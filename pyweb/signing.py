@@ -1,0 +1,215 @@
+"""Signed values and the site's secret key: data a client may hold but cannot forge.
+
+SMLserver's guessing game (§2.1) keeps its hidden number in a hidden form field, where any
+user can change it. Signing fixes that without server state: the value travels with a
+*signature* computed from it and the site's secret key, and a value whose signature does
+not match is refused. Sessions (the cookie holds a signed id) and CSRF protection rest on
+the same key. The cryptography is itsdangerous's (HMAC-SHA1 over a key derived per
+``salt``); nothing here is written by hand::
+
+    from pyweb import signing
+
+    token = signing.sign(42, salt="guess")           # a URL-safe string
+    signing.unsign(token, salt="guess")               # 42
+    signing.unsign(token, salt="guess", max_age=600)  # 42, if signed in the last 10 minutes
+    signing.unsign(token[:-1] + "x", salt="guess")    # raises signing.BadSignature
+
+``salt`` keeps uses apart: a token signed for the guessing game is refused as a session id.
+
+**The key.** ``secret_key`` in ``pyweb.toml`` (or ``pyweb serve --secret-key``), else the
+environment variable ``PYWEB_SECRET_KEY``. Several keys, newest first (a list in
+``pyweb.toml``, comma-separated in the variable), rotate the key: the first signs, every
+one verifies. In development mode a site without a key gets a random one, created once in
+its ``data/secret_key`` (``data/`` is never served). In production a site that needs a key
+and has none refuses to start, saying how to set one (:func:`use_site_key`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from itsdangerous import BadSignature, SignatureExpired, Signer, URLSafeTimedSerializer
+
+__all__ = [
+    "sign",
+    "unsign",
+    "BadSignature",
+    "SignatureExpired",
+    "MissingSecretKey",
+    "configure",
+    "keys",
+    "signer",
+    "use_site_key",
+    "site_needs_key",
+    "KEY_HELP",
+]
+
+KEY_HELP = (
+    'set one with secret_key = "..." in the site\'s pyweb.toml or the environment variable '
+    "PYWEB_SECRET_KEY (make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+)
+_MIN_LENGTH = 16
+
+_keys: list[str] | None = None  # newest first; None: not configured (read the environment)
+
+
+class MissingSecretKey(RuntimeError):
+    """Signing was asked for, and the site has no secret key."""
+
+
+def _as_list(value: str | Sequence[str]) -> list[str]:
+    found = [value] if isinstance(value, str) else list(value)
+    parts = [p.strip() for item in found for p in str(item).split(",")]
+    parts = [p for p in parts if p]
+    if not parts:
+        raise ValueError("a secret key cannot be empty")
+    for part in parts:
+        if len(part) < _MIN_LENGTH:
+            raise ValueError(
+                f"a secret key has at least {_MIN_LENGTH} characters (got one of {len(part)}); "
+                + KEY_HELP.split("(", 1)[1].rstrip(")")
+            )
+    return parts
+
+
+def configure(key: str | Sequence[str] | None) -> None:
+    """Use ``key`` (or several, newest first) from now on; ``None`` forgets the configured
+    key, so the environment variable is read again."""
+    global _keys
+    _keys = None if key is None else _as_list(key)
+
+
+def keys() -> list[str]:
+    """The keys in use, newest first; :class:`MissingSecretKey` when there are none."""
+    if _keys is not None:
+        return _keys
+    env = os.environ.get("PYWEB_SECRET_KEY")
+    if env:
+        return _as_list(env)
+    raise MissingSecretKey(f"this site has no secret key: {KEY_HELP}")
+
+
+_serializers: dict[tuple[tuple[str, ...], str], URLSafeTimedSerializer] = {}
+
+
+def _serializer(salt: str) -> URLSafeTimedSerializer:
+    if not isinstance(salt, str) or not salt:
+        raise ValueError(f"salt names what a token is for, a non-empty str; got {salt!r}")
+    current = tuple(keys())
+    found = _serializers.get((current, salt))
+    if found is None:
+        if len(_serializers) > 64:  # keys changed many times (tests): start again
+            _serializers.clear()
+        # itsdangerous wants the oldest key first and signs with the last one. Kept per
+        # (keys, salt): building one derives its keys, work a request need not repeat.
+        found = URLSafeTimedSerializer(list(reversed(current)), salt=salt)
+        _serializers[(current, salt)] = found
+    return found
+
+
+_signers: dict[tuple[tuple[str, ...], str], Signer] = {}
+
+
+def signer(salt: str) -> Signer:
+    """itsdangerous's plain :class:`~itsdangerous.Signer` for short strings (a session id):
+    no JSON and no timestamp, half the work of :func:`sign` on every request."""
+    current = tuple(keys())
+    found = _signers.get((current, salt))
+    if found is None:
+        if len(_signers) > 64:
+            _signers.clear()
+        found = _signers[(current, salt)] = Signer(list(reversed(current)), salt=salt)
+    return found
+
+
+def sign(value: Any, *, salt: str) -> str:
+    """A URL-safe token holding ``value`` (any JSON value) and its signature."""
+    return _serializer(salt).dumps(value)
+
+
+def unsign(token: str, *, salt: str, max_age: float | None = None) -> Any:
+    """The value inside ``token``. Raises :class:`BadSignature` if it was not signed by
+    this site's key for this ``salt`` (forged, changed, or signed for something else), and
+    :class:`SignatureExpired` (a kind of BadSignature) if it is older than ``max_age``
+    seconds."""
+    if not isinstance(token, str | bytes):
+        raise BadSignature(f"a signed token is a str, got {type(token).__name__}")
+    age = None if max_age is None else int(max_age)  # itsdangerous counts whole seconds
+    return _serializer(salt).loads(token, max_age=age)
+
+
+# -- the site's key -------------------------------------------------------------------------
+
+# What in a site's source shows that it signs something: sessions, login, signed values,
+# and forms that POST (CSRF tokens live in the session).
+_NEEDS_KEY = re.compile(
+    rb"\bsession\b|pyweb\.auth|import auth|\bsigning\b|csrf_field|login_required|"
+    rb"require_login|method\s*=\s*[\"']?post",
+    re.IGNORECASE,
+)
+
+
+def site_needs_key(root: str) -> bool:
+    """Whether the site's source (pages, services, templates) uses anything that signs."""
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "data")]
+        for name in files:
+            if not name.endswith((".py", ".html")):
+                continue
+            try:
+                with open(os.path.join(directory, name), "rb") as f:
+                    if _NEEDS_KEY.search(f.read()):
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def _dev_key(root: str) -> str:
+    """The development key kept in ``ROOT/data/secret_key``, created on first use."""
+    directory = os.path.join(root, "data")
+    path = os.path.join(directory, "secret_key")
+    try:
+        with open(path, encoding="utf-8") as f:
+            key = f.read().strip()
+        if len(key) >= _MIN_LENGTH:
+            return key
+    except FileNotFoundError:
+        pass
+    os.makedirs(directory, exist_ok=True)
+    key = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(key + "\n")
+    return key
+
+
+def use_site_key(root: str, key: str | Sequence[str] | None, *, dev: bool) -> str:
+    """Choose the key a site signs with and say where it came from.
+
+    ``key`` (the ``secret_key`` setting) wins, then ``PYWEB_SECRET_KEY``; in development
+    mode the key in ``data/secret_key`` (created now if missing). In production a site that
+    needs a key (:func:`site_needs_key`) and has none raises :class:`MissingSecretKey`,
+    whose message says how to set one.
+    """
+    if key:
+        configure(key)
+        return "the secret_key setting"
+    if os.environ.get("PYWEB_SECRET_KEY"):
+        configure(None)
+        keys()  # a bad value in the variable is an error now, not on the first request
+        return "PYWEB_SECRET_KEY"
+    if dev:
+        configure(_dev_key(root))
+        return os.path.join(root, "data", "secret_key")
+    configure(None)
+    if site_needs_key(root):
+        raise MissingSecretKey(
+            f"site {root} uses sessions, login, signed values or POST forms and has no "
+            f"secret key: {KEY_HELP}"
+        )
+    return "none"
