@@ -76,7 +76,8 @@ def test_the_host_headers_port_is_never_connected_to(clock, rate_file):
     try:
         with testing.serve(PAGES, dev=True) as client:
             forged = {"Host": f"127.0.0.1:{bait.getsockname()[1]}"}
-            response = client.post("/exchange", {"a": "10"}, headers=forged)
+            token = csrf_token(client, "/exchange")
+            response = client.post("/exchange", {"a": "10", "csrf_token": token}, headers=forged)
             assert response.status == 200 and "64.32 DKK" in response.text
             with pytest.raises(TimeoutError):
                 bait.accept()  # nobody came

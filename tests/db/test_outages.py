@@ -22,6 +22,7 @@ from pyweb.app.formdata import FormLimits
 from pyweb.app.site import Site
 from pyweb.testing import serve
 
+from ..csrf_helpers import csrf_token
 from .conftest import PG_HOST, PG_PORT, Backend, require
 from .proxy import Proxy
 
@@ -75,25 +76,31 @@ def test_nul_in_a_form_field_is_a_400_naming_it(backend: Backend, tmp_path: Path
     database._schema_done = database.schema is None
     try:
         with serve(site) as client:
+            token = csrf_token(client, "/guest")  # the guest book's form carries it
             for bad in ("a\x00b", "esc\x1b[31m", "\x07"):
                 r = client.post(
-                    "/guest_add", data={"name": "Eve", "email": "e@example.com", "comment": bad}
-                )
+                    "/guest_add",
+                    data={"name": "Eve", "email": "e@example.com", "comment": bad,
+                          "csrf_token": token},
+                )  # fmt: skip
                 assert r.status == 400, (backend.name, r.status, r.text[:200])
                 assert "comment" in r.text and "control character" in r.text
             ok = client.post(
                 "/guest_add",
-                data={"name": "Tab\tby", "email": "t@example.com", "comment": "line\r\nnext"},
-            )
+                data={"name": "Tab\tby", "email": "t@example.com", "comment": "line\r\nnext",
+                      "csrf_token": token},
+            )  # fmt: skip
             assert ok.status == 303  # tab, CR and LF are text
         assert trio.run(database.one_field, "select count(*) from guest") == 1
         if backend.name != "postgresql":  # (PostgreSQL's text cannot hold NUL at all)
             opted = Site(site, form_limits=FormLimits(allow_control_chars=True))
             with serve(opted) as client:
+                token = csrf_token(client, "/guest")
                 r = client.post(
                     "/guest_add",
-                    data={"name": "Eve", "email": "e@example.com", "comment": "a\x00b"},
-                )
+                    data={"name": "Eve", "email": "e@example.com", "comment": "a\x00b",
+                          "csrf_token": token},
+                )  # fmt: skip
                 assert r.status == 303
             rows = trio.run(database.list, "select comment from guest where name = 'Eve'")
             assert [row["comment"] for row in rows] == ["a\x00b"]

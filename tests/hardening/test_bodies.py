@@ -20,6 +20,14 @@ from pyweb.server.budget import BUDGET
 FORM = "application/x-www-form-urlencoded"
 
 
+def site(root, **options):
+    """The test pages as a site whose POSTs need no CSRF token (these tests are about
+    bodies; CSRF has its own tests)."""
+    from pyweb.app.site import Site
+
+    return Site(root, csrf_exempt=["/*"], **options)
+
+
 def read_reply(s: socket.socket) -> bytes:
     data = b""
     while True:
@@ -103,7 +111,7 @@ def test_a_steady_upload_is_not_cut_by_the_deadline():
 
 def test_a_page_that_does_not_read_its_body_is_answered_at_once(tmp_path):
     (tmp_path / "ignore.py").write_text('conn.return_("ignored")\n')
-    with pyweb.testing.serve(tmp_path) as c:
+    with pyweb.testing.serve(site(tmp_path)) as c:
         started = time.monotonic()
         with socket.create_connection(("127.0.0.1", c.server.port), timeout=10) as s:
             s.sendall(b"POST /ignore HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream"
@@ -119,7 +127,7 @@ def test_bodies_held_at_once_fit_max_body_memory(tmp_path):
     (tmp_path / "hold.py").write_text(
         "import trio\nawait trio.sleep(1.0)\nconn.return_(str(len(conn.form['data'])))\n"
     )
-    with pyweb.testing.serve(tmp_path, max_body_memory=1_000_000) as c:
+    with pyweb.testing.serve(site(tmp_path), max_body_memory=1_000_000) as c:
         body = b"data=" + b"x" * 600_000
         head = (f"POST /hold HTTP/1.1\r\nHost: x\r\nContent-Type: {FORM}\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()  # fmt: skip
@@ -146,7 +154,7 @@ def test_urlencoded_forms_have_a_smaller_limit_than_uploads(tmp_path):
     (tmp_path / "size.py").write_text(
         "f = conn.files.get('f')\nconn.return_(str(len(f.data) if f else len(conn.form['data'])))\n"
     )
-    with pyweb.testing.serve(tmp_path) as c:
+    with pyweb.testing.serve(site(tmp_path)) as c:
         big = "x" * (2 * 1024 * 1024)
         with socket.create_connection(("127.0.0.1", c.server.port), timeout=10) as s:
             s.sendall(f"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: {FORM}\r\n"

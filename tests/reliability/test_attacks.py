@@ -29,7 +29,7 @@ BUDGET_MB = 256
 def test_a_normal_client_is_served_during(scenario, n):
     r = attacks.run(scenario, attacks.HERE, n, SECONDS, client_timeout=15.0, server_args=[])
     print(f"{scenario}: {r}")
-    assert r["requests"] >= 10, r
+    assert r["requests"] >= 5, r
     assert r["failures"] == 0, r
     assert r["busy_503"] == 0, r
     assert r["worst"] < WORST, r

@@ -19,10 +19,10 @@ import time
 import uuid
 from pathlib import Path
 
-import pytest
 import trio
 
 from pyweb import cache, db
+from pyweb.app.site import Site
 from pyweb.testing import serve
 
 from ..cache.conftest import need_redis, unique_prefix
@@ -96,7 +96,7 @@ def test_a_postgresql_outage_loses_no_acknowledged_write(tmp_path: Path) -> None
                  timeout=2.0)  # fmt: skip
     stop = threading.Event()
     try:
-        with serve(site, error_log=None) as client:
+        with serve(Site(site, csrf_exempt=["/w"]), error_log=None) as client:
             seen = load(client.server.port, stop)
             time.sleep(1.0)
             proxy.stop()  # down for a while, under load
@@ -154,10 +154,11 @@ def pyweb_serve(site: Path, *args: str) -> tuple[subprocess.Popen, int]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # (the write page is a POST target for scripts, not a form: no CSRF token)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYWEB_SECRET_KEY="reliability-" + "k" * 32)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pyweb", "serve", str(site), "--port", str(port),
-         "--access-log", "none", *args],
+         "--access-log", "none", "--csrf-exempt", "/w", *args],
         cwd=str(ROOT), env=env, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     deadline = time.monotonic() + 30
