@@ -21,9 +21,12 @@ $(VENV)/.dev-installed: $(VENV)/.installed
 install: $(VENV)/.installed
 dev: $(VENV)/.dev-installed
 
-## make run: serve the example site on http://127.0.0.1:8000
+## make run: the learning server: serve the example site (SITE) on http://127.0.0.1:8000 in
+## development mode (changed and new pages picked up on the next request, tracebacks on
+## error pages); `make run PORT=8001` picks another port. Production: pyweb serve DIR.
+SITE ?= pages
 run: install
-	$(PY) -m pyweb serve pages --dev --host $(HOST) --port $(PORT)
+	PYWEB_MAKE_RUN=1 $(PY) -m pyweb serve $(SITE) --dev --host $(HOST) --port $(PORT)
 
 ## make lab: the tutorials and exercises in JupyterLab on 127.0.0.1 (prints the URL with its token)
 LAB_PORT ?= 8888
@@ -131,10 +134,12 @@ bench-db-pages: dev
 
 bench: bench-parse bench-render bench-cache bench-events bench-peers
 
-## the documentation site, built strictly (broken links fail)
+## the documentation site, built strictly (broken links fail; a raw Sphinx role or "::" left
+## in a page fails too: scripts/check_docs_site.py)
 docs: dev
 	$(PY) -m pip install --quiet -e '.[docs]'
 	$(PY) -m mkdocs build --strict --site-dir site
+	$(PY) scripts/check_docs_site.py site
 
 ## a longer hypothesis campaign on the parser than make test runs
 fuzz: dev

@@ -1,11 +1,10 @@
-"""Per-query cost of pyweb.db against the raw drivers, in the same run (issue 7).
+"""Per-query cost of pyweb.db against the raw drivers, in the same run.
 
 Run:  .venv/bin/python benchmarks/bench_db.py [--n 2000] [--runs 3] [--short]
       make bench-db
 
 For each reachable database (SQLite always; PostgreSQL at 127.0.0.1:5432 db ``test``;
-MariaDB at 127.0.0.1:3306 db ``test``), two queries, the research note's
-(../shared/research/db-on-trio.md): ``select 1`` and three rows of a 1,000-row guest
+MariaDB at 127.0.0.1:3306 db ``test``), two queries: ``select 1`` and three rows of a 1,000-row guest
 table. One task runs them one after the other, through:
 
 * **raw**: the driver alone on its natural loop: ``sqlite3`` called directly, asyncpg or

@@ -1,4 +1,4 @@
-"""Table 1's database pages on PostgreSQL and MySQL: pyweb against gunicorn + Flask (issue 7).
+"""Table 1's database pages on PostgreSQL and MySQL: pyweb against gunicorn + Flask.
 
 Run:  .venv/bin/python benchmarks/bench_db_pages.py [--short] [--duration S] [--rounds N]
                                                     [--databases postgresql,mysql]

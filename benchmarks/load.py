@@ -1,4 +1,4 @@
-"""Run the locust scenarios (benchmarks/locustfile.py) headless against pyweb (issue 8, item 6).
+"""Run the locust scenarios (benchmarks/locustfile.py) headless against pyweb.
 
 Starts ``pyweb serve pages`` (pinned to CPU 0, access log off, the guest book in a
 temporary SQLite file so the example site's own database is left alone), runs locust on CPU 1 for a

@@ -1,4 +1,4 @@
-"""Load scenarios with locust: the papers' examples as a user plays them (issue 8, item 6).
+"""Load scenarios with locust: the papers' examples as a user plays them.
 
 Each simulated user is one of the papers' visitors:
 

@@ -1,4 +1,4 @@
-"""Whole-server comparison of pyweb with its peers (issue 2, item 10; Hop §4.3, Marlow §7).
+"""Whole-server comparison of pyweb with its peers (Hop §4.3, Marlow §7).
 
 Runs each server as a subprocess pinned to one core (``taskset -c 0``) with wrk pinned to
 the other (``taskset -c 1``), and measures these scenarios against every server:
@@ -10,7 +10,7 @@ the other (``taskset -c 1``), and measures these scenarios against every server:
   static file is exactly the dynamic page's output);
 * ``page-hello``, ``service-hello``, ``page-guess``, ``service-guess``: SMLserver's hello
   and guessing game (one guess), as pyweb page scripts and as typed services, against the
-  same work written in each peer's own idiom (issue 3).
+  same work written in each peer's own idiom.
 
 The peers are uvicorn (uvloop + httptools, raw ASGI app), hypercorn (trio worker, same app),
 gunicorn + Flask (one sync worker), and a minimal hand-written trio server (``raw-trio``,
@@ -103,7 +103,7 @@ SCENARIOS = {
         ),
         Scenario("static", "984-byte static file, keep-alive", "/" + page.STATIC_NAME, 984),
         Scenario("dynamic", "984-byte dynamic page, keep-alive", "/dynamic", 984),
-        # Issue 3: SMLserver's hello and guessing game, as page scripts and as services
+        # SMLserver's hello and guessing game, as page scripts and as services
         # (pyweb runs pages/hello.py, pages/guess.py and pages/hop_services.py; the peers
         # do the same work in their own idiom). Body sizes differ by a few bytes between
         # servers, so only the status and a non-empty body are checked (body_size -1).
@@ -121,7 +121,7 @@ SCENARIOS = {
             "/svc/guess?" + page.GUESS_QUERY,
             -1,
         ),
-        # Issue 6: SMLserver §3's currency exchange with its TimeOut(300) cache warm (the
+        # SMLserver §3's currency exchange with its TimeOut(300) cache warm (the
         # check before measuring fetches the rate once, from the harness's rate server,
         # start_rate_server; the peers cache it in a dict with the same 300 s timeout).
         Scenario(

@@ -1,4 +1,4 @@
-"""Reply rate against request rate: Hop's Figures 6-7 and Marlow's Figure 1 (issue 8, item 6).
+"""Reply rate against request rate: Hop's Figures 6-7 and Marlow's Figure 1.
 
 wrk (``peers.py``) measures the most a server can do with a fixed number of connections
 kept busy (a *closed* loop: a new request only when an answer came back). The papers also

@@ -1,4 +1,4 @@
-"""SMLserver's Table 1, reproduced on this machine (issue 8, item 7; SMLserver §6).
+"""SMLserver's Table 1, reproduced on this machine (SMLserver §6).
 
 The paper measured eight scripts (``hello``, ``date``, ``db``, ``guest``, ``calendar``,
 ``mul``, ``table``, ``log``) with ApacheBench, eight concurrent clients for 60 s, on:

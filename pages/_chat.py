@@ -1,4 +1,4 @@
-"""The chat room behind ``chat.py``: server push with first-class events (issue 5, item 6).
+"""The chat room behind ``chat.py``: server push with first-class events.
 
 Hop's "diffuse web" (Hop §1, §2) has the server push to the browser; here by long polling.
 A browser asks ``/chat?after=N`` and the request *waits* until there is a message it has

@@ -1,18 +1,54 @@
-"""The example site's library: one page layout shared by the scripts (SMLserver §2.1).
+"""The example site's library: one page layout shared by every page (SMLserver §2.1).
 
 A module whose name starts with ``_`` is *library* code: scripts import it, it is
 initialised once per process (not per request), and it is never served as a page.
+
+Every page of the example site is ``page(title, *body)``: the site's stylesheet and icon,
+a header leading home, the title, the body, and a footer with a "view source" link to the
+script that made the page (``/source?file=NAME.py``, shown by ``source.py``). Pages built
+from strings or quotations use ``page_html(title, body)``, which gives the same frame.
 """
 
-from pyweb.html import BODY, H1, HEAD, LINK, META, TITLE, A, I, P, document
+import os
 
-SERVED_BY = P(I("Served by ", A("pyweb", href="/"), ", after SMLserver and Hop."))
+from pyweb import current_conn
+from pyweb.html import BODY, FOOTER, H1, HEAD, HEADER, LINK, MAIN, META, TITLE, A, P, document
+
+SITE = "pyweb examples"
+STYLE = LINK(rel="stylesheet", href="/style.css")
+ICON = LINK(rel="icon", href="/favicon.ico")
+VIEWPORT = META(name="viewport", content="width=device-width, initial-scale=1")
 
 
-def page(title, *body):
-    """A whole HTML document with the site's style sheet."""
+def source_link():
+    """``/source?file=NAME.py`` for the script, service module or template answering now."""
+    try:
+        filename = current_conn().filename
+    except RuntimeError:  # not in a request (a notebook building a page)
+        return None
+    if not filename:
+        return None
+    name = os.path.basename(filename)
+    if os.path.basename(os.path.dirname(filename)) == "templates":
+        name = "templates/" + name
+    return "/source?file=" + name
+
+
+def _footer(link):
+    served = ["Served by ", A("pyweb", href="/"), ", after SMLserver and Hop."]
+    if link:
+        served += [" ", A("View the source of this page", href=link, class_="source")]
+    return FOOTER(P(*served))
+
+
+def page(title, *body, source=None):
+    """A whole HTML document: the shared frame around ``body`` (nodes, Quots or text).
+    ``source``: the "view source" link's file (default: the script answering now)."""
+    link = f"/source?file={source}" if source else source_link()
     return document(
-        HEAD(META(charset="utf-8"), TITLE(title), LINK(rel="stylesheet", href="/style.css")),
-        BODY(H1(title), *body, SERVED_BY),
+        HEAD(META(charset="utf-8"), VIEWPORT, TITLE(title), STYLE, ICON),
+        BODY(HEADER(A(SITE, href="/")), MAIN(H1(title), *body), _footer(link)),
         lang="en",
     )
+
+

@@ -4,13 +4,17 @@
 # so the count is always 1. With --dev the page gets a banner naming the global, the error
 # log gets a warning, and with --strict-regions the request fails with 500.
 # The fixed twin is counter_fixed.py.
+from pyweb.html import A, P
+
 import _visits
+from _layout import page
 
 _visits.hits += 1
 _visits.recent_peers.append(conn.peer)
 conn.return_(
-    "<!DOCTYPE html><html><head><title>Counter (broken)</title></head><body>"
-    f"<h1>This page was visited {_visits.hits} time(s)</h1>"
-    '<p>Reload: the count stays at 1. See <a href="/counter_fixed">the fixed twin</a>.</p>'
-    "</body></html>"
+    page(
+        "Counter (broken)",
+        P(f"This page was visited {_visits.hits} time(s)."),
+        P("Reload: the count stays at 1. See ", A("the fixed twin", href="/counter_fixed"), "."),
+    )
 )

@@ -5,13 +5,14 @@
 #
 # The foreign page is PYWEB_RATE_URL, by default this site's own /rate (pages/rate.py)
 # on 127.0.0.1.
+import math
 import os
 import re
 
 from pyweb import csrf_field, qq
 from pyweb.cache import Option, Real, String, TimeOut, get, memoize
 from pyweb.fetch import fetch_url
-from pyweb.forms import get_real, wrap_opt
+from pyweb.forms import FormError, get_real
 
 from _layout import page
 
@@ -44,10 +45,35 @@ def own_rate_url():
 
 url = os.environ.get("PYWEB_RATE_URL") or own_rate_url()
 
-a = wrap_opt(get_real)("a")
-if a is None:
+LARGEST = 1_000_000_000
+
+
+def refused(typed):
+    """Why an amount is refused, in words (None: it is fine)."""
+    try:
+        get_real("a", min=0, max=LARGEST)
+        return None
+    except FormError:
+        pass
+    try:
+        value = float(typed)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or 0 <= value <= LARGEST:  # (" 1_000" is a float to Python)
+        return qq("<p class='message'>{typed} is not a number: type an amount like 100 or 12.50.</p>")
+    if value < 0:
+        return qq("<p class='message'>{typed} is negative: type an amount of 0 or more.</p>")
+    return qq("<p class='message'>{typed} is too large: type at most {LARGEST} dollars.</p>")
+
+
+typed = conn.form.get("a", "")[:40]
+why = refused(typed) if typed else None
+if not typed.strip():
     body = form
+elif why is not None:
+    body = why + form
 else:
+    a = get_real("a", min=0, max=LARGEST)
     rate = await fetch(url)  # noqa: F704 - a page may await at top level
     if rate is None:
         body = qq("<p>The service is currently not available</p>")

@@ -9,21 +9,16 @@ import random
 from pyweb import csrf_field, qq, signing
 from pyweb.forms import get_nat, lookup, wrap_opt
 
+from _layout import page
+
 SALT = "guess"  # a token signed for this game is refused anywhere else
 
 
 def return_page(title, pic, body):
-    conn.return_(
-        qq("""<!DOCTYPE html>
-<html><head><title>{title}</title><link rel="stylesheet" href="/style.css"></head>
-<body><center>
-<h2>{title}</h2>
-<img src="{pic}" alt="" width="120" height="120">
-{body}
-<p><i>Served by <a href="/">pyweb</a>; the number is signed (compare
-<a href="/guess">the game that can be cheated</a>)</i></p>
-</center></body></html>""")
-    )
+    game = qq("""<div class="game"><img src="{pic}" alt="" width="120" height="120">{body}
+<p><i>The number is signed (compare <a href="/guess">the game that can be cheated</a>).</i></p>
+</div>""")
+    conn.return_(page(title, game))
 
 
 def mk_form(n):
@@ -53,14 +48,14 @@ def process_guess(n):
     if guess is None:
         return_page("You must type a number - try again", "/img/guess.svg", mk_form(n))
     elif guess > n:
-        return_page("Your guess is too big - try again", "/img/large.svg", mk_form(n))
+        return_page(f"{guess} is too big - try again", "/img/large.svg", mk_form(n))
     elif guess < n:
-        return_page("Your guess is too small - try again", "/img/small.svg", mk_form(n))
+        return_page(f"{guess} is too small - try again", "/img/small.svg", mk_form(n))
     else:
         return_page(
             "Congratulations!",
             "/img/yes.svg",
-            qq('You guessed the number {n}. <a href="/guess_signed">Play again?</a>'),
+            qq('<p>You guessed the number {n}. <a href="/guess_signed">Play again?</a></p>'),
         )
 
 

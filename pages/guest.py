@@ -3,6 +3,8 @@
 # a quotation, so it is HTML-escaped: a comment "<script>..." shows as text.
 from pyweb import csrf_field, db, qq
 
+from _layout import page
+
 
 def layout_row(row, acc):
     return (
@@ -20,11 +22,9 @@ token = csrf_field()  # the hidden field every POST form carries (CSRF protectio
 entries = await db.foldr(layout_row, qq(""), "select email, name, comment from guest order by id")
 
 conn.return_(
-    qq("""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Guest Book</title>
-<link rel="stylesheet" href="/style.css"></head>
-<body><h1>Guest Book</h1>
-<ul>
+    page(
+        "Guest Book",
+        qq("""<ul>
 {entries}</ul>
 <h2>New comment</h2>
 <form action="/guest_add" method="post">{token}
@@ -32,7 +32,6 @@ conn.return_(
 <label>E-mail <input name="email" type="email" maxlength="100"></label></p>
 <p><label>Comment<br><textarea name="comment" rows="3" cols="60" maxlength="2000"></textarea></label></p>
 <p><input type="submit" value="Add"></p>
-</form>
-<p><i>Served by <a href="/">pyweb</a></i></p>
-</body></html>""")
+</form>"""),
+    )
 )

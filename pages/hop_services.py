@@ -10,10 +10,12 @@ from typing import Annotated
 
 from pyweb import csrf_field, qq, service
 from pyweb.forms import Nat, get_nat
-from pyweb.html import BODY, H1, HEAD, TITLE, document
+from pyweb.html import P
+
+from _layout import page
 
 # Hop's hello-ast: a tree built once, at import, and returned by every request.
-HELLO = document(HEAD(TITLE("Hello")), BODY(H1("Hello, world!")))
+HELLO = page("Hello", P("Hello, world!"), source="hop_services.py")
 
 
 @service("/svc/hello")
@@ -36,13 +38,11 @@ async def mul(n: Small):
         for i in range(1, n + 1)
     )
     # rows is passed by name: a checker cannot see that qq reads the caller's variables
-    return qq("<!DOCTYPE html><title>{n} x {n}</title><table>\n{rows}</table>", rows=rows)
+    return page(f"{n} × {n}", qq('<table class="mul">\n{rows}</table>', rows=rows))
 
 
 def _guess_page(title, body):
-    return qq("""<!DOCTYPE html>
-<html><head><title>{title}</title><link rel="stylesheet" href="/style.css"></head>
-<body><center><h2>{title}</h2>{body}</center></body></html>""")
+    return page(title, qq('<div class="game">{body}</div>', body=body))
 
 
 def _form(n):
@@ -60,9 +60,10 @@ async def guess(n: Nat | None = None, guess: Nat | None = None):
     if guess is None:
         return _guess_page("You must type a number - try again", _form(n))
     if guess > n:
-        return _guess_page("Your guess is too big - try again", _form(n))
+        return _guess_page(f"{guess} is too big - try again", _form(n))
     if guess < n:
-        return _guess_page("Your guess is too small - try again", _form(n))
+        return _guess_page(f"{guess} is too small - try again", _form(n))
     return _guess_page(
-        "Congratulations!", qq('You guessed the number {n}. <a href="/svc/guess">Play again?</a>')
+        "Congratulations!",
+        qq('<p>You guessed the number {n}. <a href="/svc/guess">Play again?</a></p>'),
     )

@@ -3,6 +3,8 @@
 from pyweb import qq
 from pyweb.forms import get_nat, wrap_opt
 
+from _layout import page
+
 n = wrap_opt(get_nat)("n", max=30)
 if n is None:
     n = 10
@@ -13,11 +15,6 @@ for i in range(1, n + 1):
     rows = rows + qq("<tr><th>{i}</th>{cells}</tr>\n")
 header = qq("").join(qq("<th>{j}</th>", j=j) for j in range(1, n + 1))
 
-conn.return_(
-    qq("""<!DOCTYPE html>
-<html><head><title>Multiplication table</title><link rel="stylesheet" href="/style.css"></head>
-<body><h1>{n} &times; {n}</h1>
-<table class="mul"><tr><th>&times;</th>{header}</tr>
-{rows}</table>
-</body></html>""")
-)
+table = qq("""<table class="mul"><tr><th>&times;</th>{header}</tr>
+{rows}</table>""")
+conn.return_(page(f"{n} × {n}", table))

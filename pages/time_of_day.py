@@ -4,12 +4,9 @@
 #   val _ = Ns.Conn.return ("<html>... The time of day is " ^ time_of_day ^ ". ...")
 import time
 
+from pyweb.html import P
+
+from _layout import page
+
 time_of_day = time.strftime("%H.%M.%S")
-conn.return_(
-    "<!DOCTYPE html><html><head><title>Time of day</title>"
-    '<link rel="stylesheet" href="/style.css"></head>'
-    "<body><h2>Time of day</h2>"
-    f"<p>The time of day is {time_of_day}.</p><hr>"
-    '<p><i>Served by <a href="/">pyweb</a></i></p>'
-    "</body></html>"
-)
+conn.return_(page("Time of day", P(f"The time of day is {time_of_day}.")))

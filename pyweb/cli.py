@@ -10,6 +10,7 @@ during the shutdown stops at once (exit 1). Reference: docs/cli.md.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import socket
@@ -208,6 +209,57 @@ def build_site(args: argparse.Namespace, config: ServerConfig) -> Site:
     return Site.from_settings(args.dir, config)
 
 
+def startup_error(exc: BaseException, host: str, port: int) -> str | None:
+    """One line for an error that stops the server from starting (the port is taken, the
+    address is not ours...), or None if ``exc`` is not such an error. trio wraps errors
+    in exception groups; a student should never have to read one, so the group is opened
+    and its first OSError described in words."""
+    leaves = [exc]
+    while leaves and isinstance(leaves[0], BaseExceptionGroup):
+        leaves = list(leaves[0].exceptions) + leaves[1:]
+    err = next((e for e in leaves if isinstance(e, OSError)), None)
+    if err is None:
+        return None
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    other = port + 1 if 0 < port < 65535 else 8001
+    if err.errno == errno.EADDRINUSE:
+        return (
+            f"{where} is already in use (another pyweb or program); stop it or choose "
+            f"another port: make run PORT={other} / --port {other}"
+        )
+    if err.errno == errno.EACCES:
+        return (
+            f"{where}: permission denied (ports below 1024 need administrator rights); "
+            f"choose another port: make run PORT=8000 / --port 8000"
+        )
+    if err.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {where}: {host} is not an address of this machine"
+    if isinstance(err, socket.gaierror):
+        return f"cannot listen on {where}: no such host {host!r} ({err.strerror})"
+    return f"cannot listen on {where}: {err.strerror or err}"
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def learning_banner(server: Server) -> str:
+    """What ``make run`` (``pyweb serve DIR --dev``) tells a student, after the status line."""
+    directory = (server.config.site_dir or ".").rstrip("/")
+    other = server.port + 1 if 0 < server.port < 65535 else 8001
+    # under `make run` (the Makefile sets PYWEB_MAKE_RUN) the port is make's variable
+    port_hint = f"make run PORT={other}" if os.environ.get("PYWEB_MAKE_RUN") else f"--port {other}"
+    return (
+        f"\n  Open {server.url} in your browser.\n"
+        f"  Edit {directory}/NAME.py (or make a new one) and reload the browser: no restart "
+        f"needed.\n"
+        f"  Errors show on the page with the line that failed (development mode).\n"
+        f"  Ctrl-C stops the server. Another port: {port_hint}\n"
+    )
+
+
 def _say(text: str) -> None:
     print(f"pyweb: {text}", file=sys.stderr, flush=True)
 
@@ -273,6 +325,8 @@ async def serve_until_signalled(
                     f"regions {pyweb_regions.IMPLEMENTATION})",
                     flush=True,
                 )
+                if config.dev:
+                    print(learning_banner(server), flush=True)
             async for signum in signals:
                 if signum == signal.SIGHUP:
                     if not server.closing:
@@ -297,8 +351,8 @@ def supervise(args: argparse.Namespace, argv: Sequence[str]) -> int:
     try:
         listener = socket.create_server((args.host, args.port), backlog=128)
     except OSError as exc:
-        print(f"pyweb: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
+        print(f"pyweb: error: {startup_error(exc, args.host, args.port)}", file=sys.stderr)
+        return 2
     host, port = listener.getsockname()[:2]
 
     def command(index: int, fd: int) -> list[str]:
@@ -388,16 +442,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return supervise(args, argv)
         server = Server(config, site)
         started = {"db": args.db, "cache": args.cache}  # what a reload cannot change
-        status = 1
         try:
-            status = trio.run(serve_until_signalled, server, argv, started)
-        except* OSError as group:  # typically: the port is in use, or the host is not ours
-            reason = group.exceptions[0]
-            print(
-                f"pyweb: error: cannot listen on {args.host}:{args.port}: {reason}",
-                file=sys.stderr,
-            )
-        return status
+            return trio.run(serve_until_signalled, server, argv, started)
+        except BaseException as exc:  # typically: the port is in use, or the host is not ours
+            message = startup_error(exc, args.host, args.port)
+            if message is None:
+                raise _first_leaf(exc) from None  # a bug: its own traceback, not a group's
+            print(f"pyweb: error: {message}", file=sys.stderr)
+            return 2
     print(f"pyweb: error: unknown command {args.command!r}", file=sys.stderr)  # pragma: no cover
     return 2
 

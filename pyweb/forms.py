@@ -250,7 +250,7 @@ _PAGE = """<!DOCTYPE html>
 <head><meta charset="utf-8"><title>Bad form input</title></head>
 <body>
 <h1>400 Bad form input</h1>
-<p>{intro} Please go back, correct {them} and send the form again.</p>
+<p>{intro}</p>
 <table border="1" cellpadding="4">
 <thead><tr><th>Variable</th><th>Value given</th><th>What was expected</th></tr></thead>
 <tbody>
@@ -288,6 +288,26 @@ class FormErrors(Exception):
         """A short, complete HTML page (for a 400 answer) with a table of the variable, the
         value given and what was expected. Everything is escaped: the values are whatever a
         client sent."""
+        return _PAGE.format(intro=self.intro(), rows=self._rows())
+
+    def intro(self) -> str:
+        """One sentence: how many fields were wrong, and what to do."""
+        if len(self.errors) == 1:
+            return "A form field was missing or invalid. Please go back, correct it and send the form again."
+        return (
+            f"{len(self.errors)} form fields were missing or invalid. Please go back, "
+            "correct them and send the form again."
+        )
+
+    def table_html(self) -> str:
+        """The table of the page alone (variable, value given, what was expected), for a
+        page that has its own layout."""
+        return (
+            "<table>\n<thead><tr><th>Variable</th><th>Value given</th>"
+            f"<th>What was expected</th></tr></thead>\n<tbody>\n{self._rows()}</tbody>\n</table>\n"
+        )
+
+    def _rows(self) -> str:
         rows = []
         for e in self.errors:
             given = (
@@ -299,13 +319,15 @@ class FormErrors(Exception):
                 f"<tr><td><code>{html.escape(e.name)}</code></td><td>{given}</td>"
                 f"<td>{html.escape(e.expected)}</td></tr>\n"
             )
-        one = len(self.errors) == 1
-        intro = (
-            "A form field was missing or invalid."
-            if one
-            else (f"{len(self.errors)} form fields were missing or invalid.")
+        return "".join(rows)
+
+    def describe(self) -> str:
+        """The bad fields as one line of text: ``n: '0' (expected ...); who: missing``."""
+        return "; ".join(
+            f"{e.name}: {'missing' if e.value is None else _show(e.value)} "
+            f"(expected {e.expected})"
+            for e in self.errors
         )
-        return _PAGE.format(intro=intro, them="it" if one else "them", rows="".join(rows))
 
 
 # ---------------------------------------------------------------------------------------
@@ -599,9 +621,7 @@ def make_getter(parse: Callable[[str], T], expected: str) -> Callable[..., T]:
     return getter
 
 
-def get_nat(
-    name: str, *, form: FormSource | None = None, min: int = 0, max: int = NAT_MAX
-) -> int:
+def get_nat(name: str, *, form: FormSource | None = None, min: int = 0, max: int = NAT_MAX) -> int:
     """The natural number in variable ``name``, from ``min`` to ``max`` (see
     :func:`parse_nat`; the same bounds as :func:`get_int`). SMLserver's ``FormVar.getNat``."""
     if min < 0:

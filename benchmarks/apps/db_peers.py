@@ -1,6 +1,6 @@
 """Table 1's database pages (db, guest, log) for gunicorn + Flask on PostgreSQL and MySQL.
 
-The peer of ``pyweb serve pages --db URL`` in ``benchmarks/bench_db_pages.py`` (issue 7):
+The peer of ``pyweb serve pages --db URL`` in ``benchmarks/bench_db_pages.py``:
 the same three pages, with the templates of ``table1_peers.py``, over the synchronous
 drivers a Flask user would pick: psycopg 3 for PostgreSQL, PyMySQL for MySQL. A gunicorn
 sync worker serves one request at a time, so it keeps one connection open for its whole

@@ -46,7 +46,7 @@ def check() -> None:
         assert len(render(n)) == PAGE_SIZE, len(render(n))
 
 
-# --- pages and services (issue 3): SMLserver's hello and guessing game ---------------------
+# --- pages and services: SMLserver's hello and guessing game ---------------------
 # pyweb serves these from the example site's own scripts and services (pages/hello.py,
 # pages/guess.py, pages/hop_services.py); every peer answers the same URLs with the same
 # work written its own idiomatic way: parse the query, check the numbers as FormVar.getNat

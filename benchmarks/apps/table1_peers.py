@@ -22,19 +22,27 @@ from jinja2 import Environment
 DB = os.environ.get("TABLE1_DB", "")
 env = Environment(autoescape=True)
 
-LAYOUT = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
-<link rel="stylesheet" href="/style.css"></head><body><h1>{{ title }}</h1>
-{% block body %}{% endblock %}
-<p><i>Served by <a href="/">a peer</a>.</i></p></body></html>"""
+LAYOUT = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>{{ title }}</title>
+<link rel="stylesheet" href="/style.css"><link rel="icon" href="/favicon.ico"></head>
+<body><header><a href="/">peer examples</a></header><main><h1>{{ title }}</h1>
+{% block body %}{% endblock %}</main>
+<footer><p>Served by <a href="/">a peer</a>, after SMLserver and Hop.
+<a href="/source?file=page.py" class="source">View the source of this page</a></p></footer>
+</body></html>"""
 
 
 def _page(body: str):
     return env.from_string(LAYOUT.replace("{% block body %}{% endblock %}", body))
 
 
-HELLO = (
-    "<!DOCTYPE html><html><head><title>Hello</title></head>"
-    "<body><h1>Hello, world!</h1></body></html>"
+HELLO = (  # pages/hello.py's bytes, the same frame as every example page
+    '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Hello</title>'
+    '<link rel="stylesheet" href="/style.css"><link rel="icon" href="/favicon.ico"></head>'
+    '<body><header><a href="/">peer examples</a></header><main><h1>Hello, world!</h1></main>'
+    '<footer><p>Served by <a href="/">a peer</a>, after SMLserver and Hop. '
+    '<a href="/source?file=hello.py" class="source">View the source of this page</a></p>'
+    "</footer></body></html>"
 )
 DATE = _page("<p>Today is {{ today }}.</p>")
 CALENDAR = _page(

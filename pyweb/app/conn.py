@@ -220,6 +220,12 @@ class Conn:
         return self.ctx.server_port
 
     @property
+    def filename(self) -> str | None:
+        """The file of the code answering: the script, the service's module or the
+        template (absolute path; None for an answer that has no file)."""
+        return self._filename
+
+    @property
     def url(self) -> str:
         """The request target as sent: path and query (``/guess?n=3``)."""
         return self.request.target

@@ -43,6 +43,7 @@ import dataclasses
 import importlib.util
 import inspect
 import json
+import logging
 import os
 import sys
 import traceback
@@ -52,10 +53,11 @@ from typing import Any
 from urllib.parse import unquote
 
 import trio
+from markupsafe import Markup
 
 from pyweb import forms, signing
 from pyweb.handler import Context
-from pyweb.protocol.errorpage import error_response
+from pyweb.protocol.errorpage import SENTENCES, error_response, reason
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
 from pyweb.regions import SiteRegions
@@ -74,6 +76,7 @@ from .traps import Trap
 
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
 
+_site_log = logging.getLogger("pyweb.site")
 _EMPTY = MultiDict()
 CONTROL_EXPECTED = "text without control characters (NUL, ESC...; tab and newlines are fine)"
 _DEFAULT_LIMITS = FormLimits()
@@ -182,6 +185,7 @@ class Site:
         """Traps in registration order."""
         self.problems: list[Problem] = []
         self._broken: dict[str, Problem] = {}  # script path -> its syntax error (dev)
+        self._syntax_errors: dict[str, SyntaxError] = {}  # the same, as raised (dev page)
         self._stamps: dict[str, int] = {}  # watched path -> mtime_ns (dev)
         self.no_script_cache = no_script_cache
         """Recompile the script on every request (SMLserver Table 1, column five)."""
@@ -262,6 +266,7 @@ class Site:
         """Scan the site: compile scripts and library, import service modules, parse templates."""
         self.problems = []
         self._broken = {}
+        self._syntax_errors = {}
         self.scripts = {}
         self.services = {}
         self.service_routes = Router()
@@ -325,6 +330,7 @@ class Site:
         except SyntaxError as err:
             problem = self._problem(path, err.lineno or 1, f"SyntaxError: {err.msg}")
             self._broken[path] = problem
+            self._syntax_errors[path] = err.with_traceback(None)  # the compile step is not theirs
             return
         if pages.defines_services(tree):
             self._import_services(path)
@@ -333,6 +339,7 @@ class Site:
             script = pages.compile_script(path, self.display(path), source)
         except SyntaxError as err:  # e.g. 'return' outside function: found by compile
             self._broken[path] = self._problem(path, err.lineno or 1, f"SyntaxError: {err.msg}")
+            self._syntax_errors[path] = err.with_traceback(None)  # the compile step is not theirs
             return
         self.scripts[self._url_name(path)] = script
 
@@ -452,9 +459,94 @@ class Site:
             return None
         self.problems = [p for p in self.problems if p.path != self.display(path)]
         self._broken.pop(path, None)
+        self._syntax_errors.pop(path, None)
         self.scripts.pop(name, None)
         self._load_file(path)
         return self.scripts.get(name) or self._broken.get(path)
+
+    # ---- error pages -------------------------------------------------------------------
+
+    def error_page(
+        self,
+        status: int,
+        *,
+        detail: str = "",
+        exc: BaseException | None = None,
+        offending: bytes = b"",
+        sentence: str | None = None,
+        body_html: str = "",
+        public_detail: str = "",
+        title: str | None = None,
+    ) -> Response:
+        """The page for an error ``status``: the site's own template if it has one
+        (``templates/_404.html``, ..., or ``templates/_error.html`` for any status), else
+        pyweb's styled page. In development mode a page with a traceback (``exc``) is always
+        pyweb's, so the traceback shows. ``public_detail`` is detail fit for production (the
+        list of bad form fields); ``detail`` is shown in development mode only. The server
+        calls this too, for the errors it answers itself (400, 408, 413, 414, 431, 505)."""
+        if self.templates is not None and not (self.dev and exc is not None):
+            override = self._override(
+                status, detail if self.dev else public_detail, sentence, title, body_html
+            )
+            if override is not None:
+                return override
+        return error_response(
+            status,
+            dev=self.dev,
+            detail=detail,
+            exc=exc,
+            offending=offending,
+            sentence=sentence,
+            own=self._own,
+            display=self.display,
+            body_html=body_html,
+            title=title,
+        )
+
+    def _form_errors_page(self, errors: list[Any]) -> Response:
+        """The ``wrap_fail`` page: one 400 listing every bad form variable (in production
+        too: the values are the visitor's own, and the list is what they need to fix)."""
+        bad = forms.FormErrors(list(errors))
+        listing = bad.describe()
+        return self.error_page(
+            400,
+            sentence=bad.intro(),
+            title="Bad form input",
+            body_html=bad.table_html(),
+            detail=listing,
+            public_detail=listing,
+        )
+
+    def _own(self, filename: str) -> bool:
+        """A file of the site itself (its frames come first in a traceback)."""
+        return filename.startswith(self.root + os.sep)
+
+    def _override(
+        self, status: int, detail: str, sentence: str | None, title: str | None, body_html: str
+    ) -> Response | None:
+        templates = self.templates
+        assert templates is not None
+        name = templates.error_template(status)
+        if name is None:
+            return None
+        title = title or reason(status)
+        try:
+            text = templates.env.get_template(name).render(
+                status=status,
+                title=title,
+                detail=detail or sentence or SENTENCES.get(status, ""),
+                sentence=sentence or SENTENCES.get(status, ""),
+                dev=self.dev,
+                details_html=Markup(body_html),
+            )
+        except Exception as exc:  # a broken error template must not hide the error
+            _site_log.warning("templates/%s failed, pyweb's page used: %s", name, exc)
+            return None
+        return Response(
+            status,
+            [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
+            text.encode("utf-8"),
+        )
 
     # ---- serving ------------------------------------------------------------------------
 
@@ -509,7 +601,12 @@ class Site:
         script: pages.Script | Problem | None
         script = self._dev_script(name) if self.dev else self.scripts.get(name)
         if isinstance(script, Problem):
-            return error_response(500, dev=True, detail=f"the page does not compile: {script}")
+            path = os.path.join(self.root, *name.split("/")) + ".py"
+            return self.error_page(
+                500,
+                detail=f"the page does not compile: {script}",
+                exc=self._syntax_errors.get(path),
+            )
         if script is not None and "[" in name:
             script = None  # a [param] file is reached through its pattern only
         if script is not None:
@@ -571,7 +668,7 @@ class Site:
                 script = pages.compile_script(script.path, script.name)
             except (OSError, SyntaxError) as err:
                 return _ready(
-                    error_response(500, dev=True, detail=f"the page does not compile: {err}")
+                    self.error_page(500, detail=f"the page does not compile: {err}", exc=err)
                 )
         # Only a script that awaits can be stopped at its deadline (trio cancels at an
         # await); a script that never awaits gets no deadline and costs no cancel scope.
@@ -595,7 +692,12 @@ class Site:
             name = by_script[1]
             script = self._dev_script(name) if self.dev else self.scripts.get(name)
             if isinstance(script, Problem):
-                return error_response(500, dev=True, detail=f"the page does not compile: {script}")
+                path = os.path.join(self.root, *name.split("/")) + ".py"
+                return self.error_page(
+                    500,
+                    detail=f"the page does not compile: {script}",
+                    exc=self._syntax_errors.get(path),
+                )
             if script is not None:
                 return await self._run_script(ctx, script, by_script[2], traps)
         return None
@@ -616,6 +718,9 @@ class Site:
         if method == "GET" or method == "HEAD":
             response = self.static.respond(request)
             if response is not None:
+                if response.status in (400, 403, 404) and self.templates is not None:
+                    if self.templates.error_template(response.status):  # the site's own page
+                        return self.error_page(response.status)
                 return response
             return self._not_found(request.path)
         # Would a GET find something here? Then the resource exists and only the method is
@@ -651,10 +756,10 @@ class Site:
         detail = f"no page, service, template or file for {path}"
         if self.dev and self.problems:
             detail += "; the site has errors: " + "; ".join(str(p) for p in self.problems)
-        return error_response(404, dev=self.dev, detail=detail)
+        return self.error_page(404, detail=detail)
 
     def _not_allowed(self, method: str, allow: str) -> Response:
-        page = error_response(405, dev=self.dev, detail=f"{method} is not allowed here")
+        page = self.error_page(405, detail=f"{method} is not allowed here")
         page.headers.append(("Allow", allow))
         return page
 
@@ -709,8 +814,10 @@ class Site:
                 form, files = _EMPTY, _EMPTY
         except FormDataError as err:
             if err.field is not None:  # the user's own field: name it, as wrap_fail does
-                return _bad_form([forms.FormError(err.field, err.value, CONTROL_EXPECTED)])
-            return error_response(400, dev=self.dev, detail=str(err))
+                return self._form_errors_page(
+                    [forms.FormError(err.field, err.value, CONTROL_EXPECTED)]
+                )
+            return self.error_page(400, detail=str(err))
         if params:  # the getters read path parameters too; the path wins (the last value)
             form = MultiDict([*form.multi_items(), *params.items()])
         conn = Conn(
@@ -805,9 +912,8 @@ class Site:
         if ended is not None and (response is None or isinstance(ended, KeyboardInterrupt)):
             return self._ended(ctx, page, filename, ended)
         if response is None:
-            return error_response(
+            return self.error_page(
                 500,
-                dev=self.dev,
                 detail=f"{page} finished without giving a response: call conn.return_(...) "
                 "(or return a value from a service)",
             )
@@ -836,7 +942,7 @@ class Site:
                         f"is not {error.expected}"
                     ),
                 )
-        return _bad_form(errors)
+        return self._form_errors_page(errors)
 
     async def _save_session(self, conn: Conn) -> None:
         """Store the session if the page changed it; tell the browser a new id."""
@@ -872,9 +978,7 @@ class Site:
         # starts and when it ends, not once per request (pyweb.outage).
         if not getattr(exc, "outage", False):
             _log(ctx, f"{page} raised {type(exc).__name__}: {exc}", exc)
-        return error_response(
-            status, dev=self.dev, detail=f"{page} raised {type(exc).__name__}: {exc}", exc=exc
-        )
+        return self.error_page(status, detail=f"{page} raised {type(exc).__name__}: {exc}", exc=exc)
 
     def _ended(
         self, ctx: Context, page: str, filename: str | None, exc: BaseException
@@ -894,7 +998,7 @@ class Site:
                 "goes on (Ctrl-C in the terminal is what stops the server)"
             )
         _log(ctx, why, None)
-        return error_response(500, dev=self.dev, detail=why)
+        return self.error_page(500, detail=why)
 
     def _too_long(self, ctx: Context, page: str) -> Response:
         why = (
@@ -903,7 +1007,7 @@ class Site:
             "events: conn.client_gone_evt() / conn.shutdown_evt()"
         )
         _log(ctx, why, None)
-        page_503 = error_response(503, dev=self.dev, detail=why, sentence=_TOO_LONG)
+        page_503 = self.error_page(503, detail=why, sentence=_TOO_LONG)
         page_503.headers.append(("Retry-After", "1"))
         return page_503
 
@@ -919,9 +1023,11 @@ class Site:
             message, _line = unawaited.explain(item, filename, self.display)
             if message not in messages:
                 messages.append(message)
-        why = f"{page}: " + " ".join(messages)
+        why = " ".join(messages)
+        if not why.startswith(page):  # the message names the page's file and line itself
+            why = f"{page}: {why}"
         _log(ctx, why, None)
-        return error_response(500, dev=self.dev, detail=why)
+        return self.error_page(500, detail=why)
 
     def _blocked(
         self,
@@ -1033,14 +1139,6 @@ def _log(ctx: Context, message: str, exc: BaseException | None) -> None:
     log_error = getattr(ctx, "log_error", None)
     if log_error is not None:
         log_error(message, exc)
-
-
-def _bad_form(errors: list[Any]) -> Response:
-    """The ``wrap_fail`` page: one 400 listing every bad form variable."""
-    body = forms.FormErrors(list(errors)).to_html().encode("utf-8")
-    return Response(
-        400, [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")], body
-    )
 
 
 def check_site(root: str | os.PathLike[str]) -> tuple[Site, list[Problem]]:

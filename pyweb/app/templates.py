@@ -2,7 +2,9 @@
 
 SMLserver's ``.msp`` files embed code in HTML, the way PHP and ASP do; pyweb's are jinja2
 templates. The choice of place: a site's templates live in its ``templates/`` folder, and
-``templates/NAME.html`` is served at ``/NAME`` (unless a script or service has that URL). A
+``templates/NAME.html`` is served at ``/NAME`` (unless a script or service has that URL);
+a template whose name starts with ``_`` is private (a layout, a partial, an error page:
+``templates/_404.html``) and never served. A
 separate folder keeps them apart from static ``.html`` files, which are sent with
 ``sendfile`` untouched, and the folder itself is never served as static files, so template
 source stays private.
@@ -44,10 +46,21 @@ class Templates:
         )
 
     def page_name(self, url_name: str) -> str | None:
-        """``"hello"`` → ``"hello.html"`` if ``templates/hello.html`` exists."""
+        """``"hello"`` → ``"hello.html"`` if ``templates/hello.html`` exists. Private
+        templates, whose name (or a folder on the way) starts with ``_`` (layouts, partials,
+        error pages), are never pages: ``/_layout`` is a 404."""
+        if any(part.startswith("_") for part in url_name.split("/")):
+            return None
         candidate = url_name + ".html"
         if os.path.isfile(os.path.join(self.directory, candidate)):
             return candidate
+        return None
+
+    def error_template(self, status: int) -> str | None:
+        """The site's page for an error: ``_404.html`` for 404, else ``_error.html``."""
+        for candidate in (f"_{status}.html", "_error.html"):
+            if os.path.isfile(os.path.join(self.directory, candidate)):
+                return candidate
         return None
 
     def render(self, name: str, conn: Any, context: dict[str, Any]) -> str:

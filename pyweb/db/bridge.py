@@ -1,8 +1,8 @@
 """The bridge from trio to asyncio drivers: one asyncio loop (uvloop) in a thread of its own.
 
 asyncpg and aiomysql are asyncio libraries; pyweb's server is trio, and calling them from a
-trio task fails at once ("no running event loop"). Measured on this project's machine
-(../shared/research/db-on-trio.md): trio-asyncio works but had the worst tail latency (p99
+trio task fails at once ("no running event loop"). Measured while building pyweb:
+trio-asyncio works but had the worst tail latency (p99
 195-260 ms) and changes asyncio's loop policy for the whole process; a dedicated thread
 running an asyncio loop on uvloop, owning the driver's connections, with trio tasks
 handing it *whole queries*, reached about 65% of native throughput with a short tail.

@@ -1,4 +1,4 @@
-"""The MySQL/MariaDB driver: aiomysql on the driver loop of :mod:`pyweb.db.bridge` (issue 7).
+"""The MySQL/MariaDB driver: aiomysql on the driver loop of :mod:`pyweb.db.bridge`.
 
 Each handle owns one ``aiomysql`` connection (autocommit on, ``utf8mb4``), created and used
 on the loop thread; a trio task hands it a whole query and gets every row back. Antiquotes
@@ -9,8 +9,7 @@ Cancellation: aiomysql cannot stop a query on the server. When the trio request 
 cancelled the asyncio task is cancelled, the connection is closed (its protocol state is
 unknown: it may still be waiting for the query's answer) and marked broken, and a
 ``KILL QUERY <thread id>`` is sent from a fresh connection so the server stops working on
-a result nobody will read (measured: without it the query runs to the end;
-../shared/research/db-on-trio.md).
+a result nobody will read (measured: without it the query runs to the end).
 
 A lost connection (``KILL <id>``, a server restart) is noticed when the connection's
 stream is at end of file or when a call fails with "Lost connection"/"server has gone

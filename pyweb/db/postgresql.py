@@ -1,4 +1,4 @@
-"""The PostgreSQL driver: asyncpg on the driver loop of :mod:`pyweb.db.bridge` (issue 7).
+"""The PostgreSQL driver: asyncpg on the driver loop of :mod:`pyweb.db.bridge`.
 
 Each handle owns one ``asyncpg.Connection``, created on the loop thread and used only
 there; a trio task hands it a whole query (``fetch``/``execute``) and gets all the rows

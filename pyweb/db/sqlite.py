@@ -1,11 +1,10 @@
-"""The SQLite driver: stdlib ``sqlite3`` in trio worker threads (SMLserver §4; issue 7).
+"""The SQLite driver: stdlib ``sqlite3`` in trio worker threads (SMLserver §4).
 
 SQLite is pyweb's embedded default: a file in the site's ``data/`` directory, created on
 first run, nothing to install. ``sqlite3`` blocks, so each query runs in a worker thread
 (``trio.to_thread``) and the event loop keeps serving other requests meanwhile. Calling it
 directly from the trio task is 5-16x faster for tiny queries, but one slow query then
-freezes the whole server and cannot be cancelled (measured: a 13.4 s stall;
-../shared/research/db-on-trio.md).
+freezes the whole server and cannot be cancelled (measured: a 13.4 s stall).
 
 * Every connection is opened in WAL mode, so readers do not wait for a writer, with a busy
   timeout, so a writer waits for another writer instead of failing at once.

@@ -42,6 +42,12 @@ class CheckFailed(AssertionError):
 
 _TRACEBACK = re.compile(r"<strong>Traceback:</strong></p>\s*<pre>(.*?)</pre>", re.DOTALL)
 _DETAIL = re.compile(r"<strong>Detail:</strong>\s*(.*?)</p>", re.DOTALL)
+# pyweb's error pages (pyweb/protocol/errorhtml.py): the exceptions of the chain, the
+# site's own frames (file and line), the detail sentence
+_EXCEPTION = re.compile(r'<p class="exc">(.*?)</p>', re.DOTALL)
+_OWN_FRAME = re.compile(r'<div class="where"><code>([^<]*)</code>, line (\d+)')
+_DETAIL_BOX = re.compile(r'<p class="detail">(.*?)</p>', re.DOTALL)
+_FOLDED = re.compile(r"<details[^>]*><summary>.*?</summary><pre>(.*?)</pre>", re.DOTALL)
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
@@ -69,6 +75,20 @@ def _is_library_file(file: str) -> bool:
 def explain_error(response: TestResponse) -> str:
     """What went wrong, in one or two sentences, from a (dev-mode) error page."""
     text = response.text
+    exceptions = _EXCEPTION.findall(text)
+    if exceptions:
+        last = html.unescape(exceptions[-1]).strip()
+        frames = _OWN_FRAME.findall(text)  # the site's own code only: the page's lines
+        where = ""
+        if frames:
+            file, number = frames[-1]
+            where = f" (line {number} of {os.path.basename(html.unescape(file))})"
+        else:  # no site (a handler function): Python's traceback, folded, names the files
+            for folded in _FOLDED.findall(text):
+                for file, number in _FILE_LINE.findall(html.unescape(folded)):
+                    if not _is_library_file(file):
+                        where = f" (line {number} of {os.path.basename(file)})"
+        return f"the error was {last}{where}"
     found = _TRACEBACK.search(text)
     if found:
         lines = [ln for ln in html.unescape(found.group(1)).splitlines() if ln.strip()]
@@ -78,7 +98,7 @@ def explain_error(response: TestResponse) -> str:
             if not _is_library_file(file):  # the last frame of the student's own code
                 where = f" (line {number} of {os.path.basename(file)})"
         return f"the error was {last}{where}"
-    detail = _DETAIL.search(text)
+    detail = _DETAIL.search(text) or _DETAIL_BOX.search(text)
     if detail:
         return f"the server said: {html.unescape(detail.group(1)).strip()}"
     return "the page gave no further detail"

@@ -14,12 +14,13 @@ closes it, a 404 doesn't), so this module sets no ``Connection`` header.
 from __future__ import annotations
 
 import html
-import traceback
+from collections.abc import Callable
 from http import HTTPStatus
 
+from pyweb.protocol.errorhtml import page, traceback_html
 from pyweb.protocol.response import Response
 
-__all__ = ["error_response", "SENTENCES"]
+__all__ = ["error_response", "reason", "SENTENCES"]
 
 SENTENCES: dict[int, str] = {
     400: "The server could not understand the request.",
@@ -38,15 +39,10 @@ SENTENCES: dict[int, str] = {
 }
 """The one sentence shown under the status line of each error page."""
 
-_TEMPLATE = """<!DOCTYPE html>
-<html lang="en">
-<head><meta charset="utf-8"><title>{status} {reason}</title></head>
-<body>
-<h1>{status} {reason}</h1>
-<p>{sentence}</p>
-{extra}</body>
-</html>
-"""
+
+def reason(status: int) -> str:
+    """The reason phrase of ``status`` ("Not Found"), "Error" for an unknown one."""
+    return _reason(status)
 
 
 def _reason(status: int) -> str:
@@ -64,32 +60,38 @@ def error_response(
     exc: BaseException | None = None,
     offending: bytes = b"",
     sentence: str | None = None,
+    own: Callable[[str], bool] | None = None,
+    display: Callable[[str], str] = str,
+    body_html: str = "",
+    title: str | None = None,
 ) -> Response:
-    """A short HTML page for ``status``. ``detail``, ``offending`` and the traceback of
-    ``exc`` appear only when ``dev`` is true (they may reveal paths, code or other users'
-    data, so production pages never carry them)."""
-    reason = _reason(status)
-    extra = ""
+    """A short styled HTML page for ``status`` (:func:`pyweb.protocol.errorhtml.page`).
+    ``detail``, ``offending`` and the traceback of ``exc`` appear only when ``dev`` is true
+    (they may reveal paths, code or other users' data, so production pages never carry
+    them; a production 500 says the details are in the error log). ``own(filename)`` says
+    which frames are the site's (shown first, with source); ``body_html`` is extra HTML
+    (already escaped) shown in both modes."""
+    parts = [body_html]
     if dev:
-        parts = []
         if detail:
-            parts.append(f"<p><strong>Detail:</strong> {html.escape(detail)}</p>\n")
+            parts.append(
+                f'<p class="detail"><strong>Detail:</strong> {html.escape(detail)}</p>\n'
+            )
         if offending:
             # repr() shows control bytes (CR, LF, NUL) visibly instead of rendering them
-            parts.append(
-                f"<p><strong>Offending input:</strong></p>\n<pre>{html.escape(repr(offending))}</pre>\n"
-            )
+            parts.append(f"<h2>Offending input</h2>\n<pre>{html.escape(repr(offending))}</pre>\n")
         if exc is not None:
-            tb = "".join(traceback.format_exception(exc))
-            parts.append(f"<p><strong>Traceback:</strong></p>\n<pre>{html.escape(tb)}</pre>\n")
-        extra = "".join(parts)
-    page = _TEMPLATE.format(
-        status=status,
-        reason=html.escape(reason),
-        sentence=html.escape(
-            sentence or SENTENCES.get(status, f"The server answered with status {status}.")
-        ),
-        extra=extra,
+            parts.append(traceback_html(exc, own or (lambda filename: False), display))
+    elif status >= 500:
+        parts.append(
+            '<p class="log">The details are in the server\'s error log. (Development mode, '
+            "<code>--dev</code>, shows them on this page.)</p>\n"
+        )
+    text = page(
+        status,
+        title or _reason(status),
+        sentence or SENTENCES.get(status, f"The server answered with status {status}."),
+        body_html="".join(parts),
     )
     return Response(
         status,
@@ -100,5 +102,5 @@ def error_response(
             # to its pages; these are made before or without a site).
             ("X-Content-Type-Options", "nosniff"),
         ],
-        page.encode("utf-8"),
+        text.encode("utf-8"),
     )

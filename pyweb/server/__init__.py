@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -76,6 +76,8 @@ class Server:
         """Who holds the connection slots (slots.py: idle first out, fast 503)."""
         self.proxies = self._proxies(config)
         """The trusted reverse proxies (``--proxy-headers``), or None: :mod:`.proxy`."""
+        self.site_handler: Handler = handler
+        """The handler as given (a Site): it may draw the error pages (:meth:`error_page`)."""
         self.scheduler: Scheduler = make_scheduler(
             config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
         )
@@ -154,6 +156,7 @@ class Server:
         self.handler = self._layers(config, handler)
         self.proxies = self._proxies(config)
         BUDGET.limit = config.max_body_memory
+        self.site_handler = handler
         self.config = config
         self.broadcast.send(RELOAD)  # open connections keep their settings (control.py)
         return ignored
@@ -197,6 +200,24 @@ class Server:
             return await handler(ctx)
 
         return counted
+
+    def error_page(self, status: int, *, dev: bool | None = None, **details: Any) -> Response:
+        """The page for an error the server answers itself (a bad request, 408, 413, ...):
+        the handler's own ``error_page`` when it has one (a site's ``templates/_404.html``,
+        its traceback pages), else :func:`~pyweb.protocol.errorpage.error_response`.
+        ``dev``: the connection's setting (settings are per connection); default the
+        server's."""
+        draw = getattr(self.site_handler, "error_page", None)
+        if draw is not None:
+            try:
+                response = draw(status, **details)
+                if isinstance(response, Response):
+                    return response
+            except Exception:  # a broken site page must not hide the error being reported
+                pass
+        from pyweb.protocol.errorpage import error_response
+
+        return error_response(status, dev=self.config.dev if dev is None else dev, **details)
 
     def shutdown(self) -> None:
         """Graceful shutdown (call from a task in the server's trio run): stop accepting,

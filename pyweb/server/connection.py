@@ -72,7 +72,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from pyweb.events import Event, Port, at_time, choose, guard, readable_evt, sync, wrap
-from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import RequestParser
@@ -377,7 +376,7 @@ class Connection:
             self.log.error(
                 f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
             )
-            return error_response(500, dev=self.config.dev, detail=str(exc), exc=exc)
+            return self.server.error_page(500, dev=self.config.dev, detail=str(exc), exc=exc)
         finally:
             self.release_body()  # the page is done with its body: out of the budget
 
@@ -402,9 +401,10 @@ class Connection:
     # ------------------------------------------------------------------------------- errors
 
     def error_page(self, status: int, err: ProtocolError | None = None) -> Response:
+        # Through the server: a site may draw its own error pages (templates/_404.html...).
         if err is None:
-            return error_response(status, dev=self.config.dev)
-        return error_response(
+            return self.server.error_page(status, dev=self.config.dev)
+        return self.server.error_page(
             status, dev=self.config.dev, detail=err.message, offending=err.offending
         )
 

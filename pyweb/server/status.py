@@ -1,4 +1,4 @@
-"""``/_pyweb/status``: what the server is doing, for the operator (issue 8, item 5).
+"""``/_pyweb/status``: what the server is doing, for the operator.
 
 Marlow's server (§5) answers "what happened?" with its logs; an operator also asks "what is
 happening now?": how many connections are open, how many requests were served, which pages
@@ -82,14 +82,6 @@ def operator_allowed(ctx: Context, token: str | None) -> bool:
     return _is_loopback(ctx.peer)
 
 
-def _forbidden() -> Response:
-    return Response(
-        403,
-        [("content-type", "text/plain; charset=utf-8")],
-        b"403 Forbidden: the status page answers loopback clients and token holders\n",
-    )
-
-
 def _operator_path(path: str) -> bool:
     if path.startswith(OPERATOR_PREFIX):
         return True
@@ -107,7 +99,9 @@ def guard_operator_pages(
         if _operator_path(ctx.request.path) and not operator_allowed(
             ctx, server.config.status_token
         ):
-            return _forbidden()
+            return server.error_page(
+                403, detail="the operator pages answer loopback clients and token holders"
+            )
         return await handler(ctx)
 
     return guarded
@@ -166,7 +160,9 @@ class StatusHandler:
 
     def answer(self, ctx: Context) -> Response:
         if not self.allowed(ctx):
-            return _forbidden()
+            return self.server.error_page(
+                403, detail="the status page answers loopback clients and token holders"
+            )
         body = json.dumps(self.snapshot(), indent=1).encode() + b"\n"
         return Response(
             200,

@@ -81,6 +81,15 @@ PAGES = {
         conn.return_("<html><body><p>slept in a thread</p></body></html>")
         """
     ),
+    "thread_too_long.py": textwrap.dedent(
+        """\
+        import time
+        import pyweb
+
+        await pyweb.to_thread(time.sleep, 3)
+        conn.return_("too late")
+        """
+    ),
     "forgot_await.py": textwrap.dedent(
         """\
         import _store
@@ -193,6 +202,17 @@ def test_long_polls_and_streams_opt_out_of_the_deadline(site_dir):
         assert r.text == "".join(f"tick {i}\n" for i in range(4))
 
 
+def test_to_thread_is_cancelled_with_the_request(site_dir):
+    server, log = serve(site_dir, page_timeout=0.5)
+    with server as client:
+        started = time.monotonic()
+        r = client.get("/thread_too_long")
+        assert r.status == 503
+        assert time.monotonic() - started < 2.5  # the page stopped waiting at its deadline
+        assert client.get("/ok").status == 200
+    assert "pages/thread_too_long.py took longer than 0.5 s" in log.getvalue()
+
+
 def test_page_timeout_is_a_cli_flag_and_a_config_key(tmp_path):
     from pyweb.cli import config_from_args, parse_command_line
 
@@ -217,7 +237,7 @@ def test_blocking_code_is_named_once_with_its_file_and_line(site_dir):
             assert "pyweb-regions" not in r.text  # no banner in production
         r = client.get("/threaded")
         assert r.status == 200
-    lines = [line for line in log.getvalue().splitlines() if "held the server" in line]
+    lines = [line for line in log.getvalue().splitlines() if "blocks.py" in line]
     assert len(lines) == 1, log.getvalue()  # once per page and cause
     assert "pages/blocks.py, line 3 (time.sleep(1)) held the server for" in lines[0]
     assert "await pyweb.to_thread(fn, *args)" in lines[0]

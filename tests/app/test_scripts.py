@@ -201,7 +201,9 @@ def test_dev_mode_finds_a_templates_folder_made_later_and_tracebacks_start_at_th
         (root / "templates" / "later.html").write_text("<p>later {{ conn.method }}</p>")
         assert client.get("/later").text == "<p>later GET</p>"
         text = client.get("/boom").text
-        traceback = text[text.index("Traceback") :]
-        assert "ZeroDivisionError" in traceback
+        traceback = text[text.index("your code first") :]
+        assert "ZeroDivisionError: division by zero" in traceback
         assert "site.py" not in traceback  # the framework's frames are not the student's
-        assert traceback.index("boom.py") < traceback.index("ZeroDivisionError")
+        # the page's frames, in call order, each with its source and the failing line marked
+        assert traceback.index("boom.py</code>, line 4") < traceback.index("line 2, in <code>f")
+        assert '<span class="hit">   2      return 1 / 0</span>' in traceback

@@ -57,6 +57,7 @@ def test_play_the_guessing_game_in_a_browser(browser_page, url):
             break
     assert titles[-1] == "Congratulations!", titles
     if url == "/guess":  # the script version shows the paper's pictures
+        page.wait_for_load_state("load")  # pictures load after the title is known
         assert (
             page.evaluate("document.images[0].complete && document.images[0].naturalWidth") == 120
         )

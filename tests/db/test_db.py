@@ -1,4 +1,4 @@
-"""The behavioural suite of pyweb.db, run on SQLite, PostgreSQL and MariaDB/MySQL (issue 7).
+"""The behavioural suite of pyweb.db, run on SQLite, PostgreSQL and MariaDB/MySQL.
 
 Every test runs on each backend of the ``backend`` fixture (conftest.py), against the real
 server. Nothing is mocked: cancellations hit real slow queries, lost connections are real

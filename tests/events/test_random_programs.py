@@ -1,5 +1,5 @@
 """Property-based tests: random programs of senders, receivers, choices,
-guards, nacks and cancellations (issue 5, "Tests").
+guards, nacks and cancellations.
 
 Hypothesis generates a handful of tasks; each runs a few syncs on a choice of
 branches (send a unique message, receive, a timeout, each maybe guarded and

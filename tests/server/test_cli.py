@@ -122,8 +122,56 @@ def test_port_in_use_is_a_clear_error(site):
             [sys.executable, "-m", "pyweb", "serve", str(site), "--port", str(port)],
             capture_output=True, text=True, timeout=30, env={**os.environ},
         )  # fmt: skip
-    assert result.returncode == 1
-    assert "cannot listen" in result.stderr
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"pyweb: error: 127.0.0.1:{port} is already in use (another pyweb or program); stop it "
+        f"or choose another port: make run PORT={port + 1} / --port {port + 1}\n"
+    )  # one line: no exception group, no traceback
+
+
+def test_port_in_use_under_workers_is_the_same_line(site):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "pyweb", "serve", str(site), "--port", str(port),
+             "--workers", "2"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert f"127.0.0.1:{port} is already in use" in result.stderr
+
+
+def test_a_host_that_is_not_ours_is_one_line(site):
+    result = subprocess.run(
+        [sys.executable, "-m", "pyweb", "serve", str(site), "--host", "192.0.2.1", "--port", "0"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == (
+        "pyweb: error: cannot listen on 192.0.2.1:0: 192.0.2.1 is not an address of this "
+        "machine\n"
+    )
+
+
+def test_dev_mode_prints_the_learning_banner(site):
+    proc, banner = _start(str(site), "--port", "0", "--dev", "--access-log", "none")
+    try:
+        port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
+        lines = [proc.stdout.readline() for _ in range(5)]  # type: ignore[union-attr]
+        text = "".join(lines)
+        assert f"Open http://127.0.0.1:{port}/ in your browser." in text
+        assert f"Edit {site}/NAME.py (or make a new one) and reload the browser" in text
+        assert "Ctrl-C stops the server." in text
+        assert f"--port {port + 1}" in text
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_second_signal_forces_the_exit(site):

@@ -1,4 +1,4 @@
-"""Operations, as an operator meets them (issue 8): ``pyweb serve`` in a subprocess, under a
+"""Operations, as an operator meets them: ``pyweb serve`` in a subprocess, under a
 steady load of real requests, while it is reloaded (SIGHUP), its workers are killed or
 recycled, and it is stopped (SIGTERM). The load counts every failed request."""
 

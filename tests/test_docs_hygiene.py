@@ -1,0 +1,37 @@
+"""User docs and code comments speak to users: no pointers to material outside the
+repository (research notes, a shared folder), no issue numbers of the project's tracker,
+no names of who built it. (The built site's API reference is checked by
+scripts/check_docs_site.py after `make docs`.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("docs", "pyweb", "pages", "tutorials", "notebook", "benchmarks", "tests")
+SUFFIXES = {".md", ".py", ".ipynb", ".html", ".yml", ".toml", ".sql", ".css"}
+FORBIDDEN = re.compile(
+    r"\.\./shared|shared/research|research notes?\b|\b[Ii]ssue #?\d+|\(issue\b|the lead\b"
+)
+
+
+def files():
+    yield ROOT / "README.md"
+    yield ROOT / "mkdocs.yml"
+    for folder in FOLDERS:
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in SUFFIXES and path.is_file() and "site-packages" not in path.parts:
+                yield path
+
+
+def test_no_internal_references_in_docs_and_comments():
+    found = []
+    this = Path(__file__).resolve()
+    for path in files():
+        if path.resolve() == this:
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if FORBIDDEN.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)
