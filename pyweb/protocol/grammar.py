@@ -73,7 +73,7 @@ HTTP_VERSION_LOOSE = re.compile(r"HTTP/([0-9]+)(?:\.([0-9]+))?")
 # Differences from the ABNF:
 # * none for control characters: RFC 9110 §5.5 lets a recipient reject a field value with
 #   CTLs other than HTAB, and pyweb does (400). h11 admits the CTLs other than NUL, CR and
-#   LF (its issue #57: some clients put \x01 in cookies); pyweb used to follow it, and a
+#   LF (some clients put \x01 in cookies); pyweb used to follow it, and a
 #   hardening probe then found \x01 accepted where the RFC's grammar has no room for it.
 #   NUL, CR and LF are the dangerous ones (request smuggling, header injection).
 # * obs-fold (a line starting with SP/HTAB continuing the previous one) is not part of
