@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz fuzz-atheris soak docs lab clean
+.PHONY: run test install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz fuzz-atheris soak docs lab clean test-cluster bench-push
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -37,8 +37,28 @@ lab: install
 	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/tutorials $(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## make test: every test (unit, property-based, integration over real sockets)
-test: dev
+test: dev locust-env
 	$(PY) -m pytest
+
+## locust in its own environment (pyweb loadtest, the load-testing tests and tutorial)
+locust-env: install
+	$(PY) -c "from pyweb.testing.loadtest import ensure_locust; ensure_locust()"
+
+## two hosts (network namespaces) each running `pyweb serve --workers 2`, behind nginx,
+## sharing PostgreSQL and Redis: writes through nginx while a host is killed, push across
+## hosts, sessions across hosts; prints a table (root only; installs nginx if missing)
+CLUSTER_ARGS ?=
+test-cluster: dev
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx)
+	PATH="$$PATH:/usr/sbin" $(PY) tests/cluster/cluster.py $(CLUSTER_ARGS)
+
+## push across processes (shared multicast cost, latency to another worker) and the
+## WebSocket echo round trip against uvicorn + websockets, one core each
+BENCH_PUSH_ARGS ?=
+bench-push: dev
+	$(PY) -m pip install --quiet uvicorn
+	$(PY) benchmarks/bench_push.py $(BENCH_PUSH_ARGS)
 
 ## make lint: ruff (with a complexity limit on server/ and protocol/) and mypy, 0 errors
 lint: dev

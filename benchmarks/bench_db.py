@@ -23,7 +23,6 @@ absolute numbers, and expect ±50% between runs.
 from __future__ import annotations
 
 import argparse
-import socket
 import sqlite3
 import statistics
 import sys
@@ -37,6 +36,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import pyweb.testing  # noqa: E402
 from pyweb import db  # noqa: E402
 from pyweb.db.bridge import loop_thread  # noqa: E402
 
@@ -46,11 +46,7 @@ TABLE = "bench_guest_" + uuid.uuid4().hex[:8]
 
 
 def reachable(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
-            return True
-    except OSError:
-        return False
+    return pyweb.testing.reachable("127.0.0.1", port)
 
 
 def queries() -> dict[str, str]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import peers  # noqa: E402 - wrk, pinning, the peers' venv
 
+import pyweb.testing  # noqa: E402
 from pyweb import db, qq  # noqa: E402
 
 PAGES = peers.ROOT / "pages"
@@ -54,11 +54,7 @@ CONNECTIONS = 8
 
 
 def reachable(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
-            return True
-    except OSError:
-        return False
+    return pyweb.testing.reachable("127.0.0.1", port)
 
 
 def ensure_drivers() -> None:

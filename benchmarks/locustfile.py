@@ -10,12 +10,13 @@ Each simulated user is one of the papers' visitors:
   site has ``/exchange``.
 
 A scenario whose page the site does not have is skipped, with a note, rather than counted
-as failures. Run it headless against a running server with ``make bench-locust`` (which
-starts ``pyweb serve pages`` itself) or by hand::
+as failures. The users are :class:`pyweb.testing.locust.PywebUser`s: they keep the session
+cookie, send the CSRF token of the last form they saw with every POST, follow the redirect
+after a POST, and count an error page as a failure. Run them with::
 
-    .venv/bin/python -m pyweb serve pages --port 8000 --access-log none &
-    benchmarks/.venv-locust/bin/locust -f benchmarks/locustfile.py --headless \\
-        -H http://127.0.0.1:8000 -u 20 -r 20 -t 20s --only-summary
+    pyweb loadtest pages --locustfile benchmarks/locustfile.py --users 20 --time 20s
+
+or ``make bench-locust`` (the same, locust pinned to its own CPU).
 
 Every response is checked for what the page must say, so a fast wrong answer is a failure.
 Each user keeps its cookies (locust's session) and sends back the CSRF token its form
@@ -27,7 +28,9 @@ from __future__ import annotations
 import random
 import re
 
-from locust import HttpUser, between, events, task
+from locust import between, events, task
+
+from pyweb.testing.locust import PywebUser
 
 NUMBER = re.compile(r'name="n" value="(\d+)"')
 TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -50,7 +53,7 @@ def _which_pages_exist(environment, **_):
             print(f"locustfile: {path} is not on this site; its user is skipped")
 
 
-class GuessingGamePlayer(HttpUser):
+class GuessingGamePlayer(PywebUser):
     """SMLserver §2.3: play one game to "Congratulations!", then start another."""
 
     wait_time = between(0, 0.1)
@@ -87,7 +90,7 @@ class GuessingGamePlayer(HttpUser):
         raise AssertionError("binary search did not finish in 10 guesses")
 
 
-class GuestBookVisitor(HttpUser):
+class GuestBookVisitor(PywebUser):
     """SMLserver §4: read the guest book; one visit in four signs it."""
 
     wait_time = between(0, 0.2)
@@ -119,7 +122,7 @@ class GuestBookVisitor(HttpUser):
                 r.failure("the new entry is not in the guest book")
 
 
-class CurrencyConverter(HttpUser):
+class CurrencyConverter(PywebUser):
     """SMLserver §3: convert an amount; the rate comes from the cache most of the time."""
 
     wait_time = between(0, 0.1)

@@ -7,7 +7,7 @@ real-HTTP client for tests and notebooks).
 
 What a page needs is importable from here::
 
-    from pyweb import qq, safe, service, trap, forms, html, auth, csrf_field, to_thread
+    from pyweb import qq, safe, service, websocket, trap, forms, html, auth, csrf_field, to_thread
 
 The names are loaded on first use, so ``import pyweb`` stays cheap for the server itself.
 """
@@ -24,6 +24,7 @@ __all__ = [
     "Quot",
     "safe",
     "service",
+    "websocket",
     "trap",
     "current_conn",
     "to_thread",
@@ -40,6 +41,7 @@ _EXPORTS = {
     "Quot": ("pyweb.quot", "Quot"),
     "safe": ("pyweb.quot", "safe"),
     "service": ("pyweb.app.services", "service"),
+    "websocket": ("pyweb.app.websockets", "websocket"),
     "current_conn": ("pyweb.app.conn", "current_conn"),
     "trap": ("pyweb.app.traps", "trap"),
     "csrf_field": ("pyweb.app.csrf", "csrf_field"),
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from pyweb.app.csrf import csrf_field, csrf_token
     from pyweb.app.services import service
     from pyweb.app.traps import trap
+    from pyweb.app.websockets import websocket
     from pyweb.quot import Quot, qq, safe
 
 

@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "dir", nargs="?", default=".", metavar="DIR", help="site directory (default: .)"
     )
+    from pyweb.testing import loadtest
+
+    loadtest.add_parser(commands)
     database = commands.add_parser(
         "db",
         help="database commands (pyweb.db): `pyweb db init [DIR]` runs the site's schema.sql",
@@ -390,6 +393,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_check(args.dir)
     if args.command == "db":
         return run_db_init(args.dir, args.db)
+    if args.command == "loadtest":
+        from pyweb.testing import loadtest
+
+        return loadtest.main(args)
     if args.command == "serve":
         if args.max_requests is not None and args.workers == 1 and args.listen_fd is None:
             print("pyweb: error: --max-requests needs --workers", file=sys.stderr)

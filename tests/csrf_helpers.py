@@ -47,3 +47,24 @@ def token_header(client: Any, page: str = "/csrf") -> dict[str, str]:
     response = client.get(page)
     assert response.status == 200, (page, response.status, response.text[:300])
     return {"X-CSRF-Token": response.text}
+
+
+def raw_session(host: str, port: int, page: str = "/chat", timeout: float = 10) -> tuple[str, str]:
+    """For clients on raw sockets (subprocess servers, the cluster): GET ``page`` and return
+    ``(cookie, token)``: the ``Cookie`` header value to send back (the session) and the
+    form's CSRF token. With a Redis cache the session, hence the token, is valid in every
+    worker and on every host."""
+    import socket
+
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(f"GET {page} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    cookies = [
+        line.split(":", 1)[1].strip().split(";", 1)[0]
+        for line in head.decode("latin-1").split("\r\n")[1:]
+        if line.lower().startswith("set-cookie:")
+    ]
+    return "; ".join(cookies), token_from(body.decode("utf-8", "replace"))

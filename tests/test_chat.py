@@ -12,7 +12,6 @@ import io
 import json
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import trio.testing
 
 import pyweb.testing
 from pyweb.events import never
+from tests.helpers import until
 
 from .csrf_helpers import csrf_token
 
@@ -53,14 +53,6 @@ def latest(client) -> int:
     return message["seq"]
 
 
-def until(predicate, what: str, limit: float = 10.0) -> None:
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 def open_long_poll(client, after: int) -> socket.socket:
     port = client.server.port
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -88,7 +80,11 @@ def read_json_reply(sock: socket.socket) -> dict:
 
 def test_the_page_and_its_form(chat):
     page = chat.get("/chat")
-    assert page.status == 200 and "<h2>Chat</h2>" in page.text and "/chat?after=" in page.text
+    assert page.status == 200 and "<h1>Chat</h1>" in page.text and "/chat?after=" in page.text
+    # the site's shared layout, with the view-source link to the page's script
+    assert '<link rel="stylesheet" href="/style.css">' in page.text
+    assert '<a href="/source?file=chat.py" class="source">' in page.text
+    assert "<!--csrf-->" not in page.text  # the form carries the session's token instead
     moved = say(chat, "/chat", {"name": "ada", "text": "hello"})
     assert moved.status == 303 and moved.headers["location"] == "/chat"
 
@@ -165,12 +161,12 @@ def test_exactly_one_branch_commits_per_poll():
 
             async def speak():
                 await trio.sleep(room.WAIT_SECONDS)
-                room.post("ann", "right on time")
+                await room.post("ann", "right on time")
 
             nursery.start_soon(speak)
             first = await room.wait_for_messages(0, never())
-            assert first in ([], room.since(0)) or [m["text"] for m in first] == ["right on time"]
-        assert [m["text"] for m in room.since(0)] == ["right on time"]
+            assert first == [] or [m["text"] for m in first] == ["right on time"]
+        assert [m["text"] for m in await room.since(0)] == ["right on time"]
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
@@ -252,3 +248,36 @@ def test_a_graceful_shutdown_answers_the_waiting_polls_at_once(tmp_path):
     finally:
         if not stopper.is_alive() and not stopper.ident:
             serving.__exit__(None, None, None)
+
+
+# --- the chat as a WebSocket (/chat/ws) ----------------------------------------------------
+
+
+def test_every_message_reaches_every_open_websocket_as_the_long_poll_returns_it(chat):
+    from websockets.sync.client import connect
+
+    after = latest(chat)
+    url = f"ws://127.0.0.1:{chat.server.port}/chat/ws?after={after}"
+    with connect(url) as a, connect(url) as b:
+        by_post = say(chat, "/chat?json", {"name": "ann", "text": "by post"}).json()
+        a.send(json.dumps({"name": "bob", "text": "by websocket"}))
+        got_a = [json.loads(a.recv(timeout=10)) for _ in range(2)]
+        got_b = [json.loads(b.recv(timeout=10)) for _ in range(2)]
+        assert got_a == got_b and got_a[0] == by_post
+        assert got_a[1]["name"] == "bob" and got_a[1]["text"] == "by websocket"
+        # the long poll answers with the very same objects
+        polled = chat.get(f"/chat?after={after}").json()["messages"]
+        assert polled == got_a
+        a.send("not json")
+        assert "error" in json.loads(a.recv(timeout=10))
+        a.send(json.dumps({"name": "x", "text": " "}))
+        assert "'text'" in json.loads(a.recv(timeout=10))["error"]
+
+
+def test_a_websocket_from_another_site_is_refused(chat):
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    with pytest.raises(InvalidStatus) as caught:
+        connect(f"ws://127.0.0.1:{chat.server.port}/chat/ws", origin="http://evil.example")
+    assert caught.value.response.status_code == 403

@@ -135,6 +135,19 @@ def test_stop_all_stops_servers_whose_variable_is_gone(site):
     assert nb.stop_all() == 0
 
 
+def test_stopping_the_current_server_makes_the_previous_one_current(site):
+    first = nb.serve()
+    second = nb.serve(site)
+    assert nb.current() is second
+    second.stop()
+    assert nb.current() is first
+    nb.page_magic("hello", "conn.return_('<p>hi</p>')")
+    assert first.get("/hello").text == "<p>hi</p>"
+    first.stop()
+    with pytest.raises(RuntimeError, match="no pyweb server is running"):
+        nb.current()
+
+
 def test_context_manager_stops(site):
     with nb.serve(site) as srv:
         assert srv.get("/notes.txt").text == "plain <text>"

@@ -59,7 +59,7 @@ def errors_of(nb: nbformat.NotebookNode) -> list[tuple[int, nbformat.NotebookNod
 
 
 def test_notebooks_found():
-    assert len(TUTORIALS) >= 2 and len(EXERCISES) == 3
+    assert len(TUTORIALS) >= 10 and len(EXERCISES) >= 10
     assert [p.name for p in EXERCISES] == [p.name for p in SOLUTIONS]
 
 
@@ -87,7 +87,7 @@ def test_one_title_and_h2_sections(path):
     assert sum(line.startswith("# ") for line in lines) == 1
     assert sum(line.startswith("## ") for line in lines) >= 3
     if path in TUTORIALS:
-        assert 15 <= len(nb.cells) <= 30
+        assert 15 <= len(nb.cells) <= 35
         assert nb.cells[-1].source.strip() == "srv.stop()"
 
 
@@ -129,13 +129,40 @@ def test_runs_without_errors(path, tmp_path):
         execute(nb, tmp_path)
     except CellExecutionError as exc:
         pytest.fail(f"{_id(path)} failed:\n{exc}")
-    assert not errors_of(nb)
     if path in SOLUTIONS:
+        assert not errors_of(nb)
         text = "".join(
             o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
         )
         checks = sum("check" in c.metadata.get("tags", []) for c in nb.cells)
         assert text.count("passed") == checks
+        return
+    # A tutorial's exercises are handed out unsolved: their checks fail, in plain words,
+    # and nothing else does.
+    for index, error in errors_of(nb):
+        tags = nb.cells[index].metadata.get("tags", [])
+        assert "check" in tags, f"cell {index} failed: {error.ename}: {error.evalue}"
+        assert error.ename == "CheckFailed", f"cell {index}: {error.ename}: {error.evalue}"
+        assert len(error.traceback) == 1 and "Check failed:" in error.traceback[0]
+
+
+# Tutorials 01-10 (the papers' ideas); later ones join when they have their exercises.
+PAPER_TUTORIALS = [p for p in TUTORIALS if p.name[:2].isdigit() and int(p.name[:2]) <= 10]
+
+
+@pytest.mark.parametrize("path", PAPER_TUTORIALS, ids=_id)
+def test_tutorials_end_with_exercises_and_their_checks(path):
+    nb = nbformat.read(path, as_version=4)
+    headings = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"]
+    assert any("## Exercises" in c.source for c in nb.cells if c.cell_type == "markdown")
+    after = next(i for i, c in enumerate(nb.cells) if "## Exercises" in c.source)
+    tags = [c.metadata.get("tags", []) for c in nb.cells[after:]]
+    assert sum("student" in t for t in tags) >= 1, "a cell tagged student for the answer"
+    checks = [t for t in tags if "check" in t]
+    assert checks, "checks (cells tagged check) a student runs"
+    # Checks fail until solved: nbclient and the docs build go on past them.
+    assert all("raises-exception" in t for t in checks)
+    assert headings[0].startswith("# ")
 
 
 FIRST_FAILURE = {
@@ -145,6 +172,15 @@ FIRST_FAILURE = {
     "(a <form> element) with fields 'name', 'email', 'age'; the page has no form.",
     "03_multiplication_service.ipynb": "For n=3. We expected a table (a <table> element) "
     "with 3 rows of 3 cells; the page has no table.",
+    "04_double_amount.ipynb": "For amount=2.5. We expected '5.0' somewhere on the page; it was not there. The page says: 'TODO'",
+    "05_guest_count.ipynb": "With the two entries of the set-up. We expected '2 entries' somewhere on the page; it was not there. The page says: 'TODO'",
+    "06_seen_cookie.ipynb": "Visit 1 of the same client. We expected 'seen 1 time(s)' somewhere on the page; it was not there. The page says: 'TODO'",
+    "07_first_of.ipynb": "When only channel b sends 42, first_of(a, b) should be ('b', 42); it gave None.",
+    "08_hop_services.ipynb": "For a=6, b=7. We expected '6 × 7 = 42' somewhere on the page; it was not there. The page says: 'TODO'",
+    "09_marlow_log.ipynb": "For the line '127.0.0.1 - - [24/Nov/2026:10:00:00 +0000] \"GET /hello HTTP/1.1\" 200 24 \"-\" \"notebook/1.0\"', parse_clf(line)['host'] should be '127.0.0.1'; it is None.",
+    "10_cml_rpc.ipynb": "cell_calls([1, 2, 3]) should be [0, 1, 2] (each call gets the value before it); it is [].",
+    "11_squares_table.ipynb": "For n=3. We expected a table (a <table> element) with 3 rows of 2 cells; the page has no table. The page says: 'TODO'",
+    "12_request_parser.ipynb": "parse_request_line raised NotImplementedError('TODO')",
 }
 
 
@@ -163,7 +199,8 @@ def test_unsolved_exercise_fails_at_its_first_check_in_plain_words(path, tmp_pat
     assert len(error.traceback) == 1 and "Check failed:" in error.traceback[0]
     assert "notebook.py" not in error.traceback[0]
     student = next(i for i, t in enumerate(tags) if "student" in t)
-    assert nb.cells[student].outputs[0].text.startswith("wrote ")
+    if nb.cells[student].source.startswith("%%"):  # a magic writes the page into the site
+        assert nb.cells[student].outputs[0].text.startswith("wrote ")
 
 
 # --- guest mode in a real kernel ------------------------------------------------------------
@@ -185,8 +222,10 @@ except RuntimeError as exc:
 else:
     raise AssertionError("a guest server listened before the cell ended")
 """,
-    # 2: between cells the loop ran, and the server started; it survives across cells.
+    # 2: between cells the loop runs, and the server starts (on a busy machine it may need a
+    # few more turns of the loop: started() waits for them); it survives across cells.
     """
+await srv.started()
 assert srv.port > 0 and srv.running
 r = await srv.aget("/hello.txt")
 assert r.status == 200 and r.text == "hello from a guest", r
@@ -242,3 +281,16 @@ def test_guest_mode_in_a_real_kernel(tmp_path):
         execute(nb, tmp_path)
     except CellExecutionError as exc:
         pytest.fail(str(exc))
+
+
+def test_the_docs_site_shows_every_tutorial_and_exercise_but_no_solution():
+    # docs/tutorials -> ../tutorials and docs/exercises -> ../notebook (mkdocs-jupyter).
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert (ROOT / "docs" / "tutorials").resolve() == ROOT / "tutorials"
+    assert (ROOT / "docs" / "exercises").resolve() == ROOT / "notebook"
+    for path in TUTORIALS:
+        assert f"tutorials/{path.name}" in config, f"{path.name} is not in mkdocs.yml's nav"
+    for path in EXERCISES:
+        assert f"exercises/{path.name}" in config, f"{path.name} is not in mkdocs.yml's nav"
+    assert "exercises/solutions/" in config.split("exclude_docs:")[1].split("\n\n")[0]
+    assert 'execute_ignore: ["exercises/*.ipynb"]' in config  # shown unsolved, not run

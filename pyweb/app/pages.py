@@ -97,12 +97,15 @@ def _decorator_name(node: ast.expr) -> str | None:
     return None
 
 
+_SERVICE_DECORATORS = ("service", "trap", "websocket")
+
+
 def defines_services(tree: ast.Module) -> bool:
-    """Whether a module's top level defines a function decorated with ``@service`` or
-    ``@trap``."""
+    """Whether a module's top level defines a function decorated with ``@service``,
+    ``@trap`` or ``@websocket``."""
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            if any(_decorator_name(d) in ("service", "trap") for d in node.decorator_list):
+            if any(_decorator_name(d) in _SERVICE_DECORATORS for d in node.decorator_list):
                 return True
     return False
 

@@ -73,6 +73,7 @@ from .static import StaticFiles
 from .stats import stats_json, stats_page
 from .templates import Templates
 from .traps import Trap
+from .websockets import WebSocketRoute
 
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
 
@@ -177,6 +178,8 @@ class Site:
         """URL name (``"guess"``, ``"sub/page"``) → compiled script."""
         self.services: dict[str, Service] = {}
         """URL path → service."""
+        self.websockets: dict[str, WebSocketRoute] = {}
+        """URL path → WebSocket handler (``@pyweb.websocket``)."""
         self.service_routes = Router()
         """Services whose path has parameters (``/todo/{id}``)."""
         self.script_routes = Router()
@@ -269,6 +272,7 @@ class Site:
         self._syntax_errors = {}
         self.scripts = {}
         self.services = {}
+        self.websockets = {}
         self.service_routes = Router()
         self.script_routes = Router()
         self.traps = []
@@ -365,6 +369,12 @@ class Site:
             self._problem(path, line, f"{type(exc).__name__}: {exc}")
             return
         for value in vars(module).values():
+            if isinstance(value, WebSocketRoute):
+                other = self.websockets.get(value.path) or self.services.get(value.path)
+                if other is not None and other is not value:
+                    self._problem(path, 1, f"{value!r} and {other!r} have the same URL")
+                    continue
+                self.websockets[value.path] = value
             if isinstance(value, Trap):
                 self.traps.append(value)
             if isinstance(value, Service) and value.pattern is not None:
@@ -571,6 +581,8 @@ class Site:
         ]
         if not extra:
             return response
+        if type(response) is not Response:  # a WebSocketUpgrade stays one
+            return dataclasses.replace(response, headers=[*headers, *extra])
         return Response(response.status, [*headers, *extra], response.body)
 
     async def _route(self, ctx: Context) -> Response:
@@ -589,6 +601,9 @@ class Site:
                 if decoded == "/_pyweb/stats.json":
                     return stats_json(self.regions)
         traps = [t for t in self.traps if t.applies(decoded)] if self.traps else []
+        route = self.websockets.get(decoded)
+        if route is not None:
+            return route.upgrade(request, self.dev)
         svc = self.services.get(decoded)
         if svc is not None:
             return await self._run_service(ctx, svc, None, traps)

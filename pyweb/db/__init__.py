@@ -27,32 +27,26 @@ on first use; else the ``PYWEB_DB`` environment variable. Drivers: :mod:`pyweb.d
 (stdlib sqlite3 in worker threads), :mod:`pyweb.db.postgresql` (asyncpg) and
 :mod:`pyweb.db.mysql` (aiomysql), the last two on an asyncio loop in a thread of their own
 (:mod:`pyweb.db.bridge`). Everything here also works outside a server, under ``trio.run``.
+
+This module is the public face: the paper's functions on the current database, and
+:func:`configure`. The class behind them, :class:`Database` (pools, leases, transactions),
+is in :mod:`pyweb.db.database`.
 """
 
 from __future__ import annotations
 
 import builtins
-import inspect
-import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from contextvars import ContextVar
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
-import trio
-
-from pyweb.outage import Outage
-from pyweb.quot import Quot
-
-from .driver import Connection, Driver, Url, parse_url
+from .database import CANCEL_GRACE, Database, Folder, Query, Row, make_driver
+from .driver import parse_url
 from .errors import DbError, DbUnavailable, NestingError, PoolTimeout, RowCountError, SqlError
-from .pools import Pool, PoolSet, RunPools
-
-_log = logging.getLogger("pyweb.db")
 
 __all__ = [
+    "CANCEL_GRACE",
     "Database",
     "DbError",
     "DbUnavailable",
@@ -67,12 +61,15 @@ __all__ = [
     "dml",
     "exists",
     "fold",
+    "Folder",
     "foldr",
     "list",
+    "make_driver",
     "one_field",
     "one_row",
     "qq",
     "qqq",
+    "Query",
     "run_script",
     "schema_file",
     "script",
@@ -81,65 +78,7 @@ __all__ = [
 ]
 
 A = TypeVar("A")
-Query = Quot | str
-"""A query: a Quot (antiquotes bound as parameters) or a str with no values in it."""
-Folder = Callable[["Row", A], A | Awaitable[A]]
-
 _list = builtins.list
-
-CANCEL_GRACE = 5.0
-"""Seconds a rollback gets after a cancellation before the connection is dropped instead."""
-
-
-# -- rows -------------------------------------------------------------------------------
-
-
-class Row(Mapping[str, Any]):
-    """One row: column name -> value (the paper's ``string -> string`` function, typed).
-
-    ``row["email"]`` and ``row("email")`` give the value; a missing column raises KeyError
-    listing the columns there are. Values have the database's types: ``int``, ``float``,
-    ``str``, ``bytes``, ``None`` for NULL, and ``Decimal``/``datetime`` where the column is
-    one. :attr:`values_tuple` gives the values in column order.
-    """
-
-    __slots__ = ("_index", "_values")
-
-    def __init__(self, index: Mapping[str, int], values: tuple[Any, ...]) -> None:
-        self._index = index
-        self._values = values
-
-    def __getitem__(self, name: str) -> Any:
-        try:
-            return self._values[self._index[name]]
-        except KeyError:
-            raise KeyError(
-                f"no column {name!r} in this row; its columns are {_list(self._index)}"
-            ) from None
-
-    def __call__(self, name: str) -> Any:
-        """The paper's ``f "email"``."""
-        return self[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
-
-    def __len__(self) -> int:
-        return len(self._index)
-
-    @property
-    def values_tuple(self) -> tuple[Any, ...]:
-        """The values, in the order of the columns."""
-        return tuple(self._values)
-
-    def __repr__(self) -> str:
-        return f"Row({dict(self)!r})"
-
-
-def _rows(columns: _list[str], rows: _list[tuple[Any, ...]]) -> _list[Row]:
-    index = {name: i for i, name in enumerate(columns)}
-    return [Row(index, values) for values in rows]
-
 
 # -- the paper's quoting helpers -----------------------------------------------------------
 
@@ -159,291 +98,6 @@ def qq(text: str) -> str:
 def qqq(text: str) -> str:
     """``qq`` and the quotes around it (SMLserver's ``Db.qqq``): ``'O''Brien'``."""
     return "'" + qq(text) + "'"
-
-
-# -- drivers ---------------------------------------------------------------------------------
-
-
-def make_driver(url: Url) -> Driver:
-    """The driver for a parsed URL (imported only when used: asyncpg is optional)."""
-    if url.scheme == "sqlite":
-        from .sqlite import SqliteDriver
-
-        return SqliteDriver(url)
-    if url.scheme == "postgresql":
-        from .postgresql import PostgresDriver
-
-        return PostgresDriver(url)
-    from .mysql import MysqlDriver
-
-    return MysqlDriver(url)
-
-
-# -- a database -----------------------------------------------------------------------------
-
-
-class _Lease:
-    """A handle lent to a task: the pool it came from (None inside a transaction)."""
-
-    __slots__ = ("conn", "pool")
-
-    def __init__(self, conn: Connection, pool: Pool | None) -> None:
-        self.conn = conn
-        self.pool = pool
-
-
-class Database:
-    """One database (a URL) with ``pools`` pools of ``handles`` handles each.
-
-    The module functions (:func:`fold`, :func:`dml`, ...) call the methods of the current
-    :func:`database`; use a ``Database`` directly to talk to two databases at once.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        pools: int = 2,
-        handles: int = 4,
-        timeout: float = 5.0,
-        schema: str | os.PathLike[str] | None = None,
-    ) -> None:
-        for name, value in (("pools", pools), ("handles", handles)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"pyweb.db: {name} must be a whole number >= 1, not {value!r}")
-        if not isinstance(timeout, int | float) or not timeout > 0:
-            raise ValueError(
-                f"pyweb.db: timeout must be a positive number of seconds, not {timeout!r}"
-            )
-        self.url = parse_url(url)
-        self.driver = make_driver(self.url)
-        self.pools = pools
-        self.handles = handles
-        self.timeout = float(timeout)
-        self.schema = os.fspath(schema) if schema is not None else None
-        self._schema_done = self.schema is None
-        self._runs = RunPools(lambda: PoolSet(self.driver, pools, handles))
-        self.outage = Outage(f"database {self.url}", _log)
-        """Logs an outage once when it starts and once when it ends (pyweb.outage)."""
-        # The pool indices this task holds, and its transaction's handle (with its task).
-        self._held: ContextVar[tuple[int, ...]] = ContextVar("pyweb_db_held", default=())
-        self._tx: ContextVar[tuple[Connection, object] | None] = ContextVar(
-            "pyweb_db_tx", default=None
-        )
-
-    def __repr__(self) -> str:
-        return f"Database({str(self.url)!r}, pools={self.pools}, handles={self.handles})"
-
-    @property
-    def dialect(self) -> str:
-        """``"sqlite"``, ``"postgresql"`` or ``"mysql"``."""
-        return self.driver.name
-
-    # -- handles ---------------------------------------------------------------------------
-
-    async def _ensure_schema(self, pool_set: PoolSet) -> None:
-        async with pool_set.schema_lock:
-            if self._schema_done or self.schema is None:
-                return
-            with open(self.schema, encoding="utf-8") as f:
-                text = f.read()
-            pool = pool_set.pools[0]
-            conn = await pool.acquire(self.timeout)
-            try:
-                await conn.script(text)
-            finally:
-                pool.release(conn)
-            self._schema_done = True
-
-    @asynccontextmanager
-    async def _lease(self) -> AsyncIterator[_Lease]:
-        """Lend this task a handle: its transaction's, or one from its next pool."""
-        tx = self._tx.get()
-        if tx is not None:
-            conn, task = tx
-            if task is trio.lowlevel.current_task():
-                yield _Lease(conn, None)
-                return
-        held = self._held.get()
-        index = held[-1] + 1 if held else 0
-        if index >= self.pools:
-            raise NestingError(
-                f"this task already holds a handle from each of the {self.pools} database "
-                f"pools: nesting database calls {index + 1} deep (a fold inside a fold ...) "
-                f"needs configure(..., pools={index + 1})"
-            )
-        pool_set = self._runs.current()
-        if not self._schema_done:
-            await self._ensure_schema(pool_set)
-        pool = pool_set.pools[index]
-        try:
-            lease = _Lease(await pool.acquire(self.timeout), pool)
-        except DbUnavailable as exc:
-            self._unavailable(exc)
-            raise
-        token = self._held.set(held + (index,))
-        try:
-            yield lease
-        except DbUnavailable as exc:
-            self._unavailable(exc)
-            raise
-        finally:
-            self._held.reset(token)
-            pool.release(lease.conn)
-        self.outage.recovered()  # a plain attribute test while the database is up
-
-    def _unavailable(self, exc: DbUnavailable) -> None:
-        # An outage (lost or refused connections) is logged once, not once per request:
-        # the site logs no traceback for these (DbUnavailable.outage). A full pool is load,
-        # not an outage: it is the site's 503 and error log as before.
-        if exc.outage:
-            self.outage.failed(exc)
-
-    async def _query(self, lease: _Lease, sql: str, params: Any) -> tuple[_list[str], _list[Any]]:
-        """Run a read; once more on a fresh connection if the first one was found lost."""
-        try:
-            return await lease.conn.query(sql, params)
-        except DbUnavailable:
-            if lease.pool is None or not lease.conn.broken:
-                raise
-            lease.conn = await lease.pool.replace(lease.conn)
-            return await lease.conn.query(sql, params)
-
-    def _sql(self, q: Query) -> tuple[str, Any]:
-        if isinstance(q, Quot):
-            return q.to_sql(self.driver.paramstyle)
-        if isinstance(q, str):
-            return q, None
-        raise TypeError(
-            f"a query is a Quot (pyweb.qq('... {{value}} ...')) or a str, "
-            f"not {type(q).__name__}: {q!r}"
-        )
-
-    # -- NS_DB ------------------------------------------------------------------------------
-
-    async def dml(self, q: Query) -> int:
-        """Run an insert/update/delete (or DDL); the number of rows changed (-1 if unknown)."""
-        sql, params = self._sql(q)
-        async with self._lease() as lease:
-            return await lease.conn.execute(sql, params)
-
-    async def fold(self, f: Folder[A], acc: A, q: Query) -> A:
-        """``acc = f(row, acc)`` for each row, first row first; the final ``acc``.
-
-        The rows are fetched in one go; the handle stays this task's until the fold ends,
-        so a query in ``f`` (an ``async def`` f) takes its handle from the next pool.
-        """
-        sql, params = self._sql(q)
-        async with self._lease() as lease:
-            columns, rows = await self._query(lease, sql, params)
-            index = {name: i for i, name in enumerate(columns)}
-            for values in rows:
-                acc = f(Row(index, values), acc)  # type: ignore[assignment]
-                if inspect.isawaitable(acc):
-                    acc = await acc
-            return acc
-
-    async def foldr(self, f: Folder[A], acc: A, q: Query) -> A:
-        """The paper's ``Db.foldr``: like :meth:`fold`, but the last row first, so
-        ``foldr(lambda row, acc: [row] + acc, [], q)`` keeps the rows in order."""
-        sql, params = self._sql(q)
-        async with self._lease() as lease:
-            columns, rows = await self._query(lease, sql, params)
-            index = {name: i for i, name in enumerate(columns)}
-            for values in reversed(rows):
-                acc = f(Row(index, values), acc)  # type: ignore[assignment]
-                if inspect.isawaitable(acc):
-                    acc = await acc
-            return acc
-
-    async def list(self, q: Query) -> _list[Row]:
-        """Every row, in order."""
-        sql, params = self._sql(q)
-        async with self._lease() as lease:
-            return _rows(*await self._query(lease, sql, params))
-
-    async def one_row(self, q: Query) -> Row:
-        """The one row; RowCountError if there are none or several."""
-        rows = await self.list(q)
-        if len(rows) != 1:
-            raise RowCountError(f"expected one row, got {len(rows)}", sql=self._sql(q)[0])
-        return rows[0]
-
-    async def zero_or_one_row(self, q: Query) -> Row | None:
-        """The row, or None; RowCountError if there are several."""
-        rows = await self.list(q)
-        if len(rows) > 1:
-            raise RowCountError(f"expected at most one row, got {len(rows)}", sql=self._sql(q)[0])
-        return rows[0] if rows else None
-
-    async def one_field(self, q: Query) -> Any:
-        """The value of the one column of the one row (``select count(*) ...``)."""
-        row = await self.one_row(q)
-        values = row.values_tuple
-        if len(values) != 1:
-            raise RowCountError(
-                f"expected one column, got {len(values)}: {_list(row)}", sql=self._sql(q)[0]
-            )
-        return values[0]
-
-    async def exists(self, q: Query) -> bool:
-        """Whether the query gives at least one row."""
-        return bool(await self.list(q))
-
-    async def script(self, text: str) -> None:
-        """Run several ``;``-separated statements with no parameters (a schema file)."""
-        if not isinstance(text, str):
-            raise TypeError(f"script takes the text of SQL statements, not {text!r}")
-        async with self._lease() as lease:
-            await lease.conn.script(text)
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Database]:
-        """``async with db.transaction():`` the calls inside run on one handle, in one
-        transaction: committed when the block ends normally, rolled back on any exception,
-        cancellation included (the rollback is shielded from the cancellation)."""
-        tx = self._tx.get()
-        task = trio.lowlevel.current_task()
-        if tx is not None and tx[1] is task:
-            raise DbError("already in a transaction: pyweb.db does not nest transactions")
-        async with self._lease() as lease:
-            conn = lease.conn
-            await conn.begin()
-            token = self._tx.set((conn, task))
-            try:
-                yield self
-            except BaseException:
-                self._tx.reset(token)
-                await _rollback(conn)
-                raise
-            self._tx.reset(token)
-            try:
-                await conn.commit()
-            except BaseException:
-                await _rollback(conn)
-                raise
-
-    def close(self) -> None:
-        """Close every idle connection (lent ones are closed when given back)."""
-        self._runs.close()
-
-    def stats(self) -> _list[dict[str, int]]:
-        """Per pool of the current run: ``{"size", "in_use", "idle"}`` (for tests, status)."""
-        return [
-            {"size": p.size, "in_use": p.in_use, "idle": p.idle} for p in self._runs.current().pools
-        ]
-
-
-async def _rollback(conn: Connection) -> None:
-    with trio.CancelScope(shield=True):
-        with trio.move_on_after(CANCEL_GRACE) as scope:
-            try:
-                if not conn.broken:
-                    await conn.rollback()
-            except (DbError, OSError):
-                conn.broken = True  # closing it rolls back on the server
-        if scope.cancelled_caught:
-            conn.broken = True
 
 
 # -- configuration ------------------------------------------------------------------------------

@@ -198,6 +198,10 @@ class MVar(Generic[T]):
         """``val mSwap : ('a mvar * 'a) -> 'a``"""
         return await sync(_MTake(self, (new,)))
 
+    def peek(self) -> T | None:
+        """``mGetPoll``: the value, left in place, or ``None`` while empty."""
+        return self._value if self._full else None
+
     def poll(self) -> T | None:
         """``mTakePoll``: take the value now, or ``None`` while empty."""
         if not self._full:

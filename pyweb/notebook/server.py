@@ -431,8 +431,8 @@ class NotebookServer:
         atexit.unregister(self.stop)
         if self in _running:
             _running.remove(self)
-        if _current is self:
-            _current = None
+        if _current is self:  # %%page goes back to the last server still running, if any
+            _current = _running[-1] if _running else None
         try:
             if self.mode == "thread":
                 self._stack.close()

@@ -211,7 +211,18 @@ class RequestParser:
         fields = FieldSummary(headers, version)
         path, query, host = _target(method, target, version, fields.host, line)
         chunked = _framing(version, fields, line, limits)
-        self._begin_body(fields, chunked, head_len, len(headers))
+        # What comes next: a chunked body, a Content-Length body, or the EndOfMessage.
+        self._keep_alive = fields.keep_alive
+        self._head_bytes = head_len
+        self._head_fields = len(headers)
+        if chunked:
+            self._state = _CHUNK_SIZE
+            self._body_total = 0
+        elif fields.content_length:
+            self._state = _CL_BODY
+            self._remaining = fields.content_length
+        else:
+            self._state = _EOM
         return Request(
             method, target, version, headers, path, query, host, fields.keep_alive,
             fields.content_length, chunked, fields.expect_continue,
@@ -252,22 +263,6 @@ class RequestParser:
         self._line_seen = False
         self._empty_lines = 0
         return head
-
-    def _begin_body(
-        self, fields: FieldSummary, chunked: bool, head_len: int, field_count: int
-    ) -> None:
-        """After a head: what the parser reads next (a body, or the EndOfMessage)."""
-        self._keep_alive = fields.keep_alive
-        self._head_bytes = head_len
-        self._head_fields = field_count
-        if chunked:
-            self._state = _CHUNK_SIZE
-            self._body_total = 0
-        elif fields.content_length:
-            self._state = _CL_BODY
-            self._remaining = fields.content_length
-        else:
-            self._state = _EOM
 
     def _head_incomplete(self) -> None:
         """No CRLF CRLF yet: enforce the limits on what has arrived, or explain EOF."""
@@ -498,7 +493,13 @@ class FieldSummary:
             if name not in _SPECIAL:
                 continue
             if name == "host":
-                self._host(value)
+                if self.host is not None:
+                    raise BadRequest("more than one Host header field", offending=value)
+                if value not in GOOD_HOSTS:  # a server sees the same few hosts again and again
+                    if g.HOST.fullmatch(value) is None:
+                        raise BadRequest(f"invalid Host header field {value!r}", offending=value)
+                    GOOD_HOSTS.add(value, value)
+                self.host = value
             elif name == "content-length":
                 n = _content_length(value)
                 if self.content_length is not None and n != self.content_length:
@@ -507,10 +508,9 @@ class FieldSummary:
             elif name == "transfer-encoding":
                 self.te = (self.te or []) + value.split(",")
             elif name == "connection":
-                # RFC 9110 §7.6.1: Connection = #connection-option, case-insensitive.
-                options = [o.strip(" \t") for o in value.lower().split(",")]
-                close = close or "close" in options
-                keep_alive_option = keep_alive_option or "keep-alive" in options
+                says_close, says_keep_alive = _connection_options(value)
+                close = close or says_close
+                keep_alive_option = keep_alive_option or says_keep_alive
             elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
                 expect = expect or any(
                     e.strip(" \t") == "100-continue" for e in value.lower().split(",")
@@ -520,14 +520,18 @@ class FieldSummary:
         self.keep_alive = not close if version == "1.1" else keep_alive_option and not close
         self.expect_continue = expect and version == "1.1"
 
-    def _host(self, value: str) -> None:
-        if self.host is not None:
-            raise BadRequest("more than one Host header field", offending=value)
-        if value not in GOOD_HOSTS:  # a server sees the same few hosts again and again
-            if g.HOST.fullmatch(value) is None:
-                raise BadRequest(f"invalid Host header field {value!r}", offending=value)
-            GOOD_HOSTS.add(value, value)
-        self.host = value
+
+def _connection_options(value: str) -> tuple[bool, bool]:
+    """RFC 9110 §7.6.1: ``Connection = #connection-option``, case-insensitive: whether it
+    says ``close``, whether it says ``keep-alive``."""
+    close = keep_alive = False
+    for option in value.lower().split(","):
+        option = option.strip(" \t")
+        if option == "close":
+            close = True
+        elif option == "keep-alive":
+            keep_alive = True
+    return close, keep_alive
 
 
 def _target(

@@ -201,9 +201,23 @@ def frame_response(
     send_body = method != "HEAD" and status >= 200 and status not in _NO_BODY_STATUS
     out = [_status_lines.get(status) or _status_line(status)]
     _add_fields(out, headers)
-    chunked, keep_alive = _add_framing(out, request, status, body_length, keep_alive)
+    # RFC 9112 §6: the body's framing, and the connection's fate.
+    chunked = False
+    if status < 200 or status in _NO_BODY_STATUS:
+        pass  # RFC 9110 §8.6: no Content-Length for 1xx/204; 304 describes another response
+    elif body_length is not None:
+        out.append(b"Content-Length: %d\r\n" % body_length)
+    elif request is not None and request.http_version == "1.1":
+        out.append(b"Transfer-Encoding: chunked\r\n")
+        chunked = send_body
+    else:
+        keep_alive = False  # HTTP/1.0 has no chunked coding: close to mark the end
+    if not keep_alive:
+        out.append(b"Connection: close\r\n")
+    elif request is not None and request.http_version == "1.0":
+        out.append(b"Connection: keep-alive\r\n")
     out.append(b"\r\n")
-    return ResponseHead(out, chunked and send_body, send_body, keep_alive)
+    return ResponseHead(out, chunked, send_body, keep_alive)
 
 
 def _add_fields(out: list[bytes], headers: list[tuple[str, str]]) -> None:
@@ -230,28 +244,6 @@ def _add_fields(out: list[bytes], headers: list[tuple[str, str]]) -> None:
         out.append(_date_line())
     if not has_server:
         out.append(b"Server: pyweb\r\n")
-
-
-def _add_framing(
-    out: list[bytes], request: Request | None, status: int, body_length: int | None, keep_alive: bool
-) -> tuple[bool, bool]:
-    """RFC 9112 §6: the body's framing and the connection's fate as lines; returns
-    (chunked, keep_alive)."""
-    chunked = False
-    if status < 200 or status in _NO_BODY_STATUS:
-        pass  # RFC 9110 §8.6: no Content-Length for 1xx/204; 304 describes another response
-    elif body_length is not None:
-        out.append(b"Content-Length: %d\r\n" % body_length)
-    elif request is not None and request.http_version == "1.1":
-        out.append(b"Transfer-Encoding: chunked\r\n")
-        chunked = True
-    else:
-        keep_alive = False  # HTTP/1.0 has no chunked coding: close to mark the end
-    if not keep_alive:
-        out.append(b"Connection: close\r\n")
-    elif request is not None and request.http_version == "1.0":
-        out.append(b"Connection: keep-alive\r\n")
-    return chunked, keep_alive
 
 
 def encode_chunk(data: bytes) -> bytes:

@@ -179,13 +179,20 @@ class RequestBody:
         """After the handler: drop what is already buffered of an unread body, and decide
         what becomes of the rest. Returns whether the connection may stay open (then
         :attr:`must_drain` says if the rest is to be read after the reply)."""
-        if self.done:
-            return keep_alive
+        parser = self.connection.parser
         try:
-            if self._discard_buffered():
-                return keep_alive
+            while not self.done:  # usually at once: the EndOfMessage of a bodiless request
+                event = parser.next_event()
+                if type(event) is EndOfMessage:
+                    self.done = True
+                elif event is NEED_DATA:
+                    break
+                elif type(event) is not Data:  # pragma: no cover - parser contract
+                    raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
         except ProtocolError:  # a bad body: answer, then close
             return False
+        if self.done:
+            return keep_alive
         request = self.request
         if (
             request.content_length is not None
@@ -196,22 +203,10 @@ class RequestBody:
             return keep_alive
         return False
 
-    def _discard_buffered(self) -> bool:
-        """Consume what is already buffered of the body; True if it reached its end."""
-        parser = self.connection.parser
-        while True:
-            event = parser.next_event()
-            if type(event) is EndOfMessage:
-                self.done = True
-                return True
-            if event is NEED_DATA:
-                return False
-            if type(event) is not Data:  # pragma: no cover - parser contract
-                raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
-
     async def drain(self) -> bool:
-        """After the reply: read and drop the unread rest if :meth:`settle` said so. False
-        when that failed (too slow, malformed): the connection closes, no second reply."""
+        """After the reply, when :meth:`settle` said so: read and drop the unread rest.
+        False when that failed (too slow, malformed): the connection closes, no second
+        reply."""
         if not self.must_drain:
             return True
         self.until = trio.current_time() + DRAIN_TIME  # briefly: then the connection closes

@@ -67,7 +67,7 @@ from __future__ import annotations
 import math
 import socket
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -76,6 +76,7 @@ from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import RequestParser
 from pyweb.protocol.response import Response
+from pyweb.protocol.websocket import WebSocketUpgrade
 
 from .body import DRAIN_LIMIT
 from .budget import BUDGET
@@ -87,6 +88,7 @@ from .logging import AccessRecord
 from .proxy import peer_host
 from .recvbuf import receive
 from .reply import Replies, ReplyAborted, request_line
+from .websocket import run_session
 
 if TYPE_CHECKING:
     from . import Server
@@ -134,7 +136,7 @@ class Connection:
         self.fd = sock.fileno()
         self.peer = peer
         self.parser = RequestParser(config.limits)
-        self.replies = Replies(sock, peer, config, log)
+        self.replies = Replies(sock, peer, config, log, self.error_page)
         self.phase = IDLE
         self.deadline = _INF
         """When the current wait for a request stops waiting (trio clock), read by the
@@ -208,6 +210,8 @@ class Connection:
                 response = await self.run_handler(ctx)
             except ProtocolError as err:  # from ctx.body(): a bad or oversized body
                 return await self.reject(err, request)
+            if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
+                return await self.websocket(request, response, ctx.received_at)
             body = ctx.request_body
             keep_alive = body.settle(self.may_keep_alive(request))
             try:
@@ -216,10 +220,11 @@ class Connection:
                 if abort.sent is not None and log_access:
                     self.log_access(request, abort.sent[0], abort.sent[1], ctx.received_at)
                 raise
-            self.stop_watching()
+            if self.watch is not None:
+                self.stop_watching()
             if log_access:
                 self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
-            if not keep_alive or not await body.drain():
+            if not keep_alive or (body.must_drain and not await body.drain()):
                 return
 
     def may_keep_alive(self, request: Request) -> bool:
@@ -376,9 +381,19 @@ class Connection:
             self.log.error(
                 f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
             )
-            return self.server.error_page(500, dev=self.config.dev, detail=str(exc), exc=exc)
+            return self.error_page(500, detail=str(exc), exc=exc)
         finally:
             self.release_body()  # the page is done with its body: out of the budget
+
+    async def websocket(
+        self, request: Request, upgrade: WebSocketUpgrade, received_at: float
+    ) -> None:
+        """The handler accepted a WebSocket: log the ``101``, then the session has the
+        connection to itself until it closes (:mod:`pyweb.server.websocket`)."""
+        self.stop_watching()
+        if self.server.access_enabled:
+            self.log_access(request, 101, 0, received_at)
+        await run_session(self, request, upgrade)
 
     def client_watch(self) -> ClientWatch:
         """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
@@ -400,13 +415,12 @@ class Connection:
 
     # ------------------------------------------------------------------------------- errors
 
-    def error_page(self, status: int, err: ProtocolError | None = None) -> Response:
-        # Through the server: a site may draw its own error pages (templates/_404.html...).
-        if err is None:
-            return self.server.error_page(status, dev=self.config.dev)
-        return self.server.error_page(
-            status, dev=self.config.dev, detail=err.message, offending=err.offending
-        )
+    def error_page(self, status: int, **details: Any) -> Response:
+        """The page for an error the server answers itself (the one place that makes them:
+        the replies get this method too), through the server: a site may draw its own
+        (templates/_404.html...). ``details`` are ``error_response``'s: ``detail``, ``exc``,
+        ``offending``; shown in development mode (this connection's setting) only."""
+        return self.server.error_page(status, dev=self.config.dev, **details)
 
     async def reject(self, err: ProtocolError, request: Request | None) -> None:
         """Marlow's ``Left resp``: answer a protocol error with its status, then close
@@ -415,7 +429,8 @@ class Connection:
             f"{err.status} for {self.peer}: {err.message}",
             request_line=(request_line(request) if request else ""),
         )
-        await self.send_last_words(self.error_page(err.status, err), request)
+        page = self.error_page(err.status, detail=err.message, offending=err.offending)
+        await self.send_last_words(page, request)
 
     async def send_last_words(self, page: Response, request: Request | None) -> None:
         """An error page with ``Connection: close`` (at most a second for the client to

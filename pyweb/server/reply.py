@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
 
 import pyweb_regions
 from pyweb.events import select, timeout, wrap, writable_evt
-from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.response import (
     LAST_CHUNK,
     FileBody,
@@ -60,6 +60,9 @@ is sent straight from its own bytes after the head; a head that does not fit (a 
 setting 80 KiB of header fields) is answered with a 500 before anything is sent."""
 _REPLY_BYTES = REPLY_PAGES * pyweb_regions.PAGE_SIZE
 
+_SIZED = (bytes, bytearray, memoryview, Fragments)
+"""The bodies of known length (a tuple: isinstance checks it faster than a union)."""
+
 Sent = tuple[int, int, bool]
 """What a reply did: (status, body bytes sent, whether the connection stays open)."""
 
@@ -81,16 +84,22 @@ class _Unframeable(Exception):
 class Replies:
     """The replies of one connection: ``await replies.send(request, response, keep_alive)``."""
 
-    __slots__ = ("sock", "fd", "peer", "log", "dev", "send_timeout", "arena")
+    __slots__ = ("sock", "fd", "peer", "log", "error_page", "send_timeout", "arena")
 
     def __init__(
-        self, sock: socket.socket, peer: str, config: ServerConfig, log: ServerLog
+        self,
+        sock: socket.socket,
+        peer: str,
+        config: ServerConfig,
+        log: ServerLog,
+        error_page: Callable[..., Response],
     ) -> None:
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = peer
         self.log = log
-        self.dev = config.dev
+        self.error_page = error_page
+        """``error_page(status, detail=...)``: the connection's error pages (its dev flag)."""
         self.send_timeout = config.send_timeout
         self.arena = Arena(max_pages=REPLY_PAGES)
         """Where a reply is assembled and sent from: it holds region pages only while a
@@ -98,22 +107,14 @@ class Replies:
 
     async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
         """Send ``response`` to ``request``; ``keep_alive`` is what the connection would
-        like (the head may still say close: HTTP/1.0, a close-delimited stream)."""
+        like (the head may still say close: HTTP/1.0, a close-delimited stream). A body of
+        known length, the common case, is handled here: head and body through the arena,
+        one writev."""
         body = response.body
-        if isinstance(body, bytes | bytearray | memoryview | Fragments):
-            return await self._send_sized(request, response, body, keep_alive)
-        if isinstance(body, FileBody):
-            return await self._send_file(request, response, body, keep_alive)
-        return await self._send_stream(request, response, keep_alive)
-
-    async def _send_sized(
-        self,
-        request: Request,
-        response: Response,
-        body: bytes | bytearray | memoryview | Fragments,
-        keep_alive: bool,
-    ) -> Sent:
-        """A body of known length: head and body through the arena, one writev."""
+        if not isinstance(body, _SIZED):
+            if isinstance(body, FileBody):
+                return await self._send_file(request, response, body, keep_alive)
+            return await self._send_stream(request, response, keep_alive)
         length = len(body)
         try:
             head = frame_response(
@@ -172,7 +173,7 @@ class Replies:
         """Nothing of the reply has been sent and it cannot be: log why and send a 500
         (the message on the page in development mode) instead."""
         self.log.error(f"500 for {self.peer}: {message}", request_line=request_line(request))
-        page = error_response(500, dev=self.dev, detail=message)
+        page = self.error_page(500, detail=message)
         return await self.send(request, page, keep_alive)
 
     async def _send_file(
@@ -184,7 +185,7 @@ class Replies:
             file_fd = os.open(body.path, os.O_RDONLY)
         except OSError as exc:  # the file vanished between the handler's stat and now
             self.log.error(f"cannot open {body.path!r} for {self.peer}", exc=exc)
-            page = error_response(404 if isinstance(exc, FileNotFoundError) else 500, dev=self.dev)
+            page = self.error_page(404 if isinstance(exc, FileNotFoundError) else 500)
             return await self.send(request, page, keep_alive)
         try:
             head = frame_response(

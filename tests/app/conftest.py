@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import os
-import textwrap
 from pathlib import Path
 
 import pytest
 
-
-def write_site(root: Path, files: dict[str, str | bytes]) -> Path:
-    """Create ``root`` with the given files (text is dedented)."""
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
-    return root
+from tests.helpers import write_site
 
 
 def touch_later(path: Path) -> None:

@@ -214,7 +214,7 @@ def test_source_is_not_served(client):
 HTML_PAGES = [
     "/hello", "/date", "/calendar", "/mul", "/table", "/db", "/guest", "/log", "/guess",
     "/time_of_day", "/booking", "/exchange", "/counter", "/counter_fixed", "/greet",
-    "/svc/hello", "/svc/mul?n=3", "/svc/guess", "/guess_signed",
+    "/svc/hello", "/svc/mul?n=3", "/svc/guess", "/guess_signed", "/chat",
 ]  # fmt: skip
 
 

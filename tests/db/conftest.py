@@ -10,7 +10,6 @@ is not reachable skips its backend, unless ``CI=true``: then it fails.
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,18 +18,11 @@ import pytest
 import trio
 
 from pyweb import db
+from pyweb.testing import reachable
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
 MY_HOST, MY_PORT = "127.0.0.1", 3306
 BACKENDS = ["sqlite", "postgresql", "mysql"]
-
-
-def reachable(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
 
 
 def require(host: str, port: int, what: str) -> None:

@@ -106,7 +106,8 @@ async def test_mvar_take_empties_put_fills():
     assert await var.get() == 1 and var.is_full  # get leaves it full
     assert await var.take() == 1 and not var.is_full
     var.put(3)  # empty again: put is allowed
-    assert var.poll() == 3 and var.poll() is None
+    assert var.peek() == 3 and var.is_full  # mGetPoll leaves it
+    assert var.poll() == 3 and var.poll() is None and var.peek() is None
 
 
 async def test_mvar_initial_value_and_swap():

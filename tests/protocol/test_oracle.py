@@ -1,7 +1,10 @@
 """Property-based tests with h11 as the oracle (hypothesis).
 
+The strategies are pyweb's public ones (pyweb.testing.http), so what students check their
+parsers with is what pyweb itself is held to.
+
 1. Valid requests (pipelined, split at random byte boundaries): pyweb and h11 agree on
-   everything they both report.
+   everything they both report, and pyweb reports what the generator sent.
 2. Mutated requests: whenever h11 rejects, pyweb rejects too (pyweb is at least as
    strict), apart from the documented differences in test_differences.py.
 3. Arbitrary bytes: pyweb raises nothing but ProtocolError, terminates, and keeps its
@@ -13,104 +16,31 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
-from pyweb.protocol import Limits
+from pyweb.protocol import Limits, NotImplementedByServer
+from pyweb.testing import http
 
-from .helpers import run_h11, run_pyweb, split_points
+from .helpers import run_h11, run_pyweb
 
 pytestmark = pytest.mark.timeout(
     3600 if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz" else 120
 )
 
-TCHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-SPECIAL = {"host", "content-length", "transfer-encoding", "connection", "expect"}
-PATH_CHARS = "abcXYZ0189-._~!$&'()*+,;=:@%/"
-VALUE_CHARS = (
-    "".join(chr(c) for c in range(0x21, 0x7F)) + "\x80\xa0\xe9\xff"  # VCHAR, obs-text
-)
-
-tokens = st.text(TCHARS, min_size=1, max_size=12)
-methods = st.one_of(
-    st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]),
-    tokens.filter(lambda m: m != "CONNECT"),
-)
-hosts = st.one_of(
-    st.sampled_from(["example.org", "localhost:8000", "127.0.0.1", "[::1]:443", "a-b.c_d~e"]),
-    st.from_regex(r"[a-z0-9]{1,10}(\.[a-z]{2,5})?(:[0-9]{1,5})?", fullmatch=True),
-)
-paths = st.text(PATH_CHARS, max_size=30).map(lambda p: "/" + p)
-queries = st.one_of(st.just(""), st.text(PATH_CHARS + "?", max_size=20).map(lambda q: "?" + q))
-field_names = tokens.filter(lambda n: n.lower() not in SPECIAL)
-values = st.builds(
-    lambda words, lead, trail: lead + " ".join(words) + trail,
-    st.lists(st.text(VALUE_CHARS, min_size=1, max_size=10), max_size=4),
-    st.sampled_from(["", " ", "\t", "  "]),
-    st.sampled_from(["", " ", "\t "]),
-)
-fields = st.lists(st.tuples(field_names, values), max_size=8)
-
-
-@st.composite
-def requests(draw, last: bool) -> dict:
-    """One valid request as a dict, with its serialisation under "wire"."""
-    version = draw(st.sampled_from(["1.1", "1.1", "1.0"])) if last else "1.1"
-    method = draw(methods)
-    form = draw(st.sampled_from(["origin", "origin", "absolute", "asterisk"]))
-    host = draw(hosts)
-    if form == "asterisk":
-        method, target = "OPTIONS", "*"
-    elif form == "absolute":
-        target = draw(st.sampled_from(["http", "https"])) + "://" + host + draw(paths) + draw(queries)
-    else:
-        target = draw(paths) + draw(queries)
-    headers = draw(fields)
-    if version == "1.1" or draw(st.booleans()):
-        headers.insert(draw(st.integers(0, len(headers))), ("Host", host))
-    if draw(st.booleans()) and headers:  # duplicate an ordinary field
-        headers.append(draw(st.sampled_from([h for h in headers if h[0] != "Host"] or [("X", "y")])))
-    if last and draw(st.booleans()):
-        headers.append(("Connection", draw(st.sampled_from(["close", "Close", "foo, close"]))))
-    if version == "1.1" and draw(st.booleans()):
-        headers.append(("Expect", "100-continue"))
-    framing = draw(st.sampled_from(["none", "cl", "chunked"] if version == "1.1" else ["none", "cl"]))
-    body = b""
-    trailers: list[tuple[str, str]] = []
-    wire_body = b""
-    if framing == "cl":
-        body = draw(st.binary(max_size=60))
-        headers.append(("Content-Length", str(len(body))))
-        wire_body = body
-    elif framing == "chunked":
-        headers.append(("Transfer-Encoding", "chunked"))
-        chunks = draw(st.lists(st.binary(min_size=1, max_size=30), max_size=4))
-        body = b"".join(chunks)
-        for chunk in chunks:
-            size = draw(st.sampled_from(["%x", "%X", "0%x"])) % len(chunk)
-            ext = draw(st.sampled_from(["", ";a=b", ';name="quoted value"', ";x"]))
-            wire_body += f"{size}{ext}\r\n".encode() + chunk + b"\r\n"
-        wire_body += b"0" + draw(st.sampled_from([b"", b";end"])) + b"\r\n"
-        trailers = draw(st.lists(st.tuples(field_names, values), max_size=3))
-        wire_body += b"".join(f"{n}: {v}\r\n".encode("latin-1") for n, v in trailers) + b"\r\n"
-    head = f"{method} {target} HTTP/{version}\r\n" + "".join(f"{n}: {v}\r\n" for n, v in headers)
-    wire = head.encode("latin-1") + b"\r\n" + wire_body
-    return {"wire": wire, "body": body, "method": method, "target": target}
+# CONNECT (authority-form) is checked apart: pyweb answers it 501, h11 hands it on.
+FORMS = ("origin", "absolute", "asterisk")
 
 
 @st.composite
 def pipelines(draw) -> bytes:
-    count = draw(st.integers(1, 4))
-    reqs = [draw(requests(last=i == count - 1)) for i in range(count)]
-    return b"".join(r["wire"] for r in reqs)
+    return b"".join(map(bytes, draw(http.pipelined(target_forms=FORMS))))
 
 
-cuts = st.lists(st.integers(0, 10_000), max_size=8)
-
-
-@given(pipelines(), cuts, st.booleans())
-def test_valid_requests_agree_with_h11(data: bytes, cut: list[int], eof: bool) -> None:
-    pieces = split_points(data, cut)
+@given(st.data(), st.booleans())
+def test_valid_requests_agree_with_h11(data, eof: bool) -> None:
+    sent = data.draw(http.pipelined(target_forms=FORMS), label="requests")
+    pieces = data.draw(http.split(b"".join(map(bytes, sent))), label="pieces")
     ours, err, _ = run_pyweb(pieces, eof=eof)
     theirs, herr, _ = run_h11(pieces, eof=eof)
     assert herr is None, herr  # the generator makes only valid requests
@@ -122,6 +52,45 @@ def test_valid_requests_agree_with_h11(data: bytes, cut: list[int], eof: bool) -
         assert a.body == b.body
         assert a.trailers == b.trailers
         assert a.keep_alive == b.keep_alive
+
+
+@given(st.data())
+def test_pyweb_reports_what_the_generator_sent(data) -> None:
+    # The generator's own model of each request (pyweb.testing.http.WireRequest) is what
+    # pyweb reports: check_parser's reference and the strategies agree.
+    sent = data.draw(http.pipelined(target_forms=FORMS), label="requests")
+    pieces = data.draw(http.split(b"".join(map(bytes, sent))), label="pieces")
+    ours = http.parse_with_pyweb(pieces)
+    expected = [r.expected() for r in sent]
+    for request in ours:
+        request[2][:] = [(n.lower(), v) for n, v in request[2]]
+    for request in expected:
+        request[2][:] = [(n.lower(), v) for n, v in request[2]]
+    assert ours == expected
+    event(f"{len(sent)} requests")
+    if sent[-1].ends_connection:
+        event("the last request ends the connection")
+
+
+@pytest.mark.parametrize("rule", http.RULES)
+def test_pyweb_rejects_every_invalid_request(rule: str) -> None:
+    @given(http.invalid_requests(rules=[rule]), st.booleans())
+    def rejected(invalid, eof: bool) -> None:
+        assert invalid.rule == rule
+        done, err, _ = run_pyweb([invalid.wire], eof=eof)
+        assert err is not None, invalid.wire
+        assert len(done) == len(invalid.before)
+
+    rejected()
+
+
+@given(http.requests(target_forms=("authority",)))
+def test_connect_is_501_while_h11_hands_it_on(request) -> None:
+    assert request.method == "CONNECT" and request.ends_connection
+    _, err, _ = run_pyweb([request.wire], eof=True)
+    assert isinstance(err, NotImplementedByServer)
+    theirs, herr, _ = run_h11([request.wire], eof=True)
+    assert herr is None and [r.method for r in theirs] == ["CONNECT"]
 
 
 INSERTS = [b"\r", b"\n", b"\x00", b" ", b":", b"\t", b"\r\n", b"\r\n ", b",", b"\x0b"]
@@ -175,10 +144,10 @@ SMALL = Limits(max_request_line=64, max_header_bytes=256, max_headers=8, max_bod
                max_chunk_line=32)
 
 
-@given(st.one_of(st.binary(max_size=600), mutations(), pipelines()), cuts, st.booleans())
-def test_arbitrary_bytes_only_protocol_errors_and_bounded(data: bytes, cut: list[int],
-                                                          eof: bool) -> None:
-    pieces = split_points(data, cut)
+@given(st.data(), st.booleans())
+def test_arbitrary_bytes_only_protocol_errors_and_bounded(draw, eof: bool) -> None:
+    data = draw.draw(st.one_of(st.binary(max_size=600), mutations(), pipelines()))
+    pieces = draw.draw(http.split(data))
     # run_pyweb lets anything but ProtocolError escape, bounds the number of events,
     # and checks the buffer after every piece has been drained.
     run_pyweb(pieces, eof=eof, limits=SMALL, max_buffered=SMALL.max_header_bytes + 3)

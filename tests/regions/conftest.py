@@ -5,17 +5,16 @@ the extension was not built, which ``pip install`` allows when there is no compi
 from __future__ import annotations
 
 import contextlib
-import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 import pyweb.testing
 import pyweb_regions
+from tests.helpers import write_site  # noqa: F401 - the regions tests import it from here
 
 _NAMES = [
     "ModuleGuard",
@@ -55,14 +54,6 @@ def use_impl(request, monkeypatch) -> str:
     monkeypatch.setattr(pyweb_regions, "IMPLEMENTATION", request.param)
     monkeypatch.setattr(pyweb_regions, "ALLOC_AVAILABLE", request.param == "c")
     return request.param
-
-
-def write_site(root: Path, files: dict[str, str]) -> Path:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
-    return root
 
 
 # Two pages for the tests that interleave requests on one server thread: big.py allocates

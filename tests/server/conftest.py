@@ -1,5 +1,6 @@
-"""Helpers for the server tests: a real Server on 127.0.0.1:0 in a background thread (its
-own trio run), a raw-socket HTTP client, and a test handler with one route per behaviour.
+"""Helpers for the server tests: a real Server on 127.0.0.1:0 in a background thread
+(pyweb.testing's ``ServerThread``, its own trio run), a raw-socket HTTP client, and a test
+handler with one route per behaviour.
 
 The server runs in a thread so that tests can use plain blocking sockets, as a real client
 would; ``RunningServer.shutdown()`` crosses into the server's trio run with
@@ -19,65 +20,23 @@ import pytest
 import trio
 
 from pyweb.protocol.response import FileBody, Response
-from pyweb.server import RequestContext, Server, ServerConfig
+from pyweb.server import RequestContext
+from pyweb.testing.server import ServerThread, build_server
 
 
-class RunningServer:
+class RunningServer(ServerThread):
+    """pyweb.testing's server thread, with what the server tests look at: the error log in
+    a StringIO (``error_log``) and raw-socket clients (``connect()``)."""
+
     def __init__(self, handler, **options) -> None:
-        options.setdefault("access_log", None)
-        options.setdefault("port", 0)
         self.error_log = io.StringIO()
         options.setdefault("error_log", self.error_log)
-        self.config = ServerConfig(**options)
-        self.server = Server(self.config, handler)
-        self.returned = threading.Event()
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self.token: trio.lowlevel.TrioToken | None = None
-        self.thread = threading.Thread(target=self._thread, daemon=True)
+        super().__init__(build_server(handler, **options))
+        self.config = self.server.config
 
-    def _thread(self) -> None:
-        async def main() -> None:
-            self.token = trio.lowlevel.current_trio_token()
-            async with trio.open_nursery() as nursery:
-
-                async def serve(task_status=trio.TASK_STATUS_IGNORED):
-                    await self.server.serve(task_status=task_status)
-                    self.returned.set()
-
-                await nursery.start(serve)
-                self._ready.set()
-
-        try:
-            trio.run(main)
-        except BaseException as exc:  # surfaced by start()/stop()
-            self._error = exc
-            self._ready.set()
-
-    def start(self) -> RunningServer:
-        self.thread.start()
-        assert self._ready.wait(10), "server did not start"
-        if self._error is not None:
-            raise self._error
+    def start(self, timeout: float = 10.0) -> RunningServer:
+        super().start(timeout)
         return self
-
-    @property
-    def port(self) -> int:
-        return self.server.port
-
-    def shutdown(self) -> None:
-        trio.from_thread.run_sync(self.server.shutdown, trio_token=self.token)
-
-    def stop(self) -> None:
-        if self.thread.is_alive():
-            try:
-                self.shutdown()
-            except trio.RunFinishedError:
-                pass
-            self.thread.join(10)
-        assert not self.thread.is_alive(), "server did not stop"
-        if self._error is not None:
-            raise self._error
 
     def connect(self, timeout: float = 5.0) -> Client:
         return Client(self.port, timeout)

@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from pyweb.server.logging import AccessRecord, ServerLog, format_access, format_error, log_time
+from tests.helpers import until_async
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -56,12 +57,6 @@ class Sink:
     @property
     def text(self) -> str:
         return "".join(self.writes)
-
-
-async def until(condition, timeout: float = 10.0) -> None:
-    with trio.fail_after(timeout):
-        while not condition():
-            await trio.sleep(0.005)
 
 
 # --- format_access -------------------------------------------------------------------------
@@ -213,13 +208,13 @@ async def test_removed_log_file_is_recreated(tmp_path):
 
     async def body():
         log.access(rec(target="/before"))
-        await until(lambda: path.exists() and "/before" in path.read_text())
+        await until_async(lambda: path.exists() and "/before" in path.read_text())
         os.remove(path)
         log.access(rec(target="/after-remove"))
-        await until(lambda: path.exists() and "/after-remove" in path.read_text())
+        await until_async(lambda: path.exists() and "/after-remove" in path.read_text())
         os.rename(path, tmp_path / "access.log.1")  # logrotate's way
         log.access(rec(target="/after-rotate"))
-        await until(lambda: path.exists() and "/after-rotate" in path.read_text())
+        await until_async(lambda: path.exists() and "/after-rotate" in path.read_text())
 
     await run_log(log, body)
     assert "/before" not in path.read_text() and "/after-remove" not in path.read_text()
@@ -234,11 +229,11 @@ async def test_reopen_on_request(tmp_path):
 
     async def body():
         log.access(rec(target="/one"))
-        await until(lambda: path.exists() and "/one" in path.read_text())
+        await until_async(lambda: path.exists() and "/one" in path.read_text())
         os.rename(path, tmp_path / "old.log")
         log.reopen()
         log.access(rec(target="/two"))
-        await until(lambda: path.exists() and "/two" in path.read_text())
+        await until_async(lambda: path.exists() and "/two" in path.read_text())
 
     await run_log(log, body)
     assert "/two" not in (tmp_path / "old.log").read_text()
@@ -253,10 +248,10 @@ async def test_full_disk_drops_counts_and_keeps_going(capsys):
     async def body():
         for _ in range(3):
             log.access(rec())
-        await until(lambda: log.dropped >= 3)
+        await until_async(lambda: log.dropped >= 3)
         for expected in (4, 5):
             log.access(rec())
-            await until(lambda: log.dropped >= expected)  # noqa: B023
+            await until_async(lambda: log.dropped >= expected)  # noqa: B023
 
     await run_log(log, body)
     assert log.dropped == 5
@@ -270,10 +265,10 @@ async def test_unopenable_path_does_not_stop_the_server(tmp_path, capsys):
 
     async def body():
         log.access(rec())
-        await until(lambda: log.dropped >= 1)
+        await until_async(lambda: log.dropped >= 1)
         (tmp_path / "no" / "such" / "dir").mkdir(parents=True)
         log.access(rec(target="/later"))
-        await until(lambda: (tmp_path / "no" / "such" / "dir" / "access.log").exists())
+        await until_async(lambda: (tmp_path / "no" / "such" / "dir" / "access.log").exists())
 
     await run_log(log, body)
     assert "/later" in (tmp_path / "no" / "such" / "dir" / "access.log").read_text()

@@ -16,6 +16,7 @@ import trio
 from pyweb.events import select, timeout, wrap
 from pyweb.protocol.response import Response
 from pyweb.server.control import RELOAD
+from tests.helpers import until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -56,14 +57,6 @@ def long_wait_handler(waits: Waits):
     return handler
 
 
-def wait_for(predicate, what: str, limit: float = 5.0) -> None:
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
 def test_closing_the_socket_frees_the_waiting_handler_at_once(kit):
     waits = Waits()
     with kit.running(long_wait_handler(waits)) as srv:
@@ -74,7 +67,7 @@ def test_closing_the_socket_frees_the_waiting_handler_at_once(kit):
         # Observable, not timed: the waiter count drops long before the 20 s timeout.
         assert waits.finished.wait(5)
         assert waits.outcomes == ["gone"] and waits.waiting == 0
-        wait_for(lambda: not srv.server.connections, "the connection to close")
+        until(lambda: not srv.server.connections, "the connection to close")
 
 
 def test_a_reset_counts_as_gone(kit):
@@ -128,7 +121,7 @@ def test_log_error_writes_the_message_the_request_and_the_traceback(kit):
 
     with kit.running(handler) as srv, srv.connect() as c:
         assert c.request("GET", "/page?x=1").body == b"ok"
-        wait_for(lambda: "the cache lost a key" in srv.error_log.getvalue(), "the log line")
+        until(lambda: "the cache lost a key" in srv.error_log.getvalue(), "the log line")
     text = srv.error_log.getvalue()
     assert "(request: GET /page?x=1 HTTP/1.1)" in text
     assert "KeyError: 'missing'" in text and "Traceback" in text
@@ -145,7 +138,7 @@ def test_python_logging_records_reach_the_error_log_while_the_server_runs(kit):
 
     with kit.running(handler) as srv, srv.connect() as c:
         assert c.request().body == b"ok"
-        wait_for(lambda: "from a worker thread" in srv.error_log.getvalue(), "the records")
+        until(lambda: "from a worker thread" in srv.error_log.getvalue(), "the records")
     text = srv.error_log.getvalue()
     assert "[warning] pyweb.testlib: redis unreachable at 127.0.0.1:1" in text
     assert "[error] pyweb.testlib: from a worker thread" in text
@@ -173,7 +166,7 @@ def test_a_fresh_connection_is_served_even_if_shutdown_comes_first(kit):
     srv = kit.RunningServer(kit.app).start()
     try:
         c = srv.connect()
-        wait_for(lambda: srv.server.connections, "the connection to be accepted")
+        until(lambda: srv.server.connections, "the connection to be accepted")
         time.sleep(0.05)  # let it reach its first wait for bytes
         srv.shutdown()
         c.send(kit.build("GET", "/hello"))

@@ -18,6 +18,7 @@ import trio.testing
 
 from pyweb.protocol import Response
 from pyweb.server import Server, ServerConfig
+from tests.helpers import until_settled
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -36,15 +37,6 @@ async def settle(server: Server) -> None:
     for _ in range(50):
         await trio.sleep(0)
     await trio.testing.wait_all_tasks_blocked(cushion=0.01)
-
-
-async def until(predicate) -> None:
-    """Checkpoint until ``predicate()`` holds: real I/O readiness arrives between checkpoints."""
-    for _ in range(100_000):
-        if predicate():
-            return
-        await trio.sleep(0)
-    raise AssertionError("condition never became true")
 
 
 async def recv_all(sock: trio.socket.SocketType) -> bytes:
@@ -76,7 +68,7 @@ def run_with_server(test) -> None:
 def test_half_a_header_is_answered_408_exactly_after_the_header_timeout():
     async def test(server, client, clock):
         await client.send(b"GET / HTTP/1.1\r\nHost: x")
-        await until(lambda: any(c.parser.buffered for c in server.connections))
+        await until_settled(lambda: any(c.parser.buffered for c in server.connections))
         clock.jump(9.9)
         await settle(server)
         assert len(server.connections) == 1  # not a moment early
@@ -114,7 +106,7 @@ def test_a_connection_that_never_sends_gets_the_first_byte_timeout():
     # first_byte_timeout (3 s here), not the keep-alive (5) or header (10) timeout: a
     # crowd of silent connections must not hold slots for long (slots.py)
     async def test(server, client, clock):
-        await until(lambda: len(server.connections) == 1)
+        await until_settled(lambda: len(server.connections) == 1)
         await settle(server)
         clock.jump(2.9)
         await settle(server)
@@ -131,7 +123,7 @@ def test_timeouts_are_exact_events_not_watchdog_ticks():
 
     async def test(server, client, clock):
         await client.send(b"GET / HTTP/1.1\r\nHost: x")
-        await until(lambda: any(c.parser.buffered for c in server.connections))
+        await until_settled(lambda: any(c.parser.buffered for c in server.connections))
         await settle(server)
         clock.jump(9.999)
         await settle(server)

@@ -195,3 +195,26 @@ def test_config_overrides_reach_the_server(scheduler):
     with pyweb.testing.serve(app, scheduler=scheduler, pool_size=2) as client:
         assert client.server.config.scheduler == scheduler
         assert client.get("/json").json() == {"a": [1, 2]}
+
+
+async def csrf_site(ctx):
+    """A form with a CSRF token, and a POST that says which token it got, and how."""
+    request = ctx.request
+    if request.method == "GET":
+        form = '<form method="post"><input type="hidden" name="csrf_token" value="t&amp;1"></form>'
+        return Response(200, [("Content-Type", "text/html; charset=utf-8")], form.encode())
+    body = (await ctx.body()).decode()
+    said = f"header={request.header('x-csrf-token', '-')} body={body}"
+    return Response(200, [("Content-Type", "text/plain")], said.encode())
+
+
+def test_csrf_tokens_from_forms_go_with_posts():
+    with pyweb.testing.serve(csrf_site) as client:
+        assert client.post("/", {"a": "1"}).text == "header=- body=a=1"
+        assert client.csrf_token("/form") == "t&1" and client.last_csrf_token == "t&1"
+        r = client.post("/", {"a": "1"}, csrf=True)
+        assert r.text == "header=t&1 body=a=1&csrf_token=t%261"
+        assert client.post("/", b"raw", csrf=True).text == "header=t&1 body=raw"  # header only
+        assert client.post("/", {"a": "1"}).text == "header=- body=a=1"  # not asked: none
+    with pyweb.testing.serve(csrf_site) as client:  # csrf=True fetches / first
+        assert client.post("/", {"a": "1"}, csrf=True).text.startswith("header=t&1 ")

@@ -1,57 +1,48 @@
-"""A test client that speaks real HTTP to a real pyweb server (for tests and notebooks).
-
-Serve a directory and fetch a page::
-
-    import pyweb.testing
-
-    with pyweb.testing.serve("pages") as client:
-        response = client.get("/index.html")
-        print(response.status, response.headers["content-type"])
-        print(response.text[:60])
-
-Serve an async handler and post a form to it::
-
-    from pyweb.protocol.response import Response
-
-    async def echo(ctx):
-        return Response(200, [("Content-Type", "text/plain")], await ctx.body())
-
-    with pyweb.testing.serve(echo) as client:
-        assert client.post("/", {"name": "Ada", "age": "36"}).text == "name=Ada&age=36"
-
-Talk to a server that is already running::
-
-    client = pyweb.testing.Client("http://127.0.0.1:8000")
-    client.get("/").status
-
-:func:`serve` starts :class:`pyweb.server.Server` in its own thread, with its own
-``trio.run``, on 127.0.0.1 and a free port (port 0), with the access log off; any keyword
-overrides a :class:`~pyweb.server.ServerConfig` field. Leaving the ``with`` block shuts the
-server down gracefully (in its own trio run, via ``trio.from_thread``) and re-raises
-anything that crashed it. Nothing is simulated: requests go through a socket, the parser,
-the scheduler and the connection loop exactly as a browser's would.
+"""An HTTP/1.1 client for tests and notebooks: keep-alive, a cookie jar, whole responses.
 
 :class:`Client` keeps one keep-alive connection (reconnecting when the server closed it)
 and a small cookie jar: cookies set by responses go back on later requests whose path
 matches (RFC 6265 §5.1.4, §5.3; ``Max-Age``/``Expires`` in the past delete a cookie;
-``Domain`` is ignored since a client talks to one host).
+``Domain`` is ignored since a client talks to one host). :func:`pyweb.testing.serve`
+hands one out for the server it starts; talk to a server that is already running with::
+
+    client = pyweb.testing.Client("http://127.0.0.1:8000")
+    client.get("/").status
 """
 
 from __future__ import annotations
 
+import html
 import http.client
 import json as jsonlib
-import threading
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-import trio
+__all__ = ["Client", "TestResponse", "Headers", "csrf_token_in", "CSRF_FIELD", "CSRF_HEADER"]
 
-__all__ = ["serve", "Client", "TestResponse", "Headers"]
+CSRF_FIELD = "csrf_token"
+"""The form field that carries a site's CSRF token (pyweb's sessions)."""
+CSRF_HEADER = "X-CSRF-Token"
+"""The header that may carry it instead (for requests that are not forms)."""
+
+# <input ... name="csrf_token" ... value="..."> with the attributes in either order.
+_INPUT = re.compile(r"<input\b[^>]*>", re.IGNORECASE)
+_ATTR = re.compile(r"""([a-zA-Z_:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
+
+
+def csrf_token_in(page: str) -> str | None:
+    """The value of the first ``<input name="csrf_token">`` in ``page``, or None."""
+    if CSRF_FIELD not in page:
+        return None
+    for tag in _INPUT.findall(page):
+        attrs = {m[0].lower(): m[1] or m[2] or m[3] for m in _ATTR.findall(tag)}
+        if attrs.get("name") == CSRF_FIELD and "value" in attrs:
+            return html.unescape(attrs["value"])
+    return None
 
 
 class Headers(Mapping[str, str]):
@@ -175,6 +166,8 @@ class Client:
         self._jar: dict[tuple[str, str], _Cookie] = {}
         self.connections_opened = 0
         """How many TCP connections this client has opened (1 while keep-alive works)."""
+        self.last_csrf_token: str | None = None
+        """The CSRF token of the last HTML form received (see :meth:`post`)."""
 
     # -- the verbs --
 
@@ -199,9 +192,23 @@ class Client:
         *,
         headers: Mapping[str, str] | None = None,
         json: Any = None,
+        csrf: bool = False,
     ) -> TestResponse:
         """POST ``data``: a dict is form-encoded (``application/x-www-form-urlencoded``),
-        ``str`` is sent as UTF-8 text, ``bytes`` as they are; or ``json=`` any JSON value."""
+        ``str`` is sent as UTF-8 text, ``bytes`` as they are; or ``json=`` any JSON value.
+
+        ``csrf=True``: send the CSRF token of the last form the client saw
+        (``<input name="csrf_token">``; if none yet, it first GETs ``/``), as the
+        ``csrf_token`` field of a dict and as the ``X-CSRF-Token`` header, as a browser
+        submitting that form would. By default nothing is added: a test sees exactly what
+        it sends (a POST without a token is refused by a site with CSRF on)."""
+        if csrf and self.last_csrf_token is None:
+            self.csrf_token("/")
+        token = self.last_csrf_token if csrf else None
+        if token is not None:
+            headers = {CSRF_HEADER: token, **(headers or {})}
+            if isinstance(data, Mapping) and CSRF_FIELD not in data:
+                data = {**data, CSRF_FIELD: token}
         content_type: str | None = None
         body: bytes
         if json is not None:
@@ -243,7 +250,15 @@ class Client:
             body = None
         response = self._exchange(method, target, body, send_headers)
         self._store_cookies(urlsplit(target).path, response.headers.get_all("set-cookie"))
+        if "html" in response.content_type:
+            self.last_csrf_token = csrf_token_in(response.text) or self.last_csrf_token
         return response
+
+    def csrf_token(self, path: str = "/") -> str | None:
+        """GET ``path`` and return the CSRF token of its form (the value of the hidden
+        ``<input name="csrf_token">``), or None; later POSTs send it."""
+        self.get(path)
+        return self.last_csrf_token
 
     def close(self) -> None:
         if self._conn is not None:
@@ -352,94 +367,3 @@ class Client:
         if raw.will_close:
             self.close()
         return TestResponse(raw.status, raw.reason, Headers(raw.getheaders()), data)
-
-
-# --- running a server in the background ---------------------------------------------------
-
-
-class _ServerThread:
-    """A pyweb Server in its own thread and trio run (so the caller may block freely)."""
-
-    def __init__(self, server: Any):
-        self.server = server
-        self.token: trio.lowlevel.TrioToken | None = None
-        self.error: BaseException | None = None
-        self.ready = threading.Event()
-        self.thread = threading.Thread(target=self._main, name="pyweb-testing-server", daemon=True)
-
-    def _main(self) -> None:
-        async def run() -> None:
-            self.token = trio.lowlevel.current_trio_token()
-            async with trio.open_nursery() as nursery:
-                await nursery.start(self.server.serve)
-                self.ready.set()
-
-        try:
-            trio.run(run)
-        except BaseException as exc:  # handed to the caller's thread by stop()/start()
-            self.error = exc
-        finally:
-            self.ready.set()
-
-    def start(self, timeout: float) -> None:
-        self.thread.start()
-        if not self.ready.wait(timeout):
-            raise TimeoutError(f"the pyweb server did not start listening within {timeout} s")
-        self._raise_crash()
-
-    def stop(self, timeout: float) -> None:
-        if self.thread.is_alive() and self.token is not None:
-            try:
-                trio.from_thread.run_sync(self.server.shutdown, trio_token=self.token)
-            except trio.RunFinishedError:
-                pass  # it already stopped (crashed): the error is reported below
-        self.thread.join(timeout)
-        if self.thread.is_alive():
-            raise TimeoutError(f"the pyweb server did not shut down within {timeout} s")
-        self._raise_crash()
-
-    def _raise_crash(self) -> None:
-        if self.error is not None:
-            error, self.error = self.error, None
-            # Nurseries wrap errors in groups; one error is easier to read (and to catch).
-            while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-                error = error.exceptions[0]
-            raise error
-
-
-@contextmanager
-def serve(target: Any, *, timeout: float = 30.0, **config: Any) -> Iterator[Client]:
-    """Run a real pyweb server for the ``with`` block and yield a :class:`Client` for it.
-
-    ``target`` is a directory (served as a site) or an async handler
-    ``async def handler(ctx) -> Response``. Keywords override
-    :class:`~pyweb.server.ServerConfig` fields (``scheduler="pool"``, ``dev=True``, ...).
-    The client's ``server`` attribute is the :class:`~pyweb.server.Server`.
-    """
-    from pyweb.server import Server, ServerConfig
-
-    options: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "access_log": None}
-    handler = None
-    if callable(target):
-        handler = target
-    else:
-        options["site_dir"] = str(target)
-    options.update(config)
-    server_config = ServerConfig(**options)
-    if handler is None:
-        from pyweb.app.site import Site
-
-        handler = Site(str(target), dev=server_config.dev, page_timeout=server_config.page_timeout)
-    server = Server(server_config, handler)
-    runner = _ServerThread(server)
-    runner.start(timeout)
-    host = options["host"]
-    client = Client(
-        f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
-    )
-    client.server = server  # type: ignore[attr-defined]
-    try:
-        yield client
-    finally:
-        client.close()
-        runner.stop(timeout)

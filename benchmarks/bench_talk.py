@@ -1,0 +1,94 @@
+"""CPU time per request of the connection loop (``Connection.talk``), in one process.
+
+A client task and a :class:`pyweb.server.Server` share one ``trio.run``: the client sends
+``GET /hello`` on one keep-alive connection, in batches of pipelined requests, and reads the
+replies; the handler returns a prebuilt ``Response``. What is measured is the process's CPU
+time per request (``time.process_time``), so a busy machine slows the run down but changes
+the number much less than it changes req/s in ``peers.py``; the client's share is the same
+for every version of the server, so two versions compare by their difference.
+
+``--batch 1`` sends one request at a time (each one waits for bytes: the event choice, the
+deadline); ``--batch 50`` keeps requests in the parser's buffer (the parse/handler/reply
+path alone). To compare two checkouts, run the script with each on ``PYTHONPATH``, in
+turns, pinned to one core, and keep the best of several runs::
+
+    for i in 1 2 3 4 5; do for tree in /tmp/before .; do
+      PYTHONPATH=$tree taskset -c 0 .venv/bin/python benchmarks/bench_talk.py --batch 1
+    done; done
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import trio
+
+from pyweb.protocol import Response
+from pyweb.server import Server, ServerConfig
+
+REQUEST = b"GET /hello HTTP/1.1\r\nHost: bench\r\nUser-Agent: bench_talk\r\n\r\n"
+REPLY = Response(200, [("Content-Type", "text/plain")], b"Hello, world!")
+
+
+async def hello(ctx: object) -> Response:
+    return REPLY
+
+
+async def read_exactly(sock: trio.socket.SocketType, n: int) -> None:
+    while n:
+        data = await sock.recv(min(n, 1 << 16))
+        if not data:
+            raise EOFError("the server closed the connection")
+        n -= len(data)
+
+
+async def one_reply_size(sock: trio.socket.SocketType) -> int:
+    await sock.send(REQUEST)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += await sock.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(
+        next(
+            line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+        ).split(b":")[1]
+    )
+    await read_exactly(sock, length - len(body))
+    return len(head) + 4 + length
+
+
+async def measure(requests: int, batch: int) -> float:
+    config = ServerConfig(port=0, access_log=None, error_log=None)
+    server = Server(config, hello)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve)
+        sock = trio.socket.socket()
+        await sock.connect(("127.0.0.1", server.port))
+        size = await one_reply_size(sock)  # the Date line keeps its length all day
+        for _ in range(200):  # warm up
+            await sock.send(REQUEST)
+            await read_exactly(sock, size)
+        started = time.process_time()
+        done = 0
+        while done < requests:
+            await sock.send(REQUEST * batch)
+            await read_exactly(sock, size * batch)
+            done += batch
+        cpu = time.process_time() - started
+        sock.close()
+        server.shutdown()
+    return cpu / done
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--batch", type=int, default=1)
+    args = parser.parse_args()
+    seconds = trio.run(measure, args.requests, args.batch)
+    print(f"{seconds * 1e6:.2f} µs CPU per request (batch {args.batch}, {args.requests} requests)")
+
+
+if __name__ == "__main__":
+    main()

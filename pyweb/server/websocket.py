@@ -1,0 +1,332 @@
+"""WebSocket sessions (RFC 6455) on a server connection, with CML events (Reppy §2).
+
+After the opening handshake (:mod:`pyweb.protocol.websocket`) the connection stops speaking
+HTTP: the server sends ``101 Switching Protocols`` and :func:`run_session` takes the socket
+over. Frames are wsproto's business (a sans-IO library: bytes in, events out, as pyweb's own
+HTTP parser); this module does the I/O and gives the handler a :class:`WebSocket` whose
+operations are events and calls, so a handler is written like any waiting page::
+
+    @pyweb.websocket("/chat/ws")
+    async def chat(ws):
+        port = NEWS.port()
+        while True:
+            got = await select(
+                wrap(ws.recv_evt(), lambda text: ("said", text)),
+                wrap(port.recv_evt(), lambda message: ("news", message)),
+                wrap(timeout(60), lambda _: ("idle", None)),
+                wrap(ws.shutdown_evt(), lambda _: ("stop", None)),
+            )
+            ...
+
+Three tasks share the connection, in one nursery (Marlow §3.2's "one thread per
+connection" become three cooperating ones):
+
+* the **handler** (``session(ws)``);
+* the **reader**: reads the socket, feeds wsproto, puts whole messages in the inbox (a
+  :class:`~pyweb.events.Mailbox`: ``ws.recv_evt()`` is its receive event), answers pings,
+  and closes with 1009 when a message grows past ``max_message``;
+* the **keeper**: pings every ``ping_interval`` and drops a peer that has sent nothing for
+  two intervals (a vanished laptop sends no FIN); on a graceful server shutdown it closes
+  with 1001 (going away) once the handler has had ``close_timeout`` to finish by itself.
+
+Closing: ``await ws.close(code, reason)`` sends a Close and waits (``close_timeout``) for
+the peer's; when the peer closes first, its Close is answered and ``ws.recv_evt()`` raises
+:class:`WebSocketClosed` (with the peer's code), so a handler blocked in a ``select`` on it
+ends. A handler that returns closes with 1000, one that raises with 1011 (the error goes to
+the error log). Once the connection is gone the handler gets ``close_timeout`` to end, then
+it is cancelled.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+import trio
+from wsproto.connection import Connection as WSConnection
+from wsproto.connection import ConnectionState, ConnectionType
+from wsproto.events import BytesMessage, CloseConnection, Message, Ping, Pong, TextMessage
+from wsproto.utilities import RemoteProtocolError
+
+from pyweb.events import Event, Latch, Mailbox, select, timeout, wrap
+from pyweb.protocol.messages import Request
+from pyweb.protocol.websocket import WebSocketOptions, WebSocketUpgrade, accept_head
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+__all__ = ["WebSocket", "WebSocketClosed", "run_session"]
+
+NORMAL, GOING_AWAY, PROTOCOL_ERROR, TOO_BIG, INTERNAL_ERROR, ABNORMAL = (
+    1000, 1001, 1002, 1009, 1011, 1006,
+)  # fmt: skip
+
+
+_END = object()
+"""The last item of a WebSocket's inbox: nothing more can arrive."""
+
+
+class WebSocketClosed(Exception):
+    """The WebSocket is closed: ``code`` and ``reason`` of the Close (1006: the connection
+    was lost without one)."""
+
+    def __init__(self, code: int, reason: str = "") -> None:
+        super().__init__(f"the WebSocket is closed ({code}{': ' + reason if reason else ''})")
+        self.code = code
+        self.reason = reason
+
+
+class WebSocket:
+    """The socket a ``@pyweb.websocket`` handler receives (module doc)."""
+
+    def __init__(self, conn: Connection, request: Request, options: WebSocketOptions) -> None:
+        self.request = request
+        self.path = request.path
+        self.query = request.query
+        self.headers = request.headers
+        """The handshake's header fields, ``(name, value)`` with lower-case names."""
+        self.peer = conn.peer
+        self.options = options
+        self.close_code: int | None = None
+        """The code the WebSocket closed with, once it has (``None`` while open)."""
+        self.close_reason = ""
+        self._conn = conn
+        self._ws = WSConnection(ConnectionType.SERVER)
+        self._inbox: Mailbox[Any] = Mailbox()  # messages, then _END
+        self._closed = Latch()  # set once no more messages can arrive
+        self._partial: list[Any] = []
+        self._partial_size = 0
+        self._send_lock = trio.Lock()
+        self._heard = time.monotonic()
+        self._handler_scope = trio.CancelScope()
+
+    def __repr__(self) -> str:
+        state = "open" if self.close_code is None else f"closed {self.close_code}"
+        return f"<WebSocket {self.path} from {self.peer} {state}>"
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        """The handshake's header field ``name`` (case-insensitive)."""
+        return self.request.header(name, default)
+
+    # -- receiving: an event --------------------------------------------------------------
+
+    def recv_evt(self) -> Event[str | bytes]:
+        """An event enabled by the next message (``str`` for text, ``bytes`` for binary);
+        once the WebSocket is closed and every message taken, syncing on it raises
+        :class:`WebSocketClosed`."""
+        return wrap(self._inbox.recv_evt(), self._message)
+
+    def _message(self, item: Any) -> Any:
+        # The end is an item of the inbox too, after the last message, so order is kept;
+        # whoever takes it puts it back, so that every later receive sees the end as well.
+        if item is _END:
+            self._inbox.send(_END)
+            raise WebSocketClosed(self.close_code or ABNORMAL, self.close_reason)
+        return item
+
+    async def recv(self) -> str | bytes:
+        """The next message (``await select(ws.recv_evt())``, on the fast path)."""
+        return self._message(await self._inbox.recv())  # type: ignore[no-any-return]
+
+    def closed_evt(self) -> Event[None]:
+        """Enabled once no message can arrive any more (the peer closed, or is gone)."""
+        return self._closed.evt()
+
+    def shutdown_evt(self) -> Event[None]:
+        """Enabled once the server begins a graceful shutdown (as ``conn.shutdown_evt()``)."""
+        return self._conn.server.stopping.evt()
+
+    # -- sending: calls --------------------------------------------------------------------
+
+    async def send(self, data: str | bytes) -> None:
+        """Send one message: ``str`` as text, ``bytes`` as binary. Raises
+        :class:`WebSocketClosed` once the WebSocket is closing or closed."""
+        if isinstance(data, str):
+            event: Any = TextMessage(data=data)
+        elif isinstance(data, bytes | bytearray | memoryview):
+            event = BytesMessage(data=bytes(data))
+        else:
+            raise TypeError(f"a WebSocket message is str or bytes, got {data!r}")
+        if self._ws.state is not ConnectionState.OPEN:
+            raise WebSocketClosed(self.close_code or ABNORMAL, self.close_reason)
+        await self._send_frame(event)
+
+    async def close(self, code: int = NORMAL, reason: str = "") -> None:
+        """Close with ``code`` and ``reason``, and wait (``close_timeout``) for the peer's
+        Close. Does nothing if the WebSocket is already closing or closed."""
+        if self._ws.state is not ConnectionState.OPEN:
+            return
+        if self.close_code is None:
+            self.close_code, self.close_reason = code, reason
+        try:
+            await self._send_frame(CloseConnection(code=code, reason=reason))
+        except WebSocketClosed:
+            return
+        await select(self._closed.evt(), timeout(self.options.close_timeout))
+        self._end()
+
+    async def _send_frame(self, event: Any) -> None:
+        async with self._send_lock:  # the reader answers pings while the handler sends
+            try:
+                data = self._ws.send(event)
+                if data:
+                    await self._conn.replies.send_all(data)
+            except (OSError, trio.BrokenResourceError) as exc:
+                self._lost()
+                raise WebSocketClosed(ABNORMAL, str(exc)) from None
+
+    # -- the reader and the keeper ---------------------------------------------------------
+
+    def _end(self) -> None:
+        """No message can arrive any more: the inbox ends, ``closed_evt()`` is enabled."""
+        if not self._closed.is_set:
+            self._closed.set()
+            self._inbox.send(_END)
+
+    def _lost(self) -> None:
+        """The connection is gone: nothing more in, nothing more out."""
+        if self.close_code is None:
+            self.close_code = ABNORMAL
+        self._end()
+
+    async def _read_loop(self, first: bytes) -> None:
+        fd = self._conn.fd
+        data = first
+        while True:
+            if data:
+                self._heard = time.monotonic()
+                self._ws.receive_data(data)
+                if not await self._handle_events():
+                    return
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                data = b""
+                await trio.lowlevel.wait_readable(fd)
+                continue
+            except OSError:
+                self._lost()
+                return
+            if not data:  # EOF without a Close frame
+                self._ws.receive_data(None)
+                self._lost()
+                return
+
+    async def _handle_events(self) -> bool:
+        """Act on what wsproto parsed; False when no more can come (closed)."""
+        try:
+            events = list(self._ws.events())
+        except RemoteProtocolError as exc:  # a broken frame: say why (1002/1007) and stop
+            hint = exc.event_hint
+            code = hint.code if isinstance(hint, CloseConnection) else PROTOCOL_ERROR
+            await self._fail(code, str(exc))
+            return False
+        for event in events:
+            if isinstance(event, Message):
+                self._partial.append(event.data)
+                self._partial_size += len(event.data)
+                if self._partial_size > self.options.max_message:
+                    limit = self.options.max_message
+                    await self._fail(TOO_BIG, f"message larger than {limit} bytes")
+                    return False
+                if event.message_finished:
+                    joined: str | bytes = (
+                        "".join(self._partial)
+                        if isinstance(event, TextMessage)
+                        else b"".join(self._partial)
+                    )
+                    self._partial, self._partial_size = [], 0
+                    self._inbox.send(joined)
+            elif isinstance(event, Ping):
+                await self._quietly(event.response())
+            elif isinstance(event, Pong):
+                pass  # _heard was updated when the bytes arrived
+            elif isinstance(event, CloseConnection):
+                reason = event.reason or ""
+                if self.close_code is None:
+                    self.close_code, self.close_reason = event.code, reason
+                if self._ws.state is ConnectionState.REMOTE_CLOSING:
+                    await self._quietly(event.response())  # the answering Close
+                elif self._ws.state is ConnectionState.OPEN:
+                    # wsproto reports a broken frame (unmasked, bad UTF-8...) as a Close
+                    # with its code (1002, 1007): send it, the peer must hear why
+                    await self._quietly(CloseConnection(code=event.code, reason=reason[:120]))
+                self._end()
+                return False
+        return True
+
+    async def _quietly(self, event: Any) -> None:
+        try:
+            await self._send_frame(event)
+        except WebSocketClosed:
+            pass
+
+    async def _fail(self, code: int, reason: str) -> None:
+        if self.close_code is None:
+            self.close_code, self.close_reason = code, reason
+        if self._ws.state is ConnectionState.OPEN:
+            await self._quietly(CloseConnection(code=code, reason=reason[:120]))
+        self._end()
+
+    async def _keep(self) -> None:
+        """Ping while quiet, drop a silent peer, and close on a server shutdown."""
+        interval = self.options.ping_interval
+        while True:
+            what = await select(
+                wrap(timeout(interval), lambda _: "tick"),
+                wrap(self.shutdown_evt(), lambda _: "shutdown"),
+                wrap(self._closed.evt(), lambda _: "closed"),
+            )
+            if what == "closed":
+                return
+            if what == "shutdown":
+                # The handler may say goodbye itself (it sees ws.shutdown_evt()); if it has
+                # not within close_timeout, the server does.
+                await select(self._closed.evt(), timeout(self.options.close_timeout))
+                await self.close(GOING_AWAY, "server shutting down")
+                return
+            silent = time.monotonic() - self._heard
+            if silent >= 2 * interval:
+                self._lost()  # two intervals without a byte, not even a pong: gone
+                return
+            if silent >= interval:
+                await self._quietly(Ping(payload=b"pyweb"))
+
+
+async def run_session(conn: Connection, request: Request, upgrade: WebSocketUpgrade) -> None:
+    """Complete the handshake on ``conn`` and run ``upgrade.session(ws)`` to the end."""
+    head = accept_head(upgrade.accept, upgrade.headers)
+    await conn.replies.send_all(head)
+    ws = WebSocket(conn, request, upgrade.options)
+    # Frames a client sent right behind its handshake are already in the HTTP parser.
+    first = bytes(conn.parser._buf)
+    session = upgrade.session
+    assert session is not None
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ws._read_loop, first)
+        nursery.start_soon(ws._keep)
+        nursery.start_soon(_end_handler_when_closed, ws)
+        code, reason = NORMAL, ""
+        with ws._handler_scope:
+            try:
+                await session(ws)
+            except WebSocketClosed:
+                pass
+            except Exception as exc:
+                conn.log.error(  # type: ignore[union-attr]
+                    f"WebSocket handler error for {conn.peer}",
+                    request_line=f"GET {request.target} HTTP/1.1",
+                    exc=exc,
+                )
+                code, reason = INTERNAL_ERROR, "internal error"
+        await ws.close(code, reason)
+        nursery.cancel_scope.cancel()
+
+
+async def _end_handler_when_closed(ws: WebSocket) -> None:
+    """Once nothing can arrive any more, the handler gets ``close_timeout`` to notice (its
+    ``recv_evt()`` raises), then it is cancelled: nobody is listening."""
+    await select(ws.closed_evt())
+    await select(timeout(ws.options.close_timeout))
+    ws._handler_scope.cancel()
