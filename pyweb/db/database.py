@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -17,8 +18,6 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import trio
-
-import logging
 
 from pyweb.outage import Outage
 from pyweb.quot import Quot
