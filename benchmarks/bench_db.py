@@ -10,7 +10,7 @@ table. One task runs them one after the other, through:
 * **raw**: the driver alone on its natural loop: ``sqlite3`` called directly, asyncpg or
   aiomysql on one connection on a uvloop loop (no trio at all);
 * **crossing**: the same raw call through the mechanism pyweb uses, without pyweb.db
-  (``trio.to_thread`` for sqlite3, :mod:`pyweb.db.bridge` for the others): the price of
+  (``trio.to_thread`` for sqlite3, :mod:`pyweb.runtime.bridge` for the others): the price of
   staying on trio;
 * **pyweb fold**: ``await db.fold(f, acc, q)`` on a one-handle pool: the crossing plus
   pyweb's own layers (pool, quotation to SQL, rows as mappings, the fold).
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyweb.testing  # noqa: E402
 from pyweb import db  # noqa: E402
-from pyweb.db.bridge import loop_thread  # noqa: E402
+from pyweb.runtime.bridge import loop_thread  # noqa: E402
 
 PG = "postgresql://postgres@127.0.0.1:5432/test"
 MY = "mysql://root@127.0.0.1:3306/test"

@@ -141,6 +141,7 @@ SERVERS = {
     "pyweb": "pyweb.server.Server, one-to-one scheduler (default)",
     "pyweb-pool": "pyweb.server.Server, pool scheduler (16 tasks)",
     "pyweb-nothread": "pyweb.server.Server, nothread scheduler",
+    "pyweb-asyncio": "pyweb serve --loop asyncio: the asyncio Protocol server on uvloop",
     "pyweb-baseline": "pyweb as in the checkout given with --baseline DIR (before/after in one run)",
     "pyweb-baseline-noarena": "pyweb-baseline with PYWEB_ARENA=0: the no-arena path of checkouts "
     "that had one (before the one reply path; docs/regions.md)",
@@ -149,7 +150,7 @@ BASELINE_TREE: Path | None = None
 """``--baseline DIR``: another checkout of pyweb (e.g. ``git worktree add /tmp/before main``,
 its C extension built in place) that ``pyweb-baseline`` runs, to compare a change with the
 code before it in the same run."""
-DEFAULT_SERVERS = ["uvicorn", "hypercorn", "gunicorn", "raw-trio", "pyweb"]
+DEFAULT_SERVERS = ["uvicorn", "hypercorn", "gunicorn", "raw-trio", "pyweb", "pyweb-asyncio"]
 
 
 def server_command(name: str, port: int) -> list[str]:
@@ -218,6 +219,7 @@ def server_command(name: str, port: int) -> list[str]:
                 "--host", HOST, "--port", str(port), "--scheduler", "one-to-one"]  # fmt: skip
     if name.startswith("pyweb"):
         scheduler = {"pyweb": "one-to-one", "pyweb-pool": "pool", "pyweb-nothread": "nothread"}
+        loop = "asyncio" if name == "pyweb-asyncio" else "trio"
         return [
             project,
             "pyweb_app.py",
@@ -227,6 +229,8 @@ def server_command(name: str, port: int) -> list[str]:
             str(port),
             "--scheduler",
             scheduler.get(name, "one-to-one"),
+            "--loop",
+            loop,
         ]
     raise ValueError(f"unknown server {name!r}")
 

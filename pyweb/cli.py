@@ -445,6 +445,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # Say once why every line will end with alloc=- (not in each worker).
                 why = (regions and regions.alloc_message) or "--profile-alloc was not given"
                 _say(f"warning: the access log's alloc field will be '-': {why}")
+        if config.loop == "asyncio":
+            if args.workers > 1:
+                print("pyweb: error: --loop asyncio does not run --workers yet", file=sys.stderr)
+                return 2
+            from pyweb.server.aio import serve_asyncio
+
+            return serve_asyncio(config, site, args.dir)
         if args.workers > 1 and args.listen_fd is None:
             return supervise(args, argv)
         server = Server(config, site)

@@ -235,7 +235,7 @@ class _RedisHub:
 
     @classmethod
     def for_backend(cls, backend: Any) -> _RedisHub:
-        from pyweb.cache.runtime import loop_id
+        from pyweb.runtime import loop_id
 
         loop = loop_id()
         hub = cls._hubs.get((id(backend), loop))

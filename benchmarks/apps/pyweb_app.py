@@ -13,6 +13,7 @@ so the static/dynamic pair is Hop's §4.3 comparison. Access logging is off, as 
 server in the benchmark (Hop §4.3 did the same).
 
 Usage: python pyweb_app.py --port 8000 [--scheduler one-to-one|pool|nothread]
+                          [--loop trio|asyncio]
 (site directory from BENCH_SITE_DIR, like the other apps).
 """
 
@@ -33,6 +34,8 @@ from pyweb.protocol.response import Response
 from pyweb.server import RequestContext, Server, ServerConfig
 
 page.check()
+# The example pages post forms, so the site signs (CSRF): a key of the benchmark's own.
+os.environ.setdefault("PYWEB_SECRET_KEY", "the-benchmark-key-not-a-secret-0123456789")
 SITE_DIR = os.environ.get("BENCH_SITE_DIR", ".")
 
 _TEXT = [("content-type", "text/plain")]
@@ -81,6 +84,7 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--scheduler", default="one-to-one")
     parser.add_argument("--pool-size", type=int, default=16)
+    parser.add_argument("--loop", default="trio", choices=("trio", "asyncio"))
     args = parser.parse_args()
     # /page/exchange reads its rate from this server's /page/rate (pages/exchange.py)
     # (peers.py runs one rate server for every server under test: BENCH_RATE_URL)
@@ -96,6 +100,10 @@ if __name__ == "__main__":
         access_log=None,
         error_log="-",
     )
+    if args.loop == "asyncio":  # pyweb serve --loop asyncio: the Protocol server
+        from pyweb.server.aio import serve_asyncio
+
+        raise SystemExit(serve_asyncio(config, handler, SITE_DIR))
     try:
         trio.run(Server(config, handler).serve)
     except* KeyboardInterrupt:

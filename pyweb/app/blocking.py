@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import trio
+from pyweb import runtime
 
 __all__ = ["HELD", "Blocked", "PageRun", "Watchdog", "watchdog", "to_thread"]
 
@@ -51,8 +51,9 @@ async def to_thread(fn: Callable[..., T], /, *args: Any) -> T:
     The call sees the page's context (``pyweb.forms`` getters, ``current_conn()``). When the
     request is cancelled (the page deadline, the server stopping) the page stops waiting at
     once; the thread cannot be interrupted, so it finishes its call in the background and
-    its result is dropped. At most 40 such threads run at once (trio's default limit)."""
-    return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+    its result is dropped. At most 40 such threads run at once on trio (its default limit);
+    on asyncio, the loop's default executor decides."""
+    return await runtime.to_thread(fn, *args, abandon_on_cancel=True)
 
 
 @dataclass
@@ -79,7 +80,7 @@ class PageRun:
 
 
 class Watchdog:
-    """One per trio run (see :func:`watchdog`): the ticking task, the watching thread, and
+    """One per event loop (see :func:`watchdog`): the ticking task, the watching thread, and
     the pages running now, keyed by the frame of the coroutine that runs each."""
 
     def __init__(self) -> None:
@@ -100,12 +101,13 @@ class Watchdog:
         self.running.pop(frame, None)
 
     async def tick(self) -> None:
-        """The loop's heartbeat (a system task: it ends with the trio run)."""
+        """The loop's heartbeat (a background task: it ends with the loop)."""
+        sleep = runtime.current().sleep
         try:
             while True:
                 self.ticked = time.monotonic()
                 self.ticks += 1
-                await trio.sleep(_TICK)
+                await sleep(_TICK)
         finally:
             self._stop.set()
 
@@ -161,7 +163,7 @@ class Watchdog:
         run.blocked.append(Blocked(filename, line, source, seconds, step))
 
     def start(self) -> None:
-        trio.lowlevel.spawn_system_task(self.tick, name="pyweb blocking-code watchdog")
+        runtime.spawn_background(self.tick)
         threading.Thread(target=self.watch, name="pyweb watchdog", daemon=True).start()
 
     def new_reports(self, run: PageRun) -> list[Blocked]:
@@ -175,24 +177,22 @@ class Watchdog:
         return fresh
 
 
-_WATCHDOG: trio.lowlevel.RunVar[Watchdog] = trio.lowlevel.RunVar("pyweb_watchdog")
+_WATCHDOGS: dict[object, Watchdog] = {}
 
 
-_IDLE = Watchdog()  # never started: outside a trio run, pages are registered but not watched
 
 
 def watchdog() -> Watchdog:
-    """This trio run's watchdog, started on first use (each test server has its own run).
-    Outside a trio run (another event loop) a watchdog that never looks."""
-    try:
-        return _WATCHDOG.get()
-    except LookupError:
-        dog = Watchdog()
-        _WATCHDOG.set(dog)
+    """This loop's watchdog, started on first use (each test server has its own loop)."""
+    rt = runtime.current()
+    loop = rt.loop_id()
+    dog = _WATCHDOGS.get(loop)
+    if dog is None:
+        for other in [key for key in _WATCHDOGS if not rt.loop_alive(key)]:
+            del _WATCHDOGS[other]  # loops that have ended
+        dog = _WATCHDOGS[loop] = Watchdog()
         dog.start()
-        return dog
-    except RuntimeError:  # not in a trio run
-        return _IDLE
+    return dog
 
 
 def describe(blocked: Blocked, display: Callable[[str], str]) -> str:
@@ -202,5 +202,5 @@ def describe(blocked: Blocked, display: Callable[[str], str]) -> str:
         f"{display(blocked.filename)}, line {blocked.line}{code} held the server for "
         f"{blocked.seconds:.1f} s: no other request was answered meanwhile. Blocking code "
         f"(time.sleep, a blocking client, a long computation) belongs in a worker thread: "
-        f"await pyweb.to_thread(fn, *args); use await trio.sleep(s) to wait"
+        f"await pyweb.to_thread(fn, *args); use await {runtime.current().name}.sleep(s) to wait"
     )

@@ -52,10 +52,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-import trio
 from markupsafe import Markup
 
-from pyweb import forms, signing
+from pyweb import forms, runtime, signing
 from pyweb.handler import Context
 from pyweb.protocol.errorpage import SENTENCES, error_response, reason
 from pyweb.protocol.errors import ProtocolError
@@ -892,7 +891,7 @@ class Site:
                 if timed and self.page_timeout is not None:
                     # Marlow §4: a page gets page_timeout seconds, then a 503. A page that
                     # waits on its own events (a long poll) lifts it (Conn._no_deadline).
-                    with trio.move_on_after(self.page_timeout) as scope:
+                    with runtime.current().move_on_after(self.page_timeout) as scope:
                         conn.deadline_scope = scope
                         await _trapped(conn, traps, run)
                     conn.deadline_scope = None

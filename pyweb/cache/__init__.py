@@ -21,7 +21,7 @@ its keys and values and its kind::
   ``"redis://127.0.0.1:6379/0"`` (:mod:`pyweb.cache.redis_backend`), and a fake clock.
 
 This package does not need the server: it works in a notebook or a plain script. Its async
-forms run on trio and on asyncio (:mod:`pyweb.cache.runtime`).
+forms run on trio and on asyncio (:mod:`pyweb.runtime`).
 """
 
 from __future__ import annotations

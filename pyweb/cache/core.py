@@ -20,7 +20,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from . import runtime
+from pyweb import runtime
+
 from .errors import CacheError, CacheMismatchError, CacheTypeError
 from .kinds import Size, TimeOut, WhileUsed
 from .memory import MemoryBackend
@@ -230,7 +231,7 @@ class Cache(Generic[K, V]):
                 if isinstance(flight.error, Exception):
                     raise flight.error
                 continue
-            flight = self._flights[slot] = _Flight(runtime.new_event())
+            flight = self._flights[slot] = _Flight(runtime.current().Event())
             try:
                 again = self._decode(await self._backend.alookup(self, kb))
                 if again is not MISSING:

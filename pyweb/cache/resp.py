@@ -1,6 +1,6 @@
 """A small Redis client: RESP2 encoding and parsing (sans-IO) and one connection that can be
 driven blocking (plain calls, notebooks) or non-blocking (trio or asyncio, through
-:mod:`pyweb.cache.runtime`).
+:mod:`pyweb.runtime`).
 
 Why not the ``redis`` package? Its asyncio client cannot run under trio, and its blocking
 client in a worker thread (``trio.to_thread.run_sync``) costs a thread round trip per call.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from . import runtime
+from pyweb import runtime
 
 __all__ = [
     "encode_command",

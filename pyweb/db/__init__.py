@@ -25,8 +25,10 @@ Which database: :func:`configure` (``pyweb serve --db URL`` calls it), else, ins
 the site's default ``sqlite:///SITE/data/pyweb.sqlite3`` with the site's ``schema.sql`` run
 on first use; else the ``PYWEB_DB`` environment variable. Drivers: :mod:`pyweb.db.sqlite`
 (stdlib sqlite3 in worker threads), :mod:`pyweb.db.postgresql` (asyncpg) and
-:mod:`pyweb.db.mysql` (aiomysql), the last two on an asyncio loop in a thread of their own
-(:mod:`pyweb.db.bridge`). Everything here also works outside a server, under ``trio.run``.
+:mod:`pyweb.db.mysql` (aiomysql): natively on an asyncio loop, and from trio through an
+asyncio loop in a thread of its own (:mod:`pyweb.runtime.bridge`). The loop is reached
+only through :mod:`pyweb.runtime`, so everything here works in a trio server, an asyncio
+one, and outside any server (``trio.run``, ``asyncio.run``).
 
 This module is the public face: the paper's functions on the current database, and
 :func:`configure`. The class behind them, :class:`Database` (pools, leases, transactions),

@@ -17,8 +17,7 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-import trio
-
+from pyweb import runtime
 from pyweb.outage import Outage
 from pyweb.quot import Quot
 
@@ -192,7 +191,7 @@ class Database:
         tx = self._tx.get()
         if tx is not None:
             conn, task = tx
-            if task is trio.lowlevel.current_task():
+            if task is runtime.current().current_task():
                 yield _Lease(conn, None)
                 return
         held = self._held.get()
@@ -334,7 +333,7 @@ class Database:
         transaction: committed when the block ends normally, rolled back on any exception,
         cancellation included (the rollback is shielded from the cancellation)."""
         tx = self._tx.get()
-        task = trio.lowlevel.current_task()
+        task = runtime.current().current_task()
         if tx is not None and tx[1] is task:
             raise DbError("already in a transaction: pyweb.db does not nest transactions")
         async with self._lease() as lease:
@@ -366,8 +365,9 @@ class Database:
 
 
 async def _rollback(conn: Connection) -> None:
-    with trio.CancelScope(shield=True):
-        with trio.move_on_after(CANCEL_GRACE) as scope:
+    rt = runtime.current()
+    with rt.CancelScope(shield=True):
+        with rt.move_on_after(CANCEL_GRACE) as scope:
             try:
                 if not conn.broken:
                     await conn.rollback()

@@ -1,14 +1,14 @@
 """What a database driver gives :mod:`pyweb.db`: connections that run whole queries.
 
 The interface is deliberately small and neutral (it says ``async``, not ``trio``), so that
-the same pools and functions work over a driver in a worker thread (SQLite), over a
-driver on an asyncio loop in another thread (:mod:`pyweb.db.bridge`: PostgreSQL, MySQL),
-and later over a native asyncio driver if pyweb gets an asyncio scheduler.
+the same pools and functions work over a driver in a worker thread (SQLite), over an
+asyncio driver (PostgreSQL, MySQL) natively on an asyncio server and on an asyncio loop in
+another thread from trio (:mod:`pyweb.runtime.bridge`).
 
 One call is one whole query: the SQL goes in, every row comes back. That is one crossing
 between threads per query, never one per row (docs/db.md, "the bridge").
 
-The cancellation contract: when the trio task calling a method is cancelled, the driver
+The cancellation contract: when the task calling a method is cancelled, the driver
 stops the query on the database side (or makes sure it cannot affect anything), waits a
 bounded time for its thread to let go of the connection, and sets :attr:`Connection.broken`
 if the connection is not known to be idle. The pool never hands out a broken connection:

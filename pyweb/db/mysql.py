@@ -1,12 +1,14 @@
-"""The MySQL/MariaDB driver: aiomysql on the driver loop of :mod:`pyweb.db.bridge`.
+"""The MySQL/MariaDB driver: aiomysql, natively on asyncio, through a loop thread from trio.
 
 Each handle owns one ``aiomysql`` connection (autocommit on, ``utf8mb4``), created and used
-on the loop thread; a trio task hands it a whole query and gets every row back. Antiquotes
+on one asyncio loop (:func:`pyweb.runtime.run_asyncio`): the server's own on asyncio, the
+loop thread of :mod:`pyweb.runtime.bridge` from trio, where a task hands it a whole query
+and gets every row back. Antiquotes
 are bound as ``%s`` (aiomysql's paramstyle): the driver escapes each value for the
 connection's character set, so user input never becomes SQL text.
 
-Cancellation: aiomysql cannot stop a query on the server. When the trio request is
-cancelled the asyncio task is cancelled, the connection is closed (its protocol state is
+Cancellation: aiomysql cannot stop a query on the server. When the request is cancelled
+the asyncio task is cancelled, the connection is closed (its protocol state is
 unknown: it may still be waiting for the query's answer) and marked broken, and a
 ``KILL QUERY <thread id>`` is sent from a fresh connection so the server stops working on
 a result nobody will read (measured: without it the query runs to the end).
@@ -27,7 +29,8 @@ from typing import Any, TypeVar
 import aiomysql
 import pymysql
 
-from .bridge import loop_thread
+from pyweb import runtime
+
 from .driver import Connection, Driver, Params, Url, split_statements
 from .errors import DbUnavailable, SqlError
 
@@ -45,6 +48,7 @@ class MysqlConnection(Connection):
         self._conn = conn
         self._driver = driver
         self._where = str(driver.url)
+        self._loop = runtime.asyncio_loop()  # the loop the connection belongs to
 
     async def _on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
         conn = self._conn
@@ -55,17 +59,19 @@ class MysqlConnection(Connection):
             thread_id = conn.server_thread_id[0] if conn.server_thread_id else None
             conn.close()
             if thread_id is not None:
-                try:
-                    await asyncio.wait_for(self._driver.kill_query(thread_id), 2.0)
-                except Exception:  # best effort: the connection is gone anyway
-                    pass
+                # Shielded: natively on asyncio the request's own cancel scope is still there.
+                with runtime.get("asyncio").CancelScope(shield=True):
+                    try:
+                        await asyncio.wait_for(self._driver.kill_query(thread_id), 2.0)
+                    except Exception:  # best effort: the connection is gone anyway
+                        pass
             raise
 
     async def _run(self, sql: str, params: Params, make: Callable[[], Awaitable[T]]) -> T:
         if self.broken:
             raise DbUnavailable(f"mysql ({self._where}): connection closed", sql=sql)
         try:
-            return await loop_thread.call(self._on_loop(make))
+            return await runtime.run_asyncio(self._on_loop(make))
         except pymysql.err.MySQLError as exc:
             code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
             if code in _LOST_CODES or self._conn.closed:
@@ -139,10 +145,10 @@ class MysqlConnection(Connection):
         async def close() -> None:
             conn.close()
 
-        try:
-            loop_thread.submit(close())
-        except RuntimeError:  # the loop is closed (interpreter exit)
-            pass
+        if asyncio._get_running_loop() is self._loop:
+            conn.close()  # on its own loop: closing is synchronous
+        else:
+            runtime.submit_asyncio(self._loop, close())
 
 
 def _escaper(escape: Callable[[Any], str]) -> Callable[[Any], str]:
@@ -193,7 +199,7 @@ class MysqlDriver(Driver):
 
     async def connect(self) -> Connection:
         try:
-            conn = await loop_thread.call(self._open())
+            conn = await runtime.run_asyncio(self._open())
             conn.escape = _escaper(conn.escape)
         except (TimeoutError, OSError, pymysql.err.MySQLError) as exc:
             raise DbUnavailable(f"cannot connect to {self.url}: {exc}") from exc

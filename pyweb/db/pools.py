@@ -12,16 +12,17 @@ and so on: every task takes pools in the same increasing order, so no cycle of w
 tasks can form (the classic lock-ordering argument). Nesting deeper than the number of
 pools is a :class:`~pyweb.db.errors.NestingError`, at once, instead of a hang.
 
-A pool here is trio-side: a semaphore counting free handles and a list of idle
+A pool here lives on the event loop (trio or asyncio, through :mod:`pyweb.runtime`): a
+semaphore counting free handles and a list of idle
 connections. Connections are opened lazily (a site whose database is down still starts,
 and its other pages work) and checked before being lent: a broken one (lost, or busy after
 a cancelled query) is closed and replaced, so a database restart heals by itself.
 Waiting for a handle is bounded by a timeout; then :class:`~pyweb.db.errors.PoolTimeout`
 (HTTP 503).
 
-trio primitives belong to one ``trio.run``; pyweb runs several (a notebook's server
-thread and a test's, one after the other or side by side), so a :class:`PoolSet` is made
-for each run that uses the database (:func:`pools_for_run`).
+A loop's primitives (and an asyncio driver's connections) belong to that loop; pyweb runs
+several (a notebook's server thread and a test's, a trio server and an asyncio one), so a
+:class:`PoolSet` is made for each loop that uses the database (:class:`RunPools`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-import trio
+from pyweb import runtime
 
 from .driver import Connection, Driver
 from .errors import PoolTimeout
@@ -44,7 +45,7 @@ class Pool:
         self.driver = driver
         self.index = index
         self.size = size
-        self._free = trio.Semaphore(size)
+        self._free = runtime.current().Semaphore(size)
         self._idle: list[Connection] = []
 
     @property
@@ -59,10 +60,11 @@ class Pool:
 
     async def acquire(self, timeout: float) -> Connection:
         """A live connection: an idle one, or a new one. PoolTimeout after ``timeout`` s."""
+        rt = runtime.current()
         try:  # a free handle: no need for a trip through the scheduler (the query makes one)
             self._free.acquire_nowait()
-        except trio.WouldBlock:
-            with trio.move_on_after(timeout) as waited:
+        except rt.WouldBlock:
+            with rt.move_on_after(timeout) as waited:
                 await self._free.acquire()
             if waited.cancelled_caught:
                 raise PoolTimeout(
@@ -106,11 +108,11 @@ class Pool:
 
 
 class PoolSet:
-    """The pools of one database in one ``trio.run``."""
+    """The pools of one database on one event loop (one ``trio.run``, one asyncio loop)."""
 
     def __init__(self, driver: Driver, pools: int, handles: int) -> None:
         self.pools = [Pool(driver, i, handles) for i in range(pools)]
-        self.schema_lock = trio.Lock()
+        self.schema_lock = runtime.current().Lock()
 
     def close(self) -> None:
         for pool in self.pools:
@@ -118,41 +120,54 @@ class PoolSet:
 
 
 class RunPools:
-    """A :class:`PoolSet` for each trio run, made on first use in that run."""
+    """A :class:`PoolSet` for each event loop (a trio run, an asyncio loop), made on first
+    use on that loop."""
 
     def __init__(self, make: Callable[[], PoolSet]) -> None:
         self._make = make
         self._lock = threading.Lock()
-        self._runs: dict[trio.lowlevel.TrioToken, PoolSet] = {}
+        self._runs: dict[object, PoolSet] = {}
+        self._alive: dict[object, Callable[[object], bool]] = {}
 
     def current(self) -> PoolSet:
-        token = trio.lowlevel.current_trio_token()
+        rt = runtime.current()
+        token = rt.loop_id()
         found = self._runs.get(token)
         if found is not None:
             return found
         with self._lock:
             self._sweep()
             found = self._runs[token] = self._make()
+            self._alive[token] = rt.loop_alive
+        rt.spawn_background(self._close_at_end, token)
         return found
 
+    async def _close_at_end(self, token: object) -> None:
+        """Close a loop's pools when that loop ends (its tasks are cancelled then), while
+        it can still close its connections."""
+        try:
+            await runtime.current().sleep_forever()
+        finally:
+            with self._lock:
+                pool_set = self._runs.pop(token, None)
+                self._alive.pop(token, None)
+            if pool_set is not None:
+                pool_set.close()
+
     def _sweep(self) -> None:
-        """Close the pools of runs that have ended."""
+        """Close the pools of loops that have ended."""
         for token in list(self._runs):
-            try:
-                token.run_sync_soon(_nothing)
-            except trio.RunFinishedError:
+            if not self._alive[token](token):
+                del self._alive[token]
                 self._runs.pop(token).close()
 
     def close(self) -> None:
         with self._lock:
             runs, self._runs = self._runs, {}
+            self._alive = {}
         for pool_set in runs.values():
             pool_set.close()
 
     def all(self) -> list[PoolSet]:
         with self._lock:
             return list(self._runs.values())
-
-
-def _nothing() -> None:
-    pass

@@ -1,14 +1,16 @@
-"""The PostgreSQL driver: asyncpg on the driver loop of :mod:`pyweb.db.bridge`.
+"""The PostgreSQL driver: asyncpg, natively on asyncio, through a loop thread from trio.
 
-Each handle owns one ``asyncpg.Connection``, created on the loop thread and used only
-there; a trio task hands it a whole query (``fetch``/``execute``) and gets all the rows
-back: one crossing per query. Antiquotes are bound as ``$1, $2, ...`` (asyncpg's
+Each handle owns one ``asyncpg.Connection``, created on an asyncio loop and used only
+there (:func:`pyweb.runtime.run_asyncio`): on an asyncio server that is the server's own
+loop, with no thread in between; from trio it is the loop thread of
+:mod:`pyweb.runtime.bridge`, and a trio task hands it a whole query
+(``fetch``/``execute``) and gets all the rows back: one crossing per query. Antiquotes are bound as ``$1, $2, ...`` (asyncpg's
 paramstyle), so values travel apart from the SQL text in PostgreSQL's extended protocol.
 
-Cancellation is PostgreSQL's own: when the trio request is cancelled, the bridge cancels
-the asyncio task, asyncpg sends a cancel request to the server (which stops the query) and
-waits for the server to acknowledge it; the bridge waits for that, so the connection is
-idle again before the pool sees it. A connection asyncpg had to close is marked broken.
+Cancellation is PostgreSQL's own: when the request is cancelled, the asyncio task running
+the query is cancelled (natively, or by the bridge), asyncpg sends a cancel request to the server (which stops the query) and
+waits, shielded, for the server to acknowledge it, so the connection is idle again before
+the pool sees it. A connection asyncpg had to close is marked broken.
 
 A lost connection (``pg_terminate_backend``, a server restart) shows up as a closed
 asyncpg connection: the pool replaces it before lending it again, and a read that was
@@ -26,7 +28,8 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from .bridge import loop_thread
+from pyweb import runtime
+
 from .driver import Connection, Driver, Params, Url
 from .errors import DbUnavailable, SqlError
 
@@ -51,6 +54,7 @@ class PostgresConnection(Connection):
     def __init__(self, conn: asyncpg.Connection, where: str) -> None:
         self._conn = conn
         self._where = where
+        self._loop = runtime.asyncio_loop()  # the loop the connection belongs to
 
     async def _on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
         """Runs on the loop: the call, and after a cancellation the wait for the server."""
@@ -58,11 +62,13 @@ class PostgresConnection(Connection):
         try:
             return await make()
         except asyncio.CancelledError:
-            # asyncpg has sent a cancel request; wait (bounded) until it is acknowledged.
+            # asyncpg has sent a cancel request; wait (bounded) until it is acknowledged,
+            # shielded: natively on asyncio the request's own cancel scope is still there.
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 2.0
-            while conn._cancellations and loop.time() < deadline:
-                await asyncio.sleep(0.005)
+            with runtime.get("asyncio").CancelScope(shield=True):
+                while conn._cancellations and loop.time() < deadline:
+                    await asyncio.sleep(0.005)
             if conn._cancellations or conn.is_closed():
                 self.broken = True
                 conn.terminate()
@@ -72,7 +78,7 @@ class PostgresConnection(Connection):
         if self.broken:
             raise DbUnavailable(f"postgresql ({self._where}): connection closed", sql=sql)
         try:
-            return await loop_thread.call(self._on_loop(make))
+            return await runtime.run_asyncio(self._on_loop(make))
         except asyncpg.PostgresError as exc:
             if self._conn.is_closed() or _going_away(exc):  # "terminating connection due to
                 self.broken = True  # administrator command": the server is shutting down
@@ -168,10 +174,10 @@ class PostgresConnection(Connection):
             except Exception:
                 conn.terminate()
 
-        try:
-            loop_thread.submit(close())
-        except RuntimeError:  # the loop is closed (interpreter exit)
-            pass
+        if asyncio._get_running_loop() is self._loop:
+            conn.terminate()  # on its own loop, maybe as the loop ends: no round trip
+        else:
+            runtime.submit_asyncio(self._loop, close())
 
 
 class PostgresDriver(Driver):
@@ -187,7 +193,7 @@ class PostgresDriver(Driver):
     async def connect(self) -> Connection:
         url = self.url
         try:
-            conn = await loop_thread.call(
+            conn = await runtime.run_asyncio(
                 asyncpg.connect(
                     host=url.host,
                     port=url.port or 5432,

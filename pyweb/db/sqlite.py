@@ -1,10 +1,11 @@
-"""The SQLite driver: stdlib ``sqlite3`` in trio worker threads (SMLserver §4).
+"""The SQLite driver: stdlib ``sqlite3`` in worker threads (SMLserver §4).
 
 SQLite is pyweb's embedded default: a file in the site's ``data/`` directory, created on
 first run, nothing to install. ``sqlite3`` blocks, so each query runs in a worker thread
-(``trio.to_thread``) and the event loop keeps serving other requests meanwhile. Calling it
-directly from the trio task is 5-16x faster for tiny queries, but one slow query then
-freezes the whole server and cannot be cancelled (measured: a 13.4 s stall).
+(:func:`pyweb.runtime.to_thread`, on trio or asyncio) and the event loop keeps serving
+other requests meanwhile. Calling it directly from the loop's task is 5-16x faster for tiny
+queries, but one slow query then freezes the whole server and cannot be cancelled
+(measured: a 13.4 s stall).
 
 * Every connection is opened in WAL mode, so readers do not wait for a writer, with a busy
   timeout, so a writer waits for another writer instead of failing at once.
@@ -26,7 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import trio
+from pyweb import runtime
 
 from .driver import Connection, Driver, Params, Url, shorten_switch_interval
 from .errors import DbUnavailable, SqlError
@@ -77,15 +78,16 @@ class SqliteConnection(Connection):
                 done.set()
 
         self._busy = True
+        rt = runtime.current()
         try:
-            return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
-        except trio.Cancelled:
+            return await rt.to_thread(work, abandon_on_cancel=True)
+        except rt.Cancelled:
             # The worker still runs the statement: stop it, then wait for the thread so
             # that the connection is idle before anyone else gets it.
             self._conn.interrupt()
-            with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_GRACE):
+            with rt.CancelScope(shield=True), rt.move_on_after(CANCEL_GRACE):
                 while not done.is_set():
-                    await trio.sleep(0.002)
+                    await rt.sleep(0.002)
             if not done.is_set():
                 self.broken = True
             raise
@@ -181,7 +183,7 @@ class SqliteDriver(Driver):
     async def connect(self) -> Connection:
         shorten_switch_interval()
         try:
-            conn = await trio.to_thread.run_sync(self._open)
+            conn = await runtime.to_thread(self._open)
         except (sqlite3.Error, OSError) as exc:
             raise DbUnavailable(
                 f"cannot open SQLite database {self.url.database!r}: {exc}"

@@ -1,4 +1,4 @@
-"""pyweb.events: Concurrent ML's first-class synchronous events on trio.
+"""pyweb.events: Concurrent ML's first-class synchronous events, on trio or asyncio.
 
 From Reppy, "CML: A Higher-order Concurrent Language" (PLDI 1991), §2-§5.
 An *event* is a value that describes a synchronous operation; ``sync``
@@ -23,10 +23,14 @@ How pyweb differs from Reppy's CML
 * ``sync``, ``select``, ``poll``, ``send`` and ``recv`` are coroutines
   (``await sync(e)``); wrappers, guards and ``with_nack`` functions may be
   plain or async functions.
-* No threads: CML threads are trio tasks, spawned in a nursery
-  (:func:`spawn`); events work between tasks of one ``trio.run``.  From
-  another thread, go through trio: ``trio.from_thread.run(ch.send, v)``.
-  Calling any of this from outside the trio thread is not safe.
+* No threads: CML threads are tasks (trio's or asyncio's), spawned in a
+  nursery or task group (:func:`spawn`); events work between tasks of one
+  loop.  From another thread, go through the loop:
+  ``trio.from_thread.run(ch.send, v)``, ``asyncio.run_coroutine_threadsafe``.
+  Calling any of this from outside the loop's thread is not safe.
+* The loop is reached only through :mod:`pyweb.runtime` (park and unpark a
+  task, the clock, deadlines), which picks trio or asyncio by the loop the
+  calling task runs on: the same events run on both.
 * There is no pre-emption: a task runs until its next ``await``, which is
   what makes the commit atomic without locks.
 * ``poll(e)`` is not an event (``'a option event``) but a coroutine that
@@ -35,9 +39,11 @@ How pyweb differs from Reppy's CML
 * ``with_nack`` (CML's later ``withNack``) is the primitive; ``wrap_abort`` is
   built on it.  Nacks fire in the task that ran the sync, just after its
   commit (or cancellation).
-* Cancellation is trio's: a cancelled ``sync`` withdraws all its offers and
-  fires all its nacks; nothing committed is lost.  ``timeout``/``at_time``
-  use trio's clock, so ``trio.testing.MockClock`` works.
+* Cancellation is the loop's (trio's cancel scopes, asyncio's
+  ``Task.cancel``): a cancelled ``sync`` withdraws all its offers and fires
+  all its nacks; nothing committed is lost.  ``timeout``/``at_time`` use the
+  loop's clock, so ``trio.testing.MockClock`` (and
+  :class:`pyweb.runtime.testing.VirtualClockLoop` on asyncio) work.
 * Several enabled branches: chosen uniformly at random (``seed(n)`` to
   reproduce a run), as CML's non-deterministic choice.
 * CML's synchronizing variables are :class:`IVar` (write once), :class:`MVar` (one-place

@@ -16,8 +16,10 @@ makes it happen.  This module holds the part of CML that is plain bookkeeping:
 
 Single-threaded trio makes atomicity easy: there is no ``await`` between the
 scan for a ready leaf and the commit, nor between enqueueing the offers and
-parking, so nothing can interleave.  The only calls into the event loop go
-through ``_runtime`` (park, unpark, the clock, checkpoints).
+parking, so nothing can interleave (on asyncio just as on trio: a task runs until
+its next ``await``).  The only calls into the event loop go through
+:mod:`pyweb.runtime` (park, unpark, the clock, checkpoints, deadlines), looked up
+once per sync, so the same code runs on trio and on asyncio.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
-from . import _runtime as rt
+from pyweb.runtime import current
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -69,10 +71,11 @@ def seed(value: int | None) -> None:
 class _Sync:
     """The state of one ``sync`` in progress: waiting until ``done``."""
 
-    __slots__ = ("task", "offers", "done", "chosen", "value", "scope")
+    __slots__ = ("rt", "task", "offers", "done", "chosen", "value", "scope")
 
-    def __init__(self, task: Any) -> None:
-        self.task = task
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt  # the runtime (pyweb.runtime) of the loop this sync runs on
+        self.task = rt.waiter()  # what unpark() wakes
         self.scope: Any = None  # set while the task waits in _wait_alone
         self.offers: list[Offer] = []
         self.done = False
@@ -80,7 +83,7 @@ class _Sync:
         self.value: Any = None
 
     def withdraw_all(self) -> None:
-        # Called by trio when the parked task is cancelled (abort callback),
+        # Called by the runtime when the parked task is cancelled (abort callback),
         # and by a deadline: no partner may take an offer after this.
         self.done = True
         for offer in self.offers:
@@ -120,7 +123,7 @@ def complete(offer: Offer, value: Any) -> None:
     if s.scope is not None:
         s.scope.cancel()  # the task waits on a socket in _wait_alone, not parked
     else:
-        rt.unpark(s.task)
+        s.rt.unpark(s.task)
 
 
 class _Failure:
@@ -163,7 +166,7 @@ class BaseEvent(Event[T]):
     * ``enqueue(sync, leaf)``: leave an :class:`Offer` where a partner will
       find it, and append it to ``sync.offers`` so it can be withdrawn.
 
-    Timers instead set ``deadline`` (trio clock) and never enqueue.
+    Timers instead set ``deadline`` (the loop's clock) and never enqueue.
 
     An event that no partner can complete (socket readiness) may also define
     ``async wait_alone()``: when it is the only such branch of a sync, the
@@ -223,7 +226,7 @@ class _AtTime(BaseEvent[None]):
         self.deadline = deadline
 
     def ready(self) -> bool:
-        return rt.now() >= self.deadline  # type: ignore[operator]
+        return current().now() >= self.deadline  # type: ignore[operator]
 
     def commit_now(self) -> None:
         return None
@@ -382,14 +385,14 @@ def wrap_abort(evt: Event[T], abort: Callable[[], Any]) -> Event[T]:
     ``abort`` runs when ``evt``'s branch is not chosen.  Built on
     :func:`with_nack`: when the nack fires, a plain function is called at once
     (in the task that ran the sync, right after its commit or cancellation; it
-    should not block or raise); an async function is spawned as a trio
-    system task (as the paper spawns a thread).
+    should not block or raise); an async function is spawned as a
+    background task of the loop (as the paper spawns a thread).
     """
     _check(evt, "wrap_abort")
     if inspect.iscoroutinefunction(abort):
 
         def action() -> None:
-            rt.spawn_background(abort)
+            current().spawn_background(abort)
     else:
         action = abort
 
@@ -414,8 +417,8 @@ def never() -> Event[Any]:
 
 
 def at_time(deadline: float) -> Event[None]:
-    """``val waitUntil : time -> unit event``: enabled once trio's clock
-    (``trio.current_time()``) reaches ``deadline``."""
+    """``val waitUntil : time -> unit event``: enabled once the loop's clock
+    (``pyweb.runtime.now()``, ``trio.current_time()`` on trio) reaches ``deadline``."""
     deadline = float(deadline)
     if deadline != deadline:
         raise ValueError(f"at_time: deadline is NaN: {deadline!r}")
@@ -428,7 +431,7 @@ def timeout(seconds: float) -> Event[None]:
     seconds = float(seconds)
     if seconds != seconds:
         raise ValueError(f"timeout: seconds is NaN: {seconds!r}")
-    return _Guard(lambda: _AtTime(rt.now() + seconds))
+    return _Guard(lambda: _AtTime(current().now() + seconds))
 
 
 # --------------------------------------------------------------------------
@@ -514,12 +517,13 @@ async def _apply(value: Any, chain: tuple[tuple[bool, Callable[..., Any]], ...])
 async def sync(evt: Event[T]) -> T:
     """``val sync : 'a event -> 'a``
 
-    Block until the event commits and return its (wrapped) value.  A trio
+    Block until the event commits and return its (wrapped) value.  A
     cancellation while blocked withdraws every offer and fires every nack;
     nothing was committed.  Like every trio primitive it is a checkpoint.
     """
     if isinstance(evt, BaseEvent) and evt.deadline is None:
         # The common case, kept lean: one base event, no wrappers, no nacks.
+        rt = current()
         await rt.checkpoint_if_cancelled()
         if evt.ready():
             value = evt.commit_now()
@@ -527,9 +531,9 @@ async def sync(evt: Event[T]) -> T:
         elif evt.wait_alone is not None:
             value = await evt.wait_alone()
         else:
-            s = _Sync(rt.current_task())
+            s = _Sync(rt)
             evt.enqueue(s, 0)
-            await rt.park(s.withdraw_all)
+            await rt.park(s.task, s.withdraw_all)
             value = s.value
         if type(value) is _Failure:
             raise value.exc
@@ -574,6 +578,7 @@ async def _wait_alone(
     This is what lets the server wait for "bytes, the keep-alive deadline or
     the shutdown message" at the cost of one cancel scope.
     """
+    rt = s.rt
     others = [i for i in waiting if i != alone]
     if not others and timer < 0:
         s.chosen = alone
@@ -587,7 +592,7 @@ async def _wait_alone(
         leaves[i][0].enqueue(s, i)
     result = None
     try:
-        with rt.DeadlineScope(deadline=deadline) as scope:
+        with rt.CancelScope(deadline=deadline) as scope:
             if others:
                 s.scope = scope
             result = await leaves[alone][0].wait_alone()  # type: ignore[misc]
@@ -598,7 +603,7 @@ async def _wait_alone(
             _fire(created, ())
             raise
         # A partner committed (its value is in s) just as an outer scope was
-        # cancelled: keep the value, nothing may be lost; trio raises the
+        # cancelled: keep the value, nothing may be lost; the runtime raises the
         # cancellation again at this task's next checkpoint.
         return
     s.scope = None
@@ -612,6 +617,7 @@ async def _wait_alone(
 
 
 async def _sync(evt: Event[Any], block: bool) -> Any:
+    rt = current()
     await rt.checkpoint_if_cancelled()
     leaves: list[tuple[BaseEvent[Any], tuple[Any, ...], tuple[Nack, ...]]] = []
     created: list[Nack] = []
@@ -652,7 +658,7 @@ async def _sync(evt: Event[Any], block: bool) -> Any:
         await rt.cancel_shielded_checkpoint()
         return None
     else:
-        s = _Sync(rt.current_task())
+        s = _Sync(rt)
         deadline = _INF
         timer = -1
         waiting = []
@@ -671,12 +677,12 @@ async def _sync(evt: Event[Any], block: bool) -> Any:
                 leaves[i][0].enqueue(s, i)
             try:
                 if timer < 0:
-                    await rt.park(s.withdraw_all)
+                    await rt.park(s.task, s.withdraw_all)
                 else:
                     # The earliest timer is a trio deadline on the wait itself;
                     # expiry goes through the same withdrawal as a cancellation.
-                    with rt.DeadlineScope(deadline=deadline) as scope:
-                        await rt.park(s.withdraw_all)
+                    with rt.CancelScope(deadline=deadline) as scope:
+                        await rt.park(s.task, s.withdraw_all)
                     if scope.cancelled_caught:
                         s.chosen, s.value = timer, None
             except BaseException:

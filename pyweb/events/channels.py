@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Generic, TypeVar
 
-from . import _runtime as rt
+from pyweb.runtime import current
+
 from ._core import BaseEvent, Event, Offer, _Sync, complete
 
 T = TypeVar("T")
@@ -46,20 +47,22 @@ class Channel(Generic[T]):
 
     async def send(self, value: T) -> None:
         """``val send : ('a chan * 'a) -> unit``: block until a receiver takes it."""
+        rt = current()
         await rt.checkpoint_if_cancelled()
         receivers = self._receivers
         if receivers:
             complete(receivers.popleft(), value)
             await rt.cancel_shielded_checkpoint()
             return
-        s = _Sync(rt.current_task())
+        s = _Sync(rt)
         offer = Offer(s, 0, self._senders, value)
         self._senders.append(offer)
         s.offers.append(offer)
-        await rt.park(s.withdraw_all)
+        await rt.park(s.task, s.withdraw_all)
 
     async def recv(self) -> T:
         """``val accept : 'a chan -> 'a``: block until a sender offers a value."""
+        rt = current()
         await rt.checkpoint_if_cancelled()
         senders = self._senders
         if senders:
@@ -67,11 +70,11 @@ class Channel(Generic[T]):
             complete(offer, None)
             await rt.cancel_shielded_checkpoint()
             return offer.payload  # type: ignore[no-any-return]
-        s = _Sync(rt.current_task())
+        s = _Sync(rt)
         offer = Offer(s, 0, self._receivers)
         self._receivers.append(offer)
         s.offers.append(offer)
-        await rt.park(s.withdraw_all)
+        await rt.park(s.task, s.withdraw_all)
         return s.value  # type: ignore[no-any-return]
 
 

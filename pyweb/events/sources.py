@@ -1,13 +1,13 @@
 """Other synchronous operations (Reppy, CML, §2.3): task termination and I/O.
 
 * ``val wait : thread_id -> unit event`` becomes :func:`spawn` (start a task in
-  a trio nursery, get a :class:`TaskHandle`) and :func:`task_done_evt`
+  a nursery or task group, get a :class:`TaskHandle`) and :func:`task_done_evt`
   (enabled when that task has finished; its value is the task's result, or
   the task's exception is raised by ``sync``).
 * ``val syncOnInput : int -> unit event`` / ``syncOnOutput`` become
   :func:`readable_evt` / :func:`writable_evt` on a socket (or anything with
   ``fileno()``).  While such a branch waits, a small helper task waits on the
-  socket with trio; when the branch loses (another branch commits, or the sync
+  socket (:mod:`pyweb.runtime`); when the branch loses (another branch commits, or the sync
   is cancelled) the helper is cancelled at once, so the socket is free for
   the next waiter.
 """
@@ -21,7 +21,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
-from . import _runtime as rt
+from pyweb.runtime import current
+
 from ._core import BaseEvent, Event, Offer, _Failure, _Sync, complete
 
 T = TypeVar("T")
@@ -94,14 +95,19 @@ class _DoneEvt(BaseEvent[Any]):
 
 
 def spawn(nursery: Any, fn: Callable[..., Awaitable[T]], *args: Any) -> TaskHandle[T]:
-    """``val spawn : (unit -> unit) -> thread_id``, in a trio nursery.
+    """``val spawn : (unit -> unit) -> thread_id``, in a nursery.
 
-    Starts ``fn(*args)`` with ``nursery.start_soon`` and returns its handle.
+    Starts ``fn(*args)`` in ``nursery`` (a trio nursery, an anyio task group or an
+    ``asyncio.TaskGroup``) and returns its handle.
     If the task raises, the exception also propagates into the nursery (trio's
     rule that errors are never lost); ``sync(handle.done_evt())`` raises it.
     """
     handle: TaskHandle[T] = TaskHandle(getattr(fn, "__qualname__", repr(fn)))
-    nursery.start_soon(handle._run, fn, args, name=handle.name)
+    start_soon = getattr(nursery, "start_soon", None)
+    if start_soon is not None:  # a trio nursery or an anyio task group
+        start_soon(handle._run, fn, args, name=handle.name)
+    else:  # an asyncio.TaskGroup
+        nursery.create_task(handle._run(fn, args), name=handle.name)
     return handle
 
 
@@ -119,11 +125,11 @@ class _IOOffer(Offer):
 
     def __init__(self, sync: _Sync, leaf: int) -> None:
         super().__init__(sync, leaf, None)  # type: ignore[arg-type]
-        self.scope = rt.CancelScope()
+        self.scope = sync.rt.CancelScope()
 
     def withdraw(self) -> None:
-        # Cancelling unregisters the helper's wait synchronously (trio calls
-        # its abort at once), so the socket can be waited on again right away.
+        # Cancelling unregisters the helper's wait synchronously (the runtime
+        # calls its abort at once), so the socket can be waited on again right away.
         self.scope.cancel()
 
 
@@ -177,6 +183,7 @@ class _IOEvt(BaseEvent[None]):
         return None if error is None else _Failure(error)
 
     async def wait_alone(self) -> Any:
+        rt = current()
         try:
             if self.writing:
                 await rt.wait_writable(self.sock)
@@ -189,9 +196,10 @@ class _IOEvt(BaseEvent[None]):
     def enqueue(self, sync: _Sync, leaf: int) -> None:
         offer = _IOOffer(sync, leaf)
         sync.offers.append(offer)
-        rt.spawn_background(self._watch, offer)
+        sync.rt.spawn_background(self._watch, offer)
 
     async def _watch(self, offer: _IOOffer) -> None:
+        rt = offer.sync.rt
         result: Any = None
         with offer.scope:
             if offer.scope.cancel_called:

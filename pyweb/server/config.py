@@ -23,10 +23,13 @@ from pyweb.protocol.parser import Limits
 
 from .logging import ACCESS_FORMATS
 
-__all__ = ["ServerConfig", "SCHEDULERS", "Setting", "setting", "settings"]
+__all__ = ["LOOPS", "ServerConfig", "SCHEDULERS", "Setting", "setting", "settings"]
 
 SCHEDULERS = ("one-to-one", "pool", "nothread")
 """The scheduler names of Hop §2.4 that pyweb implements (see :mod:`pyweb.server.schedulers`)."""
+
+LOOPS = ("trio", "asyncio")
+"""The event loops ``pyweb serve`` runs on (``--loop``; asyncio uses uvloop when installed)."""
 
 
 
@@ -170,6 +173,14 @@ class ServerConfig:
         16, "tasks of the pool scheduler (default: {default})", parse=positive_int, restart=True
     )
     """Number of long-lived accepting tasks of the ``pool`` scheduler (Hop's max-threads)."""
+    loop: str = setting(
+        "trio",
+        "event loop: trio, or asyncio (on uvloop when installed) (default: {default})",
+        choices=LOOPS,
+        restart=True,
+    )
+    """``"trio"`` (the default, the teaching model) or ``"asyncio"``
+    (:mod:`pyweb.server.aio`)."""
     dev: bool = setting(
         False,
         "development mode: tracebacks and offending input on error pages, changed "

@@ -6,11 +6,14 @@ import asyncio
 import threading
 import time
 
+import anyio
 import pytest
 import trio
 
 from pyweb import cache
 from pyweb.cache import Int, Option, Real, String, TimeOut
+from pyweb.runtime.testing import RUNTIMES
+from pyweb.runtime.testing import run as run_on
 
 
 def test_memoize_plain_function(clock, name):
@@ -146,13 +149,14 @@ async def _append(results, awaitable):
     results.append(await awaitable)
 
 
-def test_dogpile_async_failure_reaches_every_waiter_and_is_not_cached(clock, name):
+@pytest.mark.parametrize("loop", RUNTIMES)
+def test_dogpile_async_failure_reaches_every_waiter_and_is_not_cached(clock, name, loop):
     calls = []
     c = cache.get(Int, Int, name, TimeOut(300))
 
     async def broken(n):
         calls.append(n)
-        await trio.sleep(0.1)
+        await anyio.sleep(0.1)
         if len(calls) == 1:
             raise OSError("foreign site down")
         return 42
@@ -167,44 +171,45 @@ def test_dogpile_async_failure_reaches_every_waiter_and_is_not_cached(clock, nam
             outcomes.append(str(error))
 
     async def main():
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             for _ in range(6):
                 nursery.start_soon(call)
         assert await f(1) == 42  # not cached: computed again
 
-    trio.run(main)
+    run_on(main, loop, virtual_time=False)
     assert outcomes == ["foreign site down"] * 6
     assert calls == [1, 1]
 
 
-def test_dogpile_cancelled_leader_lets_a_waiter_take_over(clock, name):
+@pytest.mark.parametrize("loop", RUNTIMES)
+def test_dogpile_cancelled_leader_lets_a_waiter_take_over(clock, name, loop):
     calls = []
     c = cache.get(Int, Int, name, TimeOut(300))
 
     async def slow(n):
         calls.append(n)
-        await trio.sleep(0.2)
+        await anyio.sleep(0.2)
         return n * 2
 
     f = cache.memoize(c, slow)
 
     async def main():
         results = []
-        leader_scope = trio.CancelScope()
+        leader_scope = anyio.CancelScope()
 
         async def leader():
             with leader_scope:
                 await f(3)
 
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(leader)
-            await trio.sleep(0.05)
+            await anyio.sleep(0.05)
             nursery.start_soon(lambda: _append(results, f(3)))
-            await trio.sleep(0.05)
+            await anyio.sleep(0.05)
             leader_scope.cancel()
         assert results == [6]
 
-    trio.run(main)
+    run_on(main, loop, virtual_time=False)
     assert calls == [3, 3]
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import html
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
-import trio
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -32,11 +33,14 @@ TYPES = {
     "mysql": {"int": "integer", "text": "longtext", "float": "double", "blob": "longblob"},
 }
 
-SLOW = {  # a query that runs for several seconds unless stopped; MARK finds it on the server
-    "sqlite": "select /* MARK */ count(*) from (with recursive c(x) as (select 1 union all "
+# MARK finds this run's slow queries on the server (other checkouts may run this suite at the
+# same time on the same server, with slow queries of their own).
+MARK = "MARK_" + uuid.uuid4().hex[:10]
+SLOW = {  # a query that runs for several seconds unless stopped
+    "sqlite": f"select /* {MARK} */ count(*) from (with recursive c(x) as (select 1 union all "
     "select x + 1 from c where x < 300000000) select x from c)",
-    "postgresql": "select /* MARK */ pg_sleep(10)",
-    "mysql": "select /* MARK */ sleep(10)",
+    "postgresql": f"select /* {MARK} */ pg_sleep(10)",
+    "mysql": f"select /* {MARK} */ sleep(10)",
 }
 
 BACKEND_ID = {  # the server's id of the connection running the query
@@ -45,11 +49,11 @@ BACKEND_ID = {  # the server's id of the connection running the query
 }
 
 
-def create(d: db.Database, table: str, **columns: str) -> None:
+def create(backend: Backend, d: db.Database, table: str, **columns: str) -> None:
     """Create ``table`` with columns of portable kinds (int, text, float, blob)."""
     types = TYPES[d.dialect]
     spec = ", ".join(f"{name} {types[kind]}" for name, kind in columns.items())
-    trio.run(d.dml, f"create table {table} ({spec})")
+    backend.run(d.dml, f"create table {table} ({spec})")
 
 
 # -- the interface --------------------------------------------------------------------------
@@ -57,7 +61,7 @@ def create(d: db.Database, table: str, **columns: str) -> None:
 
 def test_fold_foldr_list_order(backend: Backend, table_name: str) -> None:
     d = backend.database()
-    create(d, table_name, i="int", s="text")
+    create(backend, d, table_name, i="int", s="text")
 
     async def main() -> None:
         for i in (3, 1, 2):
@@ -80,14 +84,14 @@ def test_fold_foldr_list_order(backend: Backend, table_name: str) -> None:
         )
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
 
 
 def test_value_types_and_nulls(backend: Backend, table_name: str) -> None:
     d = backend.database()
-    create(d, table_name, i="int", s="text", f="float", b="blob")
+    create(backend, d, table_name, i="int", s="text", f="float", b="blob")
 
     async def main() -> None:
         i, s, f, b = -42, "héllo 'world' ☃", 2.5, b"\x00\xffbytes"
@@ -106,14 +110,14 @@ def test_value_types_and_nulls(backend: Backend, table_name: str) -> None:
         assert await d.one_field(f"select count(*) from {table_name} where i is null") == 1
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
 
 
 def test_one_row_one_field_exists(backend: Backend, table_name: str) -> None:
     d = backend.database()
-    create(d, table_name, i="int")
+    create(backend, d, table_name, i="int")
 
     async def main() -> None:
         assert await d.exists(f"select i from {table_name}") is False
@@ -132,7 +136,7 @@ def test_one_row_one_field_exists(backend: Backend, table_name: str) -> None:
         assert changed == 2
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
 
@@ -151,7 +155,7 @@ def test_sql_error_names_the_sql_and_the_database_message(backend: Backend) -> N
         assert await d.one_field("select 1") == 1  # the handle is still good
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
 
@@ -161,7 +165,7 @@ def test_sql_error_names_the_sql_and_the_database_message(backend: Backend) -> N
 
 def test_transaction_commits_and_rolls_back_on_exception(backend: Backend, table_name: str) -> None:
     d = backend.database()
-    create(d, table_name, i="int")
+    create(backend, d, table_name, i="int")
 
     async def main() -> None:
         async with d.transaction():
@@ -182,24 +186,24 @@ def test_transaction_commits_and_rolls_back_on_exception(backend: Backend, table
         assert d.stats()[0]["in_use"] == 0
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
 
 
-def _still_running(d: db.Database, admin: db.Database | None) -> int:
+def _still_running(backend: Backend, d: db.Database, admin: db.Database | None) -> int:
     """How many MARKed queries the server still runs (0 for SQLite: nothing to ask)."""
     if admin is None:
         return 0
     if d.dialect == "postgresql":
         q = (
-            "select count(*) from pg_stat_activity where query like '%/* MARK */%' "
+            f"select count(*) from pg_stat_activity where query like '%/* {MARK} */%' "
             "and state = 'active' and pid <> pg_backend_pid()"
         )
     else:
         q = (
             "select count(*) from information_schema.processlist where info like "
-            "'%/* MARK */%' and id <> connection_id()"
+            f"'%/* {MARK} */%' and id <> connection_id()"
         )
 
     async def count() -> int:
@@ -207,24 +211,24 @@ def _still_running(d: db.Database, admin: db.Database | None) -> int:
             n = await admin.one_field(q)
             if n == 0:
                 return 0
-            await trio.sleep(0.05)
+            await anyio.sleep(0.05)
         return int(n)
 
-    return trio.run(count)
+    return backend.run(count)
 
 
 def test_transaction_rolls_back_on_cancellation(backend: Backend, table_name: str) -> None:
     d = backend.database(pools=1, handles=1)
-    create(d, table_name, i="int")
+    create(backend, d, table_name, i="int")
 
     async def main() -> float:
-        start = trio.current_time()
-        with trio.move_on_after(0.5) as scope:
+        start = anyio.current_time()
+        with anyio.move_on_after(0.5) as scope:
             async with d.transaction():
                 await d.dml(f"insert into {table_name} (i) values (1)")
                 await d.list(SLOW[d.dialect])
         assert scope.cancelled_caught
-        elapsed = trio.current_time() - start
+        elapsed = anyio.current_time() - start
         # The one handle is back (or replaced), idle, and the insert is gone.
         assert d.stats()[0]["in_use"] == 0
         assert await d.one_field(f"select count(*) from {table_name}") == 0
@@ -234,9 +238,9 @@ def test_transaction_rolls_back_on_cancellation(backend: Backend, table_name: st
 
     admin = db.Database(backend.admin_url, pools=1, handles=1) if backend.admin_url else None
     try:
-        elapsed = trio.run(main)
+        elapsed = backend.run(main)
         assert elapsed < 8, "the cancelled query ran to its end"  # it sleeps 10 s
-        assert _still_running(d, admin) == 0  # and the server is not running it any more
+        assert _still_running(backend, d, admin) == 0  # and the server is not running it any more
     finally:
         d.close()
         if admin is not None:
@@ -253,19 +257,19 @@ def test_a_slow_query_does_not_freeze_the_event_loop(backend: Backend) -> None:
     async def tick() -> None:
         nonlocal ticks
         while True:
-            await trio.sleep(0.01)
+            await anyio.sleep(0.01)
             ticks += 1
 
     async def main() -> None:
         await d.one_field("select 1")  # connected before the clock starts
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(tick)
-            with trio.move_on_after(1.0):
+            with anyio.move_on_after(1.0):
                 await d.list(SLOW[d.dialect])
             nursery.cancel_scope.cancel()
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
     assert ticks > 30, f"the loop ticked {ticks} times in 1 s: it was blocked"
@@ -273,7 +277,7 @@ def test_a_slow_query_does_not_freeze_the_event_loop(backend: Backend) -> None:
 
 def test_concurrent_writers_lose_nothing(backend: Backend, table_name: str) -> None:
     d = backend.database(pools=1, handles=4, timeout=30)
-    create(d, table_name, i="int")
+    create(backend, d, table_name, i="int")
 
     async def write(i: int) -> None:
         async with d.transaction():
@@ -286,13 +290,13 @@ def test_concurrent_writers_lose_nothing(backend: Backend, table_name: str) -> N
             )
 
     async def main() -> list[int]:
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             for i in range(40):
                 nursery.start_soon(write, i)
         return await d.fold(lambda r, a: a + [r["i"]], [], f"select i from {table_name} order by i")
 
     try:
-        assert trio.run(main) == list(range(40))
+        assert backend.run(main) == list(range(40))
     finally:
         d.close()
 
@@ -306,14 +310,14 @@ def test_nested_folds_take_the_next_pool_and_never_deadlock(
     # One handle per pool and eight requests at once, each nesting a query in its fold:
     # with a single pool this is the paper's deadlock; with two it must always finish.
     d = backend.database(pools=2, handles=1, timeout=60)
-    create(d, table_name, i="int")
+    create(backend, d, table_name, i="int")
     results: list[list[int]] = []
 
     async def request() -> None:
         async def count_up_to(row: db.Row, acc: list[int]) -> list[int]:
             q = qq(f"select count(*) from {table_name} where i <= {{i}}", i=row["i"])
             n = await d.one_field(q)
-            await trio.sleep(0.005)  # let the other requests run meanwhile
+            await anyio.sleep(0.005)  # let the other requests run meanwhile
             return acc + [int(n)]
 
         results.append(await d.fold(count_up_to, [], f"select i from {table_name} order by i"))
@@ -321,14 +325,14 @@ def test_nested_folds_take_the_next_pool_and_never_deadlock(
     async def main() -> None:
         for i in (1, 2, 3):
             await d.dml(f"insert into {table_name} (i) values ({i})")
-        with trio.fail_after(60):
-            async with trio.open_nursery() as nursery:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as nursery:
                 for _ in range(8):
                     nursery.start_soon(request)
         assert d.stats() == [{"size": 1, "in_use": 0, "idle": 1}] * 2
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
     assert results == [[1, 2, 3]] * 8
@@ -346,7 +350,7 @@ def test_nesting_deeper_than_the_pools_is_a_clear_error(backend: Backend) -> Non
         assert await d.one_field("select 3") == 3
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
 
@@ -355,16 +359,16 @@ def test_waiting_too_long_for_a_handle_is_a_503(backend: Backend) -> None:
     d = backend.database(pools=1, handles=1, timeout=0.2)
 
     async def main() -> None:
-        holding = trio.Event()
+        holding = anyio.Event()
 
         async def hold() -> None:
             async def slowly(row: db.Row, acc: None) -> None:
                 holding.set()
-                await trio.sleep(1.0)
+                await anyio.sleep(1.0)
 
             await d.fold(slowly, None, "select 1")
 
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(hold)
             await holding.wait()
             with pytest.raises(db.PoolTimeout, match="within 0.2 s") as info:
@@ -373,7 +377,7 @@ def test_waiting_too_long_for_a_handle_is_a_503(backend: Backend) -> None:
         assert await d.one_field("select 4") == 4  # free again once the fold ended
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
 
@@ -386,7 +390,7 @@ def test_a_killed_connection_is_replaced_on_next_use(backend: Backend, table_nam
         pytest.skip("SQLite has no server connection to lose")
     d = backend.database(pools=1, handles=1)
     admin = db.Database(backend.admin_url, pools=1, handles=1)
-    create(d, table_name, i="int")
+    create(backend, d, table_name, i="int")
     kill = "select pg_terminate_backend({})" if d.dialect == "postgresql" else "kill {}"
 
     async def main() -> None:
@@ -396,7 +400,7 @@ def test_a_killed_connection_is_replaced_on_next_use(backend: Backend, table_nam
                 await admin.list(kill.format(int(before)))
             else:
                 await admin.dml(kill.format(int(before)))
-            await trio.sleep(0.2)
+            await anyio.sleep(0.2)
             if i % 2 == 0:  # a read on the killed handle
                 after = await d.one_field(BACKEND_ID[d.dialect])
             else:  # a write on the killed handle
@@ -406,7 +410,7 @@ def test_a_killed_connection_is_replaced_on_next_use(backend: Backend, table_nam
         assert await d.one_field(f"select count(*) from {table_name}") == 1
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
         admin.close()
@@ -473,11 +477,11 @@ def guest_site(backend: Backend, tmp_path: Path):
     database = db.configure(backend.url, site=site)
     assert database is not None
     # A table from an earlier test on this backend goes; the schema runs on first use.
-    trio.run(database.dml, "drop table if exists guest")
+    backend.run(database.dml, "drop table if exists guest")
     database._schema_done = database.schema is None
     try:
         with serve(site) as client:
-            yield client, database
+            yield client, database, backend
     finally:
         db.configure(None)
 
@@ -491,7 +495,7 @@ def add_entry(client, entry: dict) -> Any:
 
 
 def test_guest_book_stores_injection_attempts_verbatim(guest_site) -> None:
-    client, database = guest_site
+    client, database, backend = guest_site
     sent = []
     for payload in INJECTIONS:
         for field in ("name", "comment"):
@@ -509,7 +513,7 @@ def test_guest_book_stores_injection_attempts_verbatim(guest_site) -> None:
     bad = add_entry(client, {"name": "x", "email": "a'); drop table guest;--", "comment": "c"})
     assert bad.status == 400 and "email" in bad.text
 
-    stored = trio.run(database.list, "select email, name, comment from guest order by id")
+    stored = backend.run(database.list, "select email, name, comment from guest order by id")
     assert [r.values_tuple for r in stored] == sent  # verbatim, and the table still exists
 
     page = client.get("/guest")
@@ -522,7 +526,7 @@ def test_guest_book_stores_injection_attempts_verbatim(guest_site) -> None:
 
 
 def test_guest_book_validates_lengths(guest_site) -> None:
-    client, database = guest_site
+    client, database, backend = guest_site
     r = add_entry(client, {"name": "n" * 101, "email": "a@example.com", "comment": "c"})
     assert r.status == 400 and "name" in r.text
     long_email = "a" * 60 + "@" + "b" * 40 + ".example.com"
@@ -530,7 +534,7 @@ def test_guest_book_validates_lengths(guest_site) -> None:
     assert r.status == 400 and "email" in r.text
     r = add_entry(client, {"name": "n", "email": "a@example.com", "comment": "c" * 2001})
     assert r.status == 400 and "comment" in r.text
-    assert trio.run(database.one_field, "select count(*) from guest") == 0
+    assert backend.run(database.one_field, "select count(*) from guest") == 0
     assert client.get("/db").status == 200
     log = client.get("/log")
     assert log.status == 200 and log.text.count("<tr>") == 501
@@ -552,14 +556,14 @@ ROUNDTRIP = settings(
 )
 
 
-def _roundtrip_table(d: db.Database) -> str:
+def _roundtrip_table(backend: Backend, d: db.Database) -> str:
     async def make() -> None:
         await d.dml(
             f"create table if not exists roundtrip (id integer, s {TYPES[d.dialect]['text']})"
         )
         await d.dml("delete from roundtrip")
 
-    trio.run(make)
+    backend.run(make)
     return "roundtrip"
 
 
@@ -569,7 +573,7 @@ def test_arbitrary_text_round_trips_as_a_bound_parameter(backend: Backend, text:
     if backend.name == "postgresql":
         assume("\x00" not in text)  # PostgreSQL text cannot hold NUL
     d = backend.database(pools=1, handles=1)
-    table = _roundtrip_table(d)
+    table = _roundtrip_table(backend, d)
 
     async def main() -> None:
         await d.dml(qq(f"insert into {table} (id, s) values (1, {{text}})"))
@@ -581,7 +585,7 @@ def test_arbitrary_text_round_trips_as_a_bound_parameter(backend: Backend, text:
         assert got == [text]
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
 
@@ -593,14 +597,14 @@ def test_arbitrary_text_round_trips_through_the_papers_qq(backend: Backend, text
     if backend.name == "mysql":
         assume("\\" not in text)  # MySQL reads \ as an escape: qq is not enough (see below)
     d = backend.database(pools=1, handles=1)
-    table = _roundtrip_table(d)
+    table = _roundtrip_table(backend, d)
 
     async def main() -> None:
         await d.dml(f"insert into {table} (id, s) values (1, {db.qqq(text)})")
         assert await d.one_field(f"select s from {table} where id = 1") == text
 
     try:
-        trio.run(main)
+        backend.run(main)
     finally:
         d.close()
 
@@ -612,7 +616,7 @@ def test_qq_does_not_protect_against_backslashes_on_mysql(
     # input below closes the literal and the rest runs as SQL: every row matches. Bound
     # parameters are immune everywhere.
     d = backend.database()
-    create(d, table_name, name="text")
+    create(backend, d, table_name, name="text")
     attack = "\\' or 1=1 -- "
 
     async def main() -> tuple[int, int]:
@@ -625,7 +629,7 @@ def test_qq_does_not_protect_against_backslashes_on_mysql(
         return by_qq, bound
 
     try:
-        by_qq, bound = trio.run(main)
+        by_qq, bound = backend.run(main)
     finally:
         d.close()
     assert bound == 0
@@ -641,10 +645,10 @@ def test_db_init_runs_the_schema_and_is_idempotent(backend: Backend, tmp_path: P
     site = tmp_path / "site"
     shutil.copytree(PAGES, site, ignore=shutil.ignore_patterns("data", "__pycache__"))
     d = backend.database()
-    trio.run(d.dml, "drop table if exists log")
+    backend.run(d.dml, "drop table if exists log")
     try:
         assert main(["db", "init", str(site), "--db", backend.url]) == 0
         assert main(["db", "init", str(site), "--db", backend.url]) == 0
-        assert trio.run(d.one_field, "select count(*) from log") == 500
+        assert backend.run(d.one_field, "select count(*) from log") == 500
     finally:
         d.close()

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pyweb import db, qq
 from pyweb.db.driver import parse_url, split_statements
+from pyweb.runtime.testing import RUNTIMES
+from pyweb.runtime.testing import run as run_on
 from pyweb.testing import serve
 
 
@@ -70,7 +71,7 @@ def test_bad_pool_options_are_refused(option: str, value: object) -> None:
 def test_a_query_is_a_quot_or_a_str(tmp_path: Path) -> None:
     d = db.Database(f"sqlite:///{tmp_path}/x.sqlite3")
     with pytest.raises(TypeError, match="not bytes"):
-        trio.run(d.list, b"select 1")
+        run_on(lambda: d.list(b"select 1"))
     d.close()
 
 
@@ -107,10 +108,11 @@ def test_no_configuration_outside_a_page_is_a_clear_error(monkeypatch: pytest.Mo
     monkeypatch.delenv("PYWEB_DB", raising=False)
     db.configure(None)
     with pytest.raises(db.DbError, match=r"no database configured: call pyweb.db.configure"):
-        trio.run(db.one_field, "select 1")
+        run_on(lambda: db.one_field("select 1"))
 
 
-def test_memory_database_is_shared_by_the_pools() -> None:
+@pytest.mark.parametrize("loop", RUNTIMES)
+def test_memory_database_is_shared_by_the_pools(loop: str) -> None:
     d = db.Database("sqlite:///:memory:", pools=2, handles=2)
 
     async def main() -> list[int]:
@@ -123,7 +125,7 @@ def test_memory_database_is_shared_by_the_pools() -> None:
         return await d.fold(nested, [], "select i from m")
 
     try:
-        assert trio.run(main) == [1]
+        assert run_on(main, loop, virtual_time=False) == [1]
     finally:
         d.close()
 

@@ -10,21 +10,23 @@ from __future__ import annotations
 from collections import deque
 
 import pytest
-import trio
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from pyweb import events as ev
+from pyweb.runtime.testing import RUNTIMES, run
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def poll_now(evt):
-    return trio.run(ev.poll, ev.wrap(evt, lambda v: (v,)))
+def poll_now(evt, runtime):
+    return run(lambda: ev.poll(ev.wrap(evt, lambda v: (v,))), runtime)
 
 
 class MailboxModel(RuleBasedStateMachine):
+    runtime = "trio"
+
     def __init__(self) -> None:
         super().__init__()
         self.box = ev.Mailbox()
@@ -41,7 +43,7 @@ class MailboxModel(RuleBasedStateMachine):
 
     @rule()
     def recv_mailbox(self) -> None:
-        got = poll_now(self.box.recv_evt())
+        got = poll_now(self.box.recv_evt(), self.runtime)
         expected = (self.box_model.popleft(),) if self.box_model else None
         assert got == expected
 
@@ -60,7 +62,7 @@ class MailboxModel(RuleBasedStateMachine):
     @rule(i=st.integers(0, 10))
     def recv_port(self, i: int) -> None:
         port, model = self.ports[i % len(self.ports)]
-        got = poll_now(port.recv_evt())
+        got = poll_now(port.recv_evt(), self.runtime)
         assert got == ((model.popleft(),) if model else None)
 
     @precondition(lambda self: self.ports)
@@ -71,13 +73,20 @@ class MailboxModel(RuleBasedStateMachine):
         self.mc.send(-1)  # not seen by the closed port
         for _, other in self.ports:
             other.append(-1)
-        assert [poll_now(port.recv_evt()) for _ in model] == [(m,) for m in model]
-        assert poll_now(port.recv_evt()) is None
+        assert [poll_now(port.recv_evt(), self.runtime) for _ in model] == [(m,) for m in model]
+        assert poll_now(port.recv_evt(), self.runtime) is None
 
     @invariant()
     def sizes(self) -> None:
         assert len(self.box) == len(self.box_model)
 
 
+class AsyncioMailboxModel(MailboxModel):
+    runtime = "asyncio"
+
+
+assert RUNTIMES == ("trio", "asyncio")
 TestMailboxModel = MailboxModel.TestCase
 TestMailboxModel.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+TestMailboxModelAsyncio = AsyncioMailboxModel.TestCase
+TestMailboxModelAsyncio.settings = settings(max_examples=30, stateful_step_count=30, deadline=None)

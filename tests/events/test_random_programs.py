@@ -3,8 +3,8 @@ guards, nacks and cancellations.
 
 Hypothesis generates a handful of tasks; each runs a few syncs on a choice of
 branches (send a unique message, receive, a timeout, each maybe guarded and
-maybe with a nack), some inside a trio cancel scope with a deadline.  After
-the tasks have run as far as they can (virtual time, MockClock), we check:
+maybe with a nack), some inside a cancel scope with a deadline, on trio and on asyncio.  After
+the tasks have run as far as they can (virtual time: trio's MockClock, pyweb's VirtualClockLoop), we check:
 
 (Some syncs are ``poll``s instead, which must never block.)
 
@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import itertools
 
+import anyio
 import pytest
-import trio
-import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyweb import events as ev
+from pyweb.runtime.testing import run as run_on
+from pyweb.runtime.testing import wait_all_tasks_blocked
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -48,7 +49,7 @@ sync_st = st.tuples(
 program_st = st.lists(st.lists(sync_st, min_size=1, max_size=4), min_size=2, max_size=5)
 
 
-def run_program(program, seed):
+def run_program(program, seed, runtime):
     ev.seed(seed)
     channels = [ev.Channel() for _ in range(N_CHANNELS)]
     ids = itertools.count()
@@ -93,15 +94,15 @@ def run_program(program, seed):
 
     async def task(tid, syncs):
         for sleep_before, branches, deadline, mode in syncs:
-            await trio.sleep(sleep_before)
+            await anyio.sleep(sleep_before)
             rec = {"chosen": None, "nacks": [], "guards": {}, "done": False}
             records.append(rec)
             evt = ev.choose(*[build(b, i, rec) for i, b in enumerate(branches)])
-            with trio.CancelScope(deadline=trio.current_time() + (deadline or 1e9)):
+            with anyio.CancelScope(deadline=anyio.current_time() + (deadline or 1e9)):
                 if mode == "poll":
-                    before = trio.current_time()
+                    before = anyio.current_time()
                     result = await ev.poll(evt)
-                    assert trio.current_time() == before  # never blocks
+                    assert anyio.current_time() == before  # never blocks
                     if result is None:  # nothing could commit: every nack fired
                         rec["done"] = True
                         continue
@@ -117,19 +118,19 @@ def run_program(program, seed):
         finished.append(tid)
 
     async def main():
-        async with trio.open_nursery() as n:
+        async with anyio.create_task_group() as n:
             for tid, syncs in enumerate(program):
                 n.start_soon(task, tid, syncs)
             # Let virtual time run until every task is blocked for good.
-            await trio.sleep(100)
-            await trio.testing.wait_all_tasks_blocked()
+            await anyio.sleep(100)
+            await wait_all_tasks_blocked()
             for ch in channels:
                 # A sync may offer both sides of one channel: not a partner.
                 pairs = [(s, r) for s in ch._senders for r in ch._receivers if s.sync is not r.sync]
                 assert not pairs, "missed rendezvous"
             n.cancel_scope.cancel()
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    run_on(main, runtime)
 
     # Messages: exactly once, or the sender knows it was not taken.
     assert len(received) == len(set(received)), received
@@ -150,15 +151,15 @@ def run_program(program, seed):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(program=program_st, seed=st.integers(0, 2**16))
-def test_random_programs(program, seed):
-    run_program(program, seed)
+def test_random_programs(program, seed, runtime):
+    run_program(program, seed, runtime)
 
 
-def test_a_known_program():
+def test_a_known_program(runtime):
     # Two choosers and a sender, with a nack and a cancellation, spelled out.
     program = [
         [(0, [("send", 0, False, True), ("recv", 1, True, True)], 2, "sync")],
         [(1, [("recv", 0, False, True), ("send", 1, True, False)], None, "sync")],
         [(3, [("recv", 0, False, False)], 1, "sync"), (0, [("recv", 1, True, True)], None, "poll")],
     ]
-    run_program(program, 0)
+    run_program(program, 0, runtime)

@@ -1,12 +1,12 @@
 """CML's synchronizing variables (IVar, MVar, Latch) and ClientGoneEvt, as base events: alone,
-in a choice, under a timeout, cancelled. Every test runs under trio with a MockClock."""
+in a choice, under a timeout, cancelled. Every test runs on trio and on asyncio, on virtual time
+(see conftest)."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import trio
-import trio.testing
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyweb.events import (
@@ -22,6 +22,7 @@ from pyweb.events import (
     timeout,
     wrap,
 )
+from pyweb.runtime.testing import run, wait_all_tasks_blocked
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -36,10 +37,10 @@ async def test_ivar_every_reader_sees_the_one_value():
     async def reader():
         got.append(await var.get())
 
-    async with trio.open_nursery() as n:
+    async with anyio.create_task_group() as n:
         for _ in range(3):
             n.start_soon(reader)
-        await trio.testing.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         assert var.waiting == 3 and not var.is_full
         var.put("v")
     assert got == ["v", "v", "v"]
@@ -66,7 +67,7 @@ async def test_ivar_in_a_choice_with_timeout_withdraws_its_offer():
 
 async def test_ivar_cancelled_get_leaves_no_offer():
     var: IVar[int] = IVar()
-    with trio.move_on_after(1):
+    with anyio.move_on_after(1):
         await var.get()
     assert var.waiting == 0
 
@@ -78,15 +79,15 @@ async def test_latch_set_twice_is_harmless_and_stays_set():
     latch = Latch()
     assert not latch.is_set
     assert await poll(latch.evt()) is None
-    async with trio.open_nursery() as n:
+    async with anyio.create_task_group() as n:
         woke = []
 
         async def waiter():
             await sync(latch.evt())
-            woke.append(trio.current_time())
+            woke.append(anyio.current_time())
 
         n.start_soon(waiter)
-        await trio.sleep(2)
+        await anyio.sleep(2)
         latch.set()
         latch.set()
     assert woke == [2.0]
@@ -127,13 +128,13 @@ async def test_mvar_put_serves_readers_then_one_taker():
     async def taker(name):
         log.append((name, await var.take()))
 
-    async with trio.open_nursery() as n:
+    async with anyio.create_task_group() as n:
         n.start_soon(taker, "t1")
         n.start_soon(taker, "t2")
         n.start_soon(getter, "g")
-        await trio.testing.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         var.put("x")  # g sees it, one taker takes it, the other still waits
-        await trio.testing.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         assert len(log) == 2 and ("g", "x") in log
         first = next(name for name, value in log if name != "g")
         assert not var.is_full
@@ -149,9 +150,9 @@ async def test_mvar_parked_swapper_puts_its_value_back():
     async def swapper():
         got.append(await var.swap("new"))
 
-    async with trio.open_nursery() as n:
+    async with anyio.create_task_group() as n:
         n.start_soon(swapper)
-        await trio.testing.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         var.put("old")
     assert got == ["old"]
     assert var.is_full and await var.get() == "new"
@@ -165,18 +166,20 @@ async def test_mvar_take_in_a_choice_is_taken_once():
     async def chooser():
         results.append(await sync(choose(var.take_evt(), wrap(other.take_evt(), lambda v: -v))))
 
-    async with trio.open_nursery() as n:
+    async with anyio.create_task_group() as n:
         n.start_soon(chooser)
-        await trio.testing.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         var.put(7)
         other.put(8)  # the choice already committed: 8 stays in `other`
     assert results == [7]
     assert other.poll() == 8 and not var.is_full
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["put", "take", "get"]), max_size=30))
-def test_mvar_model(ops):
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=st.lists(st.sampled_from(["put", "take", "get"]), max_size=30))
+def test_mvar_model(ops, runtime):
     """Without blocking, an MVar behaves as an Optional cell: put on full raises, take on
     empty would block (poll returns None), get leaves it alone."""
 
@@ -198,7 +201,7 @@ def test_mvar_model(ops):
                 assert await poll(var.get_evt()) == model
             assert var.is_full == (model is not None)
 
-    trio.run(main)
+    run(main, runtime)
 
 
 # ---------------------------------------------------------------- ClientGoneEvt
@@ -230,7 +233,7 @@ async def test_client_gone_evt_looks_first_then_waits_on_the_latch():
     assert w.checks == 1 and w.starts == 0
 
     w2 = FakeWatcher()
-    async with trio.open_nursery() as n:
+    async with anyio.create_task_group() as n:
         done = []
 
         async def waiter():
@@ -238,7 +241,7 @@ async def test_client_gone_evt_looks_first_then_waits_on_the_latch():
             done.append(True)
 
         n.start_soon(waiter)
-        await trio.testing.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         assert w2.starts == 1 and w2.latch.waiting == 1
         w2.latch.set()  # what the background watcher does when it sees the FIN
     assert done == [True]

@@ -7,13 +7,15 @@ awaited directly and a partner that takes another branch's offer interrupts the 
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import trio
-import trio.testing
 
 from pyweb import events as ev
 from pyweb.events import Channel, Mailbox, Multicast, select, sync, timeout, wrap
-from pyweb.events import _runtime as rt
+from pyweb.runtime import _asyncio, _trio
+from pyweb.runtime.testing import wait_all_tasks_blocked
+
+from .asyncsocket import socketpair
 
 
 @pytest.fixture
@@ -21,21 +23,22 @@ def no_helpers(monkeypatch):
     def refuse(*args):
         raise AssertionError("a helper task was spawned")
 
-    monkeypatch.setattr(rt, "spawn_background", refuse)
+    for implementation in (_trio, _asyncio):
+        monkeypatch.setattr(implementation, "spawn_background", refuse)
 
 
 async def later(delay, fn, *args):
-    await trio.sleep(delay)
+    await anyio.sleep(delay)
     result = fn(*args)
     if hasattr(result, "__await__"):
         await result
 
 
 async def test_mailbox_message_interrupts_a_socket_wait(no_helpers):
-    a, b = trio.socket.socketpair()
+    a, b = socketpair()
     box = Mailbox()
     with a, b:
-        async with trio.open_nursery() as n:
+        async with anyio.create_task_group() as n:
             n.start_soon(later, 1, box.send, "stop")
             got = await select(wrap(ev.readable_evt(a), lambda _: "data"), box.recv_evt())
             assert got == "stop"
@@ -47,18 +50,18 @@ async def test_mailbox_message_interrupts_a_socket_wait(no_helpers):
 
 
 async def test_timer_and_channel_and_socket(no_helpers):
-    a, b = trio.socket.socketpair()
+    a, b = socketpair()
     ch = Channel()
     with a, b:
         got = await select(ev.readable_evt(a), ch.recv_evt(), wrap(timeout(3), lambda _: "timeout"))
         assert got == "timeout" and not ch._receivers
-        async with trio.open_nursery() as n:
+        async with anyio.create_task_group() as n:
             n.start_soon(later, 1, ch.send, "msg")
             assert await select(ev.readable_evt(a), ch.recv_evt(), timeout(3)) == "msg"
 
 
 async def test_multicast_port_message_is_not_lost_when_the_socket_wins(no_helpers):
-    a, b = trio.socket.socketpair()
+    a, b = socketpair()
     mc = Multicast()
     port = mc.port()
     with a, b:
@@ -75,10 +78,10 @@ async def test_multicast_port_message_is_not_lost_when_the_socket_wins(no_helper
 
 
 async def test_outer_cancel_withdraws_the_offers(no_helpers):
-    a, b = trio.socket.socketpair()
+    a, b = socketpair()
     box = Mailbox()
     with a, b:
-        with trio.move_on_after(1):
+        with anyio.move_on_after(1):
             await select(ev.readable_evt(a), box.recv_evt())
         assert not box._receivers
         box.send(1)  # buffered, not given to the cancelled sync
@@ -86,20 +89,20 @@ async def test_outer_cancel_withdraws_the_offers(no_helpers):
 
 
 async def test_a_message_committed_as_the_sync_is_cancelled_is_not_lost(no_helpers):
-    a, b = trio.socket.socketpair()
+    a, b = socketpair()
     box = Mailbox()
     got = []
     with a, b:
-        async with trio.open_nursery() as n:
-            scope = trio.CancelScope()
+        async with anyio.create_task_group() as n:
+            scope = anyio.CancelScope()
 
             async def waiter():
                 with scope:
                     got.append(await select(ev.readable_evt(a), box.recv_evt()))
-                    await trio.sleep(10)  # the cancellation arrives here, not before
+                    await anyio.sleep(10)  # the cancellation arrives here, not before
 
             n.start_soon(waiter)
-            await trio.testing.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             box.send("kept")  # commits the waiter's sync...
             scope.cancel()  # ...and cancels it in the same step
         assert got == ["kept"] and len(box) == 0

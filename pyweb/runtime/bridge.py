@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import trio
-
-from .driver import shorten_switch_interval
 
 __all__ = ["LoopThread", "loop_thread"]
 
@@ -51,6 +51,14 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     except ImportError:  # pragma: no cover - uvloop comes with the postgresql/mysql extras
         return asyncio.SelectorEventLoop()
     return uvloop.new_event_loop()
+
+
+def _shorten_switch_interval() -> None:
+    """Let the loop thread get the GIL back quickly (Python's default switch interval of
+    5 ms made a page that renders 500 rows wait for its rows; 0.5 ms is pyweb's setting,
+    only ever lowered)."""
+    if sys.getswitchinterval() > 0.0005:
+        sys.setswitchinterval(0.0005)
 
 
 class _Call:
@@ -77,7 +85,7 @@ class LoopThread:
             return loop
         with self._lock:
             if self._loop is None:
-                shorten_switch_interval()
+                _shorten_switch_interval()
                 loop = _new_loop()
                 ready = threading.Event()
                 loop.call_soon(ready.set)
@@ -104,7 +112,9 @@ class LoopThread:
             call.task = loop.create_task(coro)
             call.task.add_done_callback(wake)
 
-        loop.call_soon_threadsafe(start)
+        # A fresh context: the trio task's context variables (sniffio's "this is trio"
+        # among them) must not follow the query onto the asyncio loop.
+        loop.call_soon_threadsafe(start, context=contextvars.Context())
         try:
             await call.done.wait()
         except trio.Cancelled:

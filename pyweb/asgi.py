@@ -1,0 +1,317 @@
+"""A pyweb site as an ASGI 3 application: any ASGI server can run it (Hop §2.4's
+pluggable schedulers, taken one step further: the whole server is pluggable).
+
+    PYWEB_SITE=pages uvicorn pyweb.asgi:app          # the example site under uvicorn
+    PYWEB_SITE=pages granian --interface asgi pyweb.asgi:app
+
+or, in code, ``app = pyweb.asgi.Site("pages")``. The pages, services, templates, static
+files, regions and error pages are the same objects pyweb's own server uses
+(:class:`pyweb.app.site.Site`): this module only translates. An ASGI ``http`` scope becomes
+the request (:class:`pyweb.protocol.events.Request`) and a context with the handler
+contract (the body on demand, the client-gone and shutdown events, the error log); the
+:class:`~pyweb.protocol.response.Response` goes back as ``http.response.start`` and
+``http.response.body`` messages, framed by :func:`~pyweb.protocol.response.frame_response`
+(so HEAD, 204/304 and header validation follow the same rules) with the hop-by-hop fields
+left to the ASGI server. ``lifespan`` loads the site at start-up (a site that does not
+compile fails the start-up with its errors) and, at shutdown, enables every page's
+``conn.shutdown_evt()``.
+
+The server's loop may be asyncio (uvicorn, granian, hypercorn) or trio (hypercorn's trio
+worker): the pages reach it through :mod:`pyweb.runtime` either way. What an ASGI server
+does not give pyweb: its access log format, timeouts and limits (those are the ASGI
+server's own settings), arenas (replies are bytes), and ``--profile-alloc``.
+WebSockets: not yet (a ``websocket`` scope is closed at once).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import quote
+
+from pyweb import runtime
+from pyweb.app.site import Site as _Site
+from pyweb.events import Event, Latch, guard
+from pyweb.protocol.errorpage import error_response
+from pyweb.protocol.errors import ProtocolError
+from pyweb.protocol.messages import Request
+from pyweb.protocol.response import FileBody, Fragments, Response, frame_response
+
+__all__ = ["Site", "app"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+log = logging.getLogger("pyweb.asgi")
+
+_HOP_BY_HOP = (b"connection", b"transfer-encoding", b"date", b"server")
+"""Fields the ASGI server writes itself (framing, and its own Date and Server)."""
+_FILE_CHUNK = 64 * 1024
+
+
+class Site:
+    """``Site(root, dev=False, **options)``: the site in directory ``root`` as an ASGI 3
+    application. ``options`` are those of :class:`pyweb.app.site.Site` (``regions``,
+    ``page_timeout``, ...). The site is loaded at once unless ``lazy=True`` (then at the
+    lifespan start-up, or at the first request)."""
+
+    def __init__(
+        self, root: str | os.PathLike[str], *, dev: bool = False, lazy: bool = False, **options: Any
+    ) -> None:
+        self.root = os.fspath(root)
+        self.dev = dev
+        self.options = options
+        self.stopping = Latch()
+        """Set when the ASGI server shuts down (lifespan): ``conn.shutdown_evt()``."""
+        self.site: _Site | None = None
+        if not lazy:
+            self.load()
+
+    def load(self) -> _Site:
+        """Load (compile) the site; :class:`pyweb.app.site.SiteError` lists its problems."""
+        if self.site is None:
+            self.site = _Site(self.root, dev=self.dev, **self.options)
+        return self.site
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self.http(scope, receive, send)
+        elif kind == "lifespan":
+            await self.lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1003})  # not supported yet
+        else:
+            raise ValueError(f"pyweb.asgi cannot serve an ASGI scope of type {kind!r}")
+
+    async def lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    self.load()
+                except Exception as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.stopping.set()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        site = self.load()
+        ctx = AsgiContext(scope, receive, self)
+        request = ctx.request
+        try:
+            response = await site(ctx)
+        except ProtocolError as err:  # a body too large, a malformed upload
+            response = error_response(err.status, dev=self.dev, detail=err.message)
+        except Exception as exc:  # pyweb's own bug: never leave the client without an answer
+            ctx.log_error(f"{request.method} {request.target} failed", exc)
+            response = error_response(500, dev=self.dev, detail=repr(exc), exc=exc)
+        try:
+            await send_response(send, request, response)
+        finally:
+            ctx.finish()
+
+
+def _request(scope: Scope) -> Request:
+    raw = scope.get("raw_path")
+    path = raw.decode("latin-1") if raw else quote(scope.get("path", "/"), safe="/%:@!$&'()*+,;=")
+    query = scope.get("query_string", b"").decode("latin-1")
+    headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+    host = ""
+    length: int | None = None
+    chunked = False
+    for name, value in headers:
+        if name == "host" and not host:
+            host = value
+        elif name == "content-length" and value.isdigit():
+            length = int(value)
+        elif name == "transfer-encoding" and "chunked" in value.lower():
+            chunked = True
+    version = scope.get("http_version", "1.1")
+    return Request(
+        method=scope["method"],
+        target=path + ("?" + query if query else ""),
+        http_version=version if version in ("1.0", "1.1") else "1.1",
+        headers=headers,
+        path=path,
+        query=query,
+        host=host,
+        content_length=None if chunked else length,
+        chunked=chunked,
+    )
+
+
+class AsgiContext:
+    """One ASGI request as a page runner sees it: the same contract as the server's
+    ``RequestContext`` (request, peer, dev, body, stream, client-gone and shutdown events,
+    error log)."""
+
+    __slots__ = ("request", "peer", "dev", "received_at", "alloc", "body_done",
+                 "_receive", "_site", "_buffered", "_gone", "_watch")  # fmt: skip
+
+    def __init__(self, scope: Scope, receive: Receive, site: Site) -> None:
+        self.request = _request(scope)
+        client = scope.get("client")
+        self.peer = f"{client[0]}:{client[1]}" if client else "-"
+        self.dev = site.dev
+        self.received_at = time.time()
+        self.alloc: tuple[int, int] | None = None
+        self.body_done = False
+        self._receive = receive
+        self._site = site
+        self._buffered: bytes | None = None
+        self._gone: Latch | None = None
+        self._watch: Any = None  # the cancel scope of the disconnect watcher
+
+    async def body(self) -> bytes:
+        """The whole request body (the ASGI server has de-chunked it)."""
+        if self._buffered is None:
+            self._buffered = b"".join([piece async for piece in self.stream()])
+        return self._buffered
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        """The request body piece by piece."""
+        if self._buffered is not None:
+            if self._buffered:
+                yield self._buffered
+            return
+        while not self.body_done:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self._client_gone()
+                raise ConnectionResetError("the client went away before sending its body")
+            self.body_done = not message.get("more_body", False)
+            piece = message.get("body", b"")
+            if piece:
+                yield piece
+
+    def client_gone_evt(self) -> Event[None]:
+        """Enabled once the client has disconnected (ASGI's ``http.disconnect``)."""
+        return guard(self._start_watch)
+
+    async def _start_watch(self) -> Event[None]:
+        if self._gone is None:
+            self._gone = Latch()
+            await self.body()  # ASGI has one receive(): the body first, then the disconnect
+            rt = runtime.current()
+            self._watch = rt.CancelScope()
+            rt.spawn_background(self._watch_disconnect, self._watch)
+        return self._gone.evt()
+
+    async def _watch_disconnect(self, scope: Any) -> None:
+        with scope:
+            while True:
+                message = await self._receive()
+                if message["type"] == "http.disconnect":
+                    self._client_gone()
+                    return
+
+    def _client_gone(self) -> None:
+        if self._gone is None:
+            self._gone = Latch()
+        self._gone.set()
+
+    def shutdown_evt(self) -> Event[None]:
+        """Enabled once the ASGI server has begun shutting down (lifespan)."""
+        return self._site.stopping.evt()
+
+    def log_error(self, message: str, exc: BaseException | None = None) -> None:
+        r = self.request
+        log.error(
+            "%s [from %s] %s %s", message, self.peer, r.method, r.target, exc_info=exc
+        )
+
+    def finish(self) -> None:
+        """The response has been sent: stop watching for the disconnect."""
+        if self._watch is not None:
+            self._watch.cancel()
+
+
+async def send_response(send: Send, request: Request, response: Response) -> None:
+    """``response`` as ASGI messages."""
+    body = response.body
+    if isinstance(body, Fragments):
+        body = bytes(body)
+    length: int | None
+    if isinstance(body, bytes | bytearray | memoryview):
+        length = len(body)
+    elif isinstance(body, FileBody):
+        length = body.length
+    else:
+        length = None
+    head = frame_response(request, response.status, response.headers, length)
+    headers = []
+    for line in head.lines[1:-1]:  # the status line and the final empty line are not fields
+        name, _, value = line[:-2].partition(b": ")
+        name = name.lower()
+        if name not in _HOP_BY_HOP:
+            headers.append((name, value))
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    if not head.send_body:
+        await send({"type": "http.response.body", "body": b""})
+    elif isinstance(body, bytes | bytearray | memoryview):
+        await send({"type": "http.response.body", "body": bytes(body)})
+    elif isinstance(body, FileBody):
+        await _send_file(send, body)
+    else:
+        async for piece in body:
+            if piece:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def _send_file(send: Send, body: FileBody) -> None:
+    with open(body.path, "rb") as f:
+        left = body.length
+        position = body.offset
+        while left > 0:
+            piece = os.pread(f.fileno(), min(left, _FILE_CHUNK), position)
+            if not piece:
+                raise OSError(f"{body.path} became shorter while it was being sent")
+            left -= len(piece)
+            position += len(piece)
+            await send({"type": "http.response.body", "body": piece, "more_body": left > 0})
+    if body.length == 0:
+        await send({"type": "http.response.body", "body": b""})
+
+
+class _SiteFromEnvironment:
+    """``pyweb.asgi:app``: the site named by ``PYWEB_SITE`` (and ``PYWEB_DEV=1`` for
+    development mode), loaded on first use."""
+
+    def __init__(self) -> None:
+        self.site: Site | None = None
+
+    def _load(self) -> Site:
+        if self.site is None:
+            root = os.environ.get("PYWEB_SITE")
+            if not root:
+                raise RuntimeError(
+                    "pyweb.asgi:app serves the site named by the PYWEB_SITE environment "
+                    "variable: PYWEB_SITE=pages uvicorn pyweb.asgi:app"
+                )
+            self.site = Site(root, dev=os.environ.get("PYWEB_DEV", "") in ("1", "true", "yes"))
+        return self.site
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" and self.site is None:
+            try:
+                self._load()
+            except Exception as exc:
+                await receive()  # lifespan.startup
+                await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                return
+        await self._load()(scope, receive, send)
+
+
+app = _SiteFromEnvironment()
+"""The ASGI application ``pyweb.asgi:app`` (the site in ``$PYWEB_SITE``)."""

@@ -1,0 +1,61 @@
+"""The runtime seam holds: events/, cache/, db/ and app/ reach the event loop only
+through pyweb.runtime (they never import trio or asyncio-loop code directly)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PYWEB = Path(__file__).resolve().parent.parent / "pyweb"
+SEAM_USERS = ["events", "cache", "db", "app"]
+LOOP_LIBRARIES = {"trio", "anyio", "sniffio", "uvloop", "trio_asyncio"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@pytest.mark.parametrize("room", SEAM_USERS)
+def test_room_reaches_the_loop_only_through_the_runtime(room):
+    offenders = {
+        str(path.relative_to(PYWEB)): sorted(imported_modules(path) & LOOP_LIBRARIES)
+        for path in sorted((PYWEB / room).rglob("*.py"))
+        if imported_modules(path) & LOOP_LIBRARIES
+    }
+    assert offenders == {}, f"these modules import an event loop library directly: {offenders}"
+
+
+def test_the_seam_has_both_implementations_with_the_same_names():
+    from pyweb.runtime import _asyncio, _trio
+
+    assert _trio.name == "trio" and _asyncio.name == "asyncio"
+    assert set(_trio.__all__) == set(_asyncio.__all__)
+    for name in _trio.__all__:
+        assert hasattr(_trio, name) and hasattr(_asyncio, name), name
+
+
+def test_current_picks_the_running_loop():
+    import asyncio
+
+    import trio
+
+    from pyweb import runtime
+
+    async def which():
+        return runtime.current().name
+
+    assert trio.run(which) == "trio"
+    assert asyncio.run(which()) == "asyncio"
+    with pytest.raises(RuntimeError, match="inside trio or asyncio"):
+        runtime.current()
+    assert runtime.get("asyncio").name == "asyncio"
+    with pytest.raises(ValueError, match="unknown runtime 'curio'"):
+        runtime.get("curio")
