@@ -388,9 +388,17 @@ class Connection:
     async def websocket(
         self, request: Request, upgrade: WebSocketUpgrade, received_at: float
     ) -> None:
-        """The handler accepted a WebSocket: log the ``101``, then the session has the
-        connection to itself until it closes (:mod:`pyweb.server.websocket`)."""
+        """The handler accepted a WebSocket. Like a long-poll it is a long wait, so it
+        moves to the stream budget (a 503 when that is full: it never takes a request
+        slot); the ``101`` is logged, then the session has the connection to itself until
+        it closes (:mod:`pyweb.server.websocket`). Its end releases the budget."""
         self.stop_watching()
+        if not self.server.slots.to_streams(self):
+            page = self.error_page(503, detail="every stream place is taken (max_streams)")
+            status, sent, _ = await self.replies.send(request, page, False)
+            if self.server.access_enabled:
+                self.log_access(request, status, sent, received_at)
+            return
         if self.server.access_enabled:
             self.log_access(request, 101, 0, received_at)
         await run_session(self, request, upgrade)
