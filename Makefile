@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz docs lab clean test-cluster bench-push
+.PHONY: run test install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz fuzz-atheris soak docs lab clean test-cluster bench-push
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -164,6 +164,34 @@ docs: dev
 ## a longer hypothesis campaign on the parser than make test runs
 fuzz: dev
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest tests/protocol -p no:timeout -q
+
+## the reliability suite, long (tests/reliability with PYWEB_SOAK=1: each attack for 60 s,
+## a 10 s PostgreSQL outage, 20 s of recycling); make test runs the short version
+soak: dev
+	PYWEB_SOAK=1 $(PY) -m pytest tests/reliability -p no:timeout -s -q
+
+## atheris (coverage-guided) on the request parser, the form parser, quotations and
+## pyweb_regions.Arena, each for FUZZ_SECONDS (fuzz/run.py says how); new inputs that reach
+## new code are added to fuzz/corpus/, crashes go to fuzz/crashes/. The arena is then
+## replayed and fuzzed again against pyweb_regions built with ASan + UBSan.
+## CI: make fuzz-atheris FUZZ_SECONDS=30 FUZZ_ARGS=--ci (the kept corpus is not changed).
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?= parser forms quot arena
+SAN_SO := build/asan-ubsan/_regions$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+SAN_ENV = LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(SAN_SO)
+fuzz-atheris: dev
+	$(PY) -m pip install --quiet -e '.[fuzz]'
+	mkdir -p build/asan-ubsan
+	gcc -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	  -fno-omit-frame-pointer -Wall \
+	  -I$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
+	  pyweb_regions/_regions.c -o $(SAN_SO)
+	for t in $(FUZZ_TARGETS); do \
+	  $(PY) fuzz/run.py $$t --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS) || exit 1; \
+	done
+	$(SAN_ENV) $(PY) fuzz/run.py arena --replay
+	$(SAN_ENV) $(PY) fuzz/run.py arena --seconds $(FUZZ_SECONDS) --ci
 
 clean:
 	rm -rf $(VENV) build *.egg-info .hypothesis .benchmarks site

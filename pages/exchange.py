@@ -8,7 +8,6 @@
 import math
 import os
 import re
-from urllib.parse import urlsplit
 
 from pyweb import csrf_field, qq
 from pyweb.cache import Option, Real, String, TimeOut, get, memoize
@@ -38,14 +37,10 @@ fetch = memoize(c, fetch_rate)
 
 
 def own_rate_url():
-    # This server's own /rate, reached over the loopback interface. Only the port is taken
-    # from the Host header: taking the host too would let any client make the server fetch
-    # from a machine of the client's choosing (server-side request forgery).
-    try:
-        port = urlsplit("//" + conn.headers.get("host", "")).port or 80
-    except ValueError:
-        port = 80
-    return f"http://127.0.0.1:{port}/rate"
+    # This server's own /rate over the loopback interface, on the port the server listens
+    # on. Nothing is taken from the Host header: a client chooses it, and a URL built from
+    # it would make the server fetch from wherever the client says (Redis on 6379, say).
+    return f"http://127.0.0.1:{conn.server_port}/rate"
 
 
 url = os.environ.get("PYWEB_RATE_URL") or own_rate_url()

@@ -155,13 +155,16 @@ class AsgiContext:
     ``RequestContext`` (request, peer, dev, body, stream, client-gone and shutdown events,
     error log)."""
 
-    __slots__ = ("request", "peer", "dev", "received_at", "alloc", "body_done",
+    __slots__ = ("request", "peer", "scheme", "_server_port", "dev", "received_at", "alloc", "body_done",
                  "_receive", "_site", "_buffered", "_gone", "_watch")  # fmt: skip
 
     def __init__(self, scope: Scope, receive: Receive, site: Site) -> None:
         self.request = _request(scope)
         client = scope.get("client")
         self.peer = f"{client[0]}:{client[1]}" if client else "-"
+        self.scheme = scope.get("scheme", "http")
+        server = scope.get("server")
+        self._server_port = int(server[1]) if server and server[1] else 0
         self.dev = site.dev
         self.received_at = time.time()
         self.alloc: tuple[int, int] | None = None
@@ -172,7 +175,11 @@ class AsgiContext:
         self._gone: Latch | None = None
         self._watch: Any = None  # the cancel scope of the disconnect watcher
 
-    async def body(self) -> bytes:
+    @property
+    def server_port(self) -> int:
+        return self._server_port
+
+    async def body(self, copies: int = 1) -> bytes:
         """The whole request body (the ASGI server has de-chunked it)."""
         if self._buffered is None:
             self._buffered = b"".join([piece async for piece in self.stream()])

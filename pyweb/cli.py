@@ -57,7 +57,12 @@ def _add_settings(serve: argparse.ArgumentParser) -> None:
         flag = "--" + f.name.replace("_", "-")
         help_text = how.help.format(default=default) if how.in_file else argparse.SUPPRESS
         if how.switch:
-            target.add_argument(flag, action="store_true", help=help_text)
+            if default:  # on by default: --no-NAME turns it off (--proxy-headers)
+                target.add_argument(
+                    flag, action=argparse.BooleanOptionalAction, default=True, help=help_text
+                )
+            else:
+                target.add_argument(flag, action="store_true", help=help_text)
             continue
         options: dict[str, Any] = {"default": default, "help": help_text}
         if how.parse is not None:

@@ -29,7 +29,10 @@ class Context(Protocol):
     request: Request
     """The parsed request head (method, target, headers, framing)."""
     peer: str
-    """The client's address, ``"host:port"``."""
+    """The client's address, ``"host:port"`` (behind a trusted reverse proxy, the client it
+    names in ``X-Forwarded-For``)."""
+    scheme: str
+    """``"http"``, or ``"https"`` when a trusted proxy's ``X-Forwarded-Proto`` says so."""
     dev: bool
     """Development mode: error pages may show tracebacks and the offending input."""
     received_at: float
@@ -38,9 +41,16 @@ class Context(Protocol):
     """Bytes and calls the request's page allocated (set by :mod:`pyweb.regions` with
     ``--profile-alloc``), for the access log's ``alloc`` format; ``None`` when not counted."""
 
-    async def body(self) -> bytes:
+    @property
+    def server_port(self) -> int:
+        """The port the server listens on (to reach the site itself: never take it from the
+        client's ``Host`` header)."""
+        ...
+
+    async def body(self, copies: int = 1) -> bytes:
         """The whole request body, de-chunked (``100 Continue`` is sent first if the client
-        waits for it)."""
+        waits for it). ``copies``: how many times the caller will hold its bytes (counted
+        against the server's memory budget for bodies)."""
         ...
 
     def stream(self) -> AsyncIterator[bytes]:

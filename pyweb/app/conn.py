@@ -157,7 +157,11 @@ class Conn:
         self.files: MultiDict = files
         """Uploaded files (:class:`~pyweb.app.formdata.UploadedFile`) of a multipart form."""
         self.peer: str = ctx.peer
-        """The client's address, ``"host:port"``."""
+        """The client's address, ``"host:port"`` (behind a trusted reverse proxy, the client
+        it forwards for: ``--proxy-headers``)."""
+        self.scheme: str = getattr(ctx, "scheme", "http")
+        """``"http"`` or ``"https"``: how the client reached the site (a trusted proxy's
+        ``X-Forwarded-Proto``)."""
         self.dev: bool = ctx.dev
         self.page = page
         """The page's name for messages (``pages/guess.py``)."""
@@ -208,6 +212,12 @@ class Conn:
             header = self.request.header("cookie")
             self._cookies = parse_cookies(header) if header else {}
         return self._cookies
+
+    @property
+    def server_port(self) -> int:
+        """The port this server listens on: to reach the site itself, never the ``Host``
+        header's port (a client chooses that one: it could name Redis's)."""
+        return self.ctx.server_port
 
     @property
     def filename(self) -> str | None:

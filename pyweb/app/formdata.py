@@ -39,7 +39,14 @@ __all__ = [
 
 
 class FormDataError(ValueError):
-    """A query string or form body that cannot be decoded: the client sent bad data (400)."""
+    """A query string or form body that cannot be decoded: the client sent bad data (400).
+
+    ``field``/``value``: the form field at fault when there is one (its 400 page names it)."""
+
+    def __init__(self, message: str, field: str | None = None, value: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,16 @@ class FormLimits:
     """Fields in the query string plus the body; more is a 400 (a cheap denial of service)."""
     max_part_header: int = 8 * 1024
     """Bytes of the header block of one multipart part."""
+    max_urlencoded: int = 1024 * 1024
+    """Largest ``application/x-www-form-urlencoded`` body (→ 413). Smaller than the
+    server's ``max_body`` (16 MiB), which bounds uploads (multipart): a text form is never
+    that large, and its parsing costs several times its size in memory."""
+    allow_control_chars: bool = False
+    """Keep C0 control characters (NUL, ESC, ...) in text fields. Off: a text field (query or
+    body, not an uploaded file) holding one is a 400 naming the field. Tab, LF and CR are
+    text (a ``<textarea>`` sends them) and always allowed. A browser never sends the others
+    from a form; a NUL is refused by PostgreSQL's text type (it was a 500 there, and stored
+    as is on SQLite and MariaDB), and terminal escapes in a value end up in logs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +124,27 @@ class MultiDict(Mapping[str, str]):
 
     def __repr__(self) -> str:
         return f"MultiDict({self._pairs!r})"
+
+
+# C0 controls but HTAB, LF, CR (what a <textarea> sends).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _check_controls(pairs: list[tuple[str, object]]) -> None:
+    """A :class:`FormDataError` naming the first text field (name or value) that holds a
+    control character (see :attr:`FormLimits.allow_control_chars`)."""
+    search = _CONTROL.search
+    for name, value in pairs:
+        for text in (name, value):
+            if type(text) is str and (found := search(text)):
+                char = found.group()
+                raise FormDataError(
+                    f"form field {name!r} contains the control character U+{ord(char):04X}; "
+                    "a form's text never does (a site that needs them sets "
+                    "FormLimits(allow_control_chars=True))",
+                    field=name,
+                    value=value if type(value) is str else "",
+                )
 
 
 def _check_count(count: int, limits: FormLimits) -> None:
@@ -278,6 +316,8 @@ def form_from(
             fields, files = parse_multipart(body, params["boundary"], limits)
             pairs.extend(fields)
     _check_count(len(pairs) + len(files), limits)
+    if not limits.allow_control_chars:
+        _check_controls(pairs)
     return MultiDict(pairs), MultiDict(files)
 
 

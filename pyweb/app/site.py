@@ -78,6 +78,7 @@ __all__ = ["Site", "SiteError", "Problem", "check_site"]
 
 _site_log = logging.getLogger("pyweb.site")
 _EMPTY = MultiDict()
+CONTROL_EXPECTED = "text without control characters (NUL, ESC...; tab and newlines are fine)"
 _DEFAULT_LIMITS = FormLimits()
 _TOO_LONG = "The page took too long to answer, so the server stopped it."
 
@@ -168,7 +169,7 @@ class Site:
         self._security_headers = _security_headers(
             content_type_options, frame_options, referrer_policy, hsts
         )
-        self.static = StaticFiles(self.root)
+        self.static = StaticFiles(self.root, hidden=_hidden, dev=dev)
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
         pages.install_library_finder(self.root)
@@ -254,7 +255,13 @@ class Site:
                 and d != "__pycache__"
                 and not (directory == self.root and d == "templates")
             )
-            found.extend(os.path.join(directory, f) for f in sorted(files) if f.endswith(".py"))
+            # Editor lock and autosave files (.#guest.py, #guest.py#) and hidden files are not
+            # pages: loading them would run an editor's half-saved copy under a URL.
+            found.extend(
+                os.path.join(directory, f)
+                for f in sorted(files)
+                if f.endswith(".py") and not f.startswith((".", "#"))
+            )
         return found
 
     def _load(self) -> None:
@@ -739,6 +746,26 @@ class Site:
             return probe
         return self._not_found(request.path)
 
+    def _urlencoded_too_large(self, request: Any, content_type: str | None) -> Response | None:
+        """A 413 for an url-encoded form body over ``FormLimits.max_urlencoded``, decided
+        from its Content-Length before it is read (a chunked one is refused by the server's
+        ``max_body`` and the body budget)."""
+        limit = self.form_limits.max_urlencoded
+        length = request.content_length
+        if length is None or length <= limit:
+            return None
+        if (content_type or "").split(";", 1)[0].strip().lower() != (
+            "application/x-www-form-urlencoded"
+        ):
+            return None
+        # (its body is not read: the server closes the connection after this reply)
+        return error_response(
+            413,
+            dev=self.dev,
+            detail=f"an url-encoded form body of {length} bytes; at most {limit} are accepted "
+            "(FormLimits.max_urlencoded; files go in multipart/form-data)",
+        )
+
     def _not_found(self, path: str) -> Response:
         detail = f"no page, service, template or file for {path}"
         if self.dev and self.problems:
@@ -788,12 +815,22 @@ class Site:
         body = None
         try:
             if (request.chunked or request.content_length) and is_form_body(content_type):
-                body = await ctx.body()
+                too_large = self._urlencoded_too_large(request, content_type)
+                if too_large is not None:
+                    return too_large
+                # A multipart body is parsed into copies of its files: the budget counts
+                # both (the raw body stays readable as conn.body()).
+                copies = 2 if "multipart" in (content_type or "").lower() else 1
+                body = await ctx.body(copies) if copies > 1 else await ctx.body()
             if request.query or body:
                 form, files = form_from(request.query, body, content_type, self.form_limits)
             else:
                 form, files = _EMPTY, _EMPTY
         except FormDataError as err:
+            if err.field is not None:  # the user's own field: name it, as wrap_fail does
+                return self._form_errors_page(
+                    [forms.FormError(err.field, err.value, CONTROL_EXPECTED)]
+                )
             return self.error_page(400, detail=str(err))
         if params:  # the getters read path parameters too; the path wins (the last value)
             form = MultiDict([*form.multi_items(), *params.items()])
@@ -951,7 +988,10 @@ class Site:
         status = getattr(exc, "http_status", 500)
         if not isinstance(status, int) or not 400 <= status <= 599:
             status = 500
-        _log(ctx, f"{page} raised {type(exc).__name__}: {exc}", exc)
+        # An outage (the database down) is logged once by the database layer, when it
+        # starts and when it ends, not once per request (pyweb.outage).
+        if not getattr(exc, "outage", False):
+            _log(ctx, f"{page} raised {type(exc).__name__}: {exc}", exc)
         return self.error_page(status, detail=f"{page} raised {type(exc).__name__}: {exc}", exc=exc)
 
     def _ended(

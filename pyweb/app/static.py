@@ -33,6 +33,13 @@ Safety, the part to read carefully. The URL path is percent-decoded exactly once
   ``None`` so that no later handler serves what was refused here; the page is
   :func:`~pyweb.protocol.errorpage.error_response`'s, in production byte for byte the one
   for a missing file (with ``dev=True`` it says why);
+* ``404 Not Found`` for what is not content (:data:`NOT_CONTENT`): settings files
+  (``pyweb.toml``, ``*.ini``...), editor backups and swap files (``*~``, ``*.bak``,
+  ``*.orig``, ``*.swp``, ``.#*``), databases (``*.db``, ``*.sqlite``...), logs and sources
+  (``*.py``, ``*.sql``). The rule is applied twice: to the name in the URL, and *after
+  resolving the path* to every segment of the real path below the root, so a symlink named
+  ``notes.txt`` that points at ``pyweb.toml``, or ``public/`` pointing into ``.git/`` or
+  into a directory the caller marks private (``hidden=``), is refused too;
 * ``None`` when nothing is there, so the caller can try something else, then 404.
 
 Cost per request: one ``stat``, plus ``realpath`` the first time a URL is seen; after that
@@ -47,8 +54,10 @@ from __future__ import annotations
 
 import mimetypes
 import os
+import re
 import stat
 from calendar import timegm
+from collections.abc import Callable
 from email.utils import formatdate, parsedate_tz
 from urllib.parse import unquote
 
@@ -56,7 +65,42 @@ from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.messages import Request
 from pyweb.protocol.response import FileBody, Response
 
-__all__ = ["StaticFiles", "content_type_for"]
+__all__ = ["StaticFiles", "content_type_for", "NOT_CONTENT", "is_content_name"]
+
+NOT_CONTENT: tuple[str, ...] = (
+    # settings (pyweb.toml holds the status token and the database URL)
+    "*.toml", "*.ini", "*.cfg", "*.conf", "*.env", "*.yaml", "*.yml", "*.pem", "*.key",
+    # editor backups, swap and lock files, patch leftovers
+    "*~", "*.bak", "*.orig", "*.rej", "*.swp", "*.swo", "*.swx", ".#*", "#*#", "*.tmp",
+    # databases and their journals
+    "*.db", "*.sqlite", "*.sqlite3", "*.db-journal", "*.db-wal", "*.db-shm",
+    "*.sqlite-journal", "*.sqlite-wal", "*.sqlite-shm", "*.sqlite3-journal",
+    "*.sqlite3-wal", "*.sqlite3-shm",
+    # logs and sources
+    "*.log", "*.py", "*.pyc", "*.pyo", "*.pyi", "*.sql", "*.sh",
+)  # fmt: skip
+"""File-name patterns (``fnmatch`` syntax, case-insensitive) that are never served: the
+files a site folder tends to hold beside its content. ``StaticFiles(not_content=...)``
+replaces the list."""
+
+
+def _name_matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
+    """One compiled regular expression for every pattern (a name is checked once per new
+    URL, not per request: the fast path remembers checked files)."""
+    import fnmatch
+
+    if not patterns:
+        return lambda name: None
+    joined = "|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)
+    return re.compile(joined, re.IGNORECASE | re.DOTALL).match
+
+
+_default_matcher = _name_matcher(NOT_CONTENT)
+
+
+def is_content_name(name: str) -> bool:
+    """Whether a file called ``name`` may be served under the default :data:`NOT_CONTENT`."""
+    return not _default_matcher(name)
 
 # The types a browser is picky about, fixed here so the answer does not depend on the
 # machine's /etc/mime.types (which ``mimetypes`` reads). Everything else asks mimetypes.
@@ -207,7 +251,10 @@ class StaticFiles:
     handler), else a :class:`Response`. See the module docstring for the rules.
     """
 
-    __slots__ = ("root", "index_files", "dev", "_prefix", "_resolved", "_validators")
+    __slots__ = (
+        "root", "index_files", "dev", "_prefix", "_resolved", "_validators", "_not_content",
+        "_hidden",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -215,13 +262,22 @@ class StaticFiles:
         *,
         index_files: tuple[str, ...] = ("index.html",),
         dev: bool = False,
+        not_content: tuple[str, ...] = NOT_CONTENT,
+        hidden: Callable[[str], bool] | None = None,
     ):
+        """``not_content``: file-name patterns never served (:data:`NOT_CONTENT`).
+        ``hidden``: a test of the *real* path below the root (``"/data/x.db"``) for the
+        places a caller keeps private (a site's ``templates/`` and ``data/``)."""
         # Resolved once: every served path is compared against the real root.
         self.root = os.path.realpath(os.fspath(root))
         if not os.path.isdir(self.root):
             raise NotADirectoryError(f"static root is not a directory: {self.root!r}")
         self.index_files = tuple(index_files)
         self.dev = dev  # refusal pages say why only in development mode
+        self._not_content = (
+            _default_matcher if not_content == NOT_CONTENT else _name_matcher(not_content)
+        )
+        self._hidden = hidden
         self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         # URL path on disk -> (path to stat, st_dev, st_ino, checked real path); see respond.
         self._resolved: dict[str, tuple[str, int, int, str]] = {}
@@ -257,6 +313,9 @@ class StaticFiles:
                     return self._refuse(
                         404, "hidden files (names starting with '.') are not served"
                     )
+            elif self._not_content(segment):
+                return self._refuse(404, f"{segment!r} is not content (settings, backup, "
+                                    "database, log or source)")
 
         candidate = self.root + decoded if decoded != "/" else self.root
         # Fast path: realpath costs one lstat per path component (most of respond's time),
@@ -285,6 +344,9 @@ class StaticFiles:
             return None
         if real != self.root and not real.startswith(self._prefix):
             return self._refuse(404, "the path leads out of the site directory (symlink)")
+        why = self._private(real)
+        if why:
+            return self._refuse(404, why)
         try:
             st = os.stat(real)
         except (OSError, ValueError):
@@ -308,6 +370,8 @@ class StaticFiles:
                     continue
                 if not index_real.startswith(self._prefix) or not stat.S_ISREG(index_st.st_mode):
                     continue
+                if self._private(index_real):
+                    continue
                 self._remember(candidate, index_path, index_st, index_real)
                 return self._file_response(request, index_real, index_st)
             return None  # no listings
@@ -317,6 +381,21 @@ class StaticFiles:
             return None  # "/file.txt/" names a directory that is not there
         self._remember(candidate, candidate, st, real)
         return self._file_response(request, real, st)
+
+    def _private(self, real: str) -> str:
+        """Why the resolved path ``real`` (inside the root) must not be served, or "": it is
+        decided on where the bytes are, not on the URL, so a symlink cannot launder a
+        hidden directory, a settings file or a database into content."""
+        relative = real[len(self.root) :]  # "" for the root, else "/a/b"
+        segments = relative.split("/")[1:]
+        for i, segment in enumerate(segments):
+            if segment.startswith(".") and not (i == 0 and segment == ".well-known"):
+                return "the path resolves into a hidden place (symlink)"
+            if self._not_content(segment):
+                return f"the path resolves to {segment!r}, which is not content"
+        if relative and self._hidden is not None and self._hidden(relative):
+            return "the path resolves into a private part of the site"
+        return ""
 
     def _refuse(self, status: int, why: str) -> Response:
         # The production 404 is the same page as for a missing file: a refusal must not

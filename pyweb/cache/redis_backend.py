@@ -37,6 +37,8 @@ from collections.abc import Callable, Generator
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from pyweb.outage import Outage
+
 from .errors import CacheMismatchError
 from .kinds import Size, WhileUsed
 from .resp import Address, Connection, ReplyError
@@ -218,6 +220,14 @@ class RedisBackend:
         self._down_until = 0.0
         self._down = False
         self._state_lock = threading.Lock()
+        self.outage = Outage(
+            f"cache backend {self.address}",
+            log,
+            failed_what="cache operations (answered as misses)",
+            consequence="caches act as misses until it is back",
+        )
+        """Logs an outage once when it starts (with the error) and once when it ends (with
+        the count of operations it turned into misses): pyweb.outage."""
 
     def __str__(self) -> str:
         return str(self.address)
@@ -304,25 +314,22 @@ class RedisBackend:
             return Connection(self.address, self.timeout)
 
     def _skip(self) -> bool:
-        return self._down and time.monotonic() < self._down_until
+        if self._down and time.monotonic() < self._down_until:
+            self.outage.failed("down")  # counted; logged only when the outage began
+            return True
+        return False
 
     def _failed(self, error: BaseException) -> None:
         with self._state_lock:
-            if not self._down:
-                log.warning(
-                    "cache backend %s unreachable (%s): caches act as misses until it is back",
-                    self.address,
-                    error or type(error).__name__,
-                )
             self._down = True
             self._down_until = time.monotonic() + self.retry_after
+        self.outage.failed(error)
 
     def _recovered(self) -> None:
         if self._down:
             with self._state_lock:
-                if self._down:
-                    self._down = False
-                    log.warning("cache backend %s is reachable again", self.address)
+                self._down = False
+        self.outage.recovered()
 
     def _run(self, steps: Steps, default: Any) -> Any:
         if self._skip():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from pyweb import runtime
+from pyweb.outage import Outage
 from pyweb.quot import Quot
 
 from .driver import Connection, Driver, Url, parse_url
@@ -107,6 +109,9 @@ def make_driver(url: Url) -> Driver:
 # -- a database -----------------------------------------------------------------------------
 
 
+_log = logging.getLogger("pyweb.db")
+
+
 class _Lease:
     """A handle lent to a task: the pool it came from (None inside a transaction)."""
 
@@ -148,6 +153,8 @@ class Database:
         self.schema = os.fspath(schema) if schema is not None else None
         self._schema_done = self.schema is None
         self._runs = RunPools(lambda: PoolSet(self.driver, pools, handles))
+        self.outage = Outage(f"database {self.url}", _log)
+        """Logs an outage once when it starts and once when it ends (pyweb.outage)."""
         # The pool indices this task holds, and its transaction's handle (with its task).
         self._held: ContextVar[tuple[int, ...]] = ContextVar("pyweb_db_held", default=())
         self._tx: ContextVar[tuple[Connection, object] | None] = ContextVar(
@@ -199,13 +206,28 @@ class Database:
         if not self._schema_done:
             await self._ensure_schema(pool_set)
         pool = pool_set.pools[index]
-        lease = _Lease(await pool.acquire(self.timeout), pool)
+        try:
+            lease = _Lease(await pool.acquire(self.timeout), pool)
+        except DbUnavailable as exc:
+            self._unavailable(exc)
+            raise
         token = self._held.set(held + (index,))
         try:
             yield lease
+        except DbUnavailable as exc:
+            self._unavailable(exc)
+            raise
         finally:
             self._held.reset(token)
             pool.release(lease.conn)
+        self.outage.recovered()  # a plain attribute test while the database is up
+
+    def _unavailable(self, exc: DbUnavailable) -> None:
+        # An outage (lost or refused connections) is logged once, not once per request:
+        # the site logs no traceback for these (DbUnavailable.outage). A full pool is load,
+        # not an outage: it is the site's 503 and error log as before.
+        if exc.outage:
+            self.outage.failed(exc)
 
     async def _query(self, lease: _Lease, sql: str, params: Any) -> tuple[_list[str], _list[Any]]:
         """Run a read; once more on a fresh connection if the first one was found lost."""

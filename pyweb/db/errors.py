@@ -72,10 +72,15 @@ class DbUnavailable(DbError):
     """The database cannot serve this request now; pages answer 503 and may retry later."""
 
     http_status = 503
+    outage = True
+    """The database is unreachable: logged once per outage (:mod:`pyweb.outage`), not with a
+    traceback per request."""
 
 
 class PoolTimeout(DbUnavailable):
     """No handle of the pool became free within the timeout (the site is overloaded)."""
+
+    outage = False  # load, not an outage: the database answers, just not soon enough
 
 
 class NestingError(DbError):

@@ -39,6 +39,16 @@ T = TypeVar("T")
 
 _LOST = (asyncpg.exceptions.ConnectionDoesNotExistError, ConnectionError, OSError)
 
+# SQLSTATE classes that say the server or the connection is going away, whatever state the
+# socket is in yet: 08 connection exception, 57P01-57P05 admin/crash shutdown, cannot
+# connect now, idle session timeout... (PostgreSQL Appendix A).
+_GOING_AWAY = ("08", "57P")
+
+
+def _going_away(exc: BaseException) -> bool:
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    return sqlstate.startswith(_GOING_AWAY)
+
 
 class PostgresConnection(Connection):
     def __init__(self, conn: asyncpg.Connection, where: str) -> None:
@@ -70,8 +80,8 @@ class PostgresConnection(Connection):
         try:
             return await runtime.run_asyncio(self._on_loop(make))
         except asyncpg.PostgresError as exc:
-            if self._conn.is_closed():  # e.g. "terminating connection due to administrator
-                self.broken = True  # command": the server closed it
+            if self._conn.is_closed() or _going_away(exc):  # "terminating connection due to
+                self.broken = True  # administrator command": the server is shutting down
                 raise DbUnavailable(
                     f"postgresql ({self._where}): connection lost: {exc}", sql=sql
                 ) from exc
@@ -86,6 +96,14 @@ class PostgresConnection(Connection):
                 database="postgresql",
                 driver_error=exc,
             ) from exc
+        except asyncpg.exceptions.InternalClientError as exc:
+            # The protocol met a message it did not expect: what a connection cut while
+            # PostgreSQL shuts down produces. The handle cannot be trusted again: broken, the
+            # pool closes it when it comes back and opens a fresh one for the next request.
+            self.broken = True
+            raise DbUnavailable(
+                f"postgresql ({self._where}): connection lost: {exc}", sql=sql
+            ) from exc
         except (asyncpg.InterfaceError, *_LOST) as exc:
             if self._conn.is_closed() or isinstance(exc, _LOST):
                 self.broken = True
@@ -95,6 +113,18 @@ class PostgresConnection(Connection):
             raise SqlError(
                 str(exc), sql=sql, params=params, database="postgresql", driver_error=exc
             ) from exc
+        except (SqlError, DbUnavailable):
+            raise
+        except Exception as exc:
+            # Anything else from inside the driver (a protocol state it did not expect):
+            # the handle cannot be trusted again. If the server has closed the connection
+            # it is an outage (503), else a bug worth a 500 with its traceback.
+            self.broken = True
+            if self._conn.is_closed():
+                raise DbUnavailable(
+                    f"postgresql ({self._where}): connection lost: {exc!r}", sql=sql
+                ) from exc
+            raise
 
     async def query(self, sql: str, params: Params) -> tuple[list[str], list[tuple[Any, ...]]]:
         conn = self._conn

@@ -70,14 +70,15 @@ HTTP_VERSION_LOOSE = re.compile(r"HTTP/([0-9]+)(?:\.([0-9]+))?")
 #   obs-text       = %x80-FF
 #   OWS            = *( SP / HTAB )
 #
-# Differences from the ABNF, both shared with h11:
-# * field-vchar also admits the control characters other than NUL, HTAB, LF, VT, FF and
-#   CR (real clients put e.g. \x01 in cookies, as h11 found). NUL, CR and LF are the
-#   dangerous ones (request smuggling, header injection); they are always rejected
-#   (RFC 9110 §5.5 "MUST either reject the message or replace ... with SP").
+# Differences from the ABNF:
+# * none for control characters: RFC 9110 §5.5 lets a recipient reject a field value with
+#   CTLs other than HTAB, and pyweb does (400). h11 admits the CTLs other than NUL, CR and
+#   LF (some clients put \x01 in cookies); pyweb used to follow it, and a
+#   hardening probe then found \x01 accepted where the RFC's grammar has no room for it.
+#   NUL, CR and LF are the dangerous ones (request smuggling, header injection).
 # * obs-fold (a line starting with SP/HTAB continuing the previous one) is not part of
 #   this pattern: RFC 9112 §5.2 lets a server reject it with 400, which pyweb does.
-_FIELD_VCHAR = r"[^\x00\t\n\x0b\x0c\r ]"
+_FIELD_VCHAR = r"[^\x00-\x20\x7f]"  # VCHAR / obs-text: no CTL, no SP, no HTAB
 _FIELD_VALUE = rf"(?:{_FIELD_VCHAR}+(?:[ \t]+{_FIELD_VCHAR}+)*)?"
 _OWS = r"[ \t]*"
 
@@ -122,12 +123,14 @@ DIGITS = re.compile(r"[0-9]+")
 #   chunk-size     = 1*HEXDIG
 #   last-chunk     = 1*("0") [ chunk-ext ] CRLF
 #   chunk-ext      = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
-# pyweb, like h11, reads at most 20 hex digits (more cannot be a sane size), accepts
+#   BWS            = OWS              (RFC 9110 §5.6.3, "bad" whitespace: must be accepted)
+# pyweb, like h11, reads at most 20 hex digits (more cannot be a sane size) and accepts
 # anything after ";" except NUL/CR/LF (extensions are ignored: RFC 9112 §7.1.1 "MUST
-# ignore unrecognized chunk extensions"), and tolerates trailing SP/HTAB. Unlike the
-# ABNF it does not accept whitespace *before* the ";" (neither does h11).
+# ignore unrecognized chunk extensions"). As the ABNF says, BWS *before* the ";" is
+# accepted ("5 ;ext"), and whitespace with no extension after it ("5 ") is not: the
+# grammar has no place for it (h11 does the opposite on both counts).
 # The line is matched as bytes (chunk lines are not decoded); groups: size.
-CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\x00\r\n]*)?[ \t]*")
+CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:[ \t]*;[^\x00\r\n]*)?")
 
 # A LF not preceded by CR: pyweb requires CRLF line endings (see parser.py and
 # docs/protocol.md), and uses this to reject an LF-only head at once instead of waiting

@@ -43,6 +43,7 @@ Decisions (see docs/protocol.md for the full list and the differences from h11):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from operator import methodcaller
 from typing import NoReturn
@@ -701,6 +702,8 @@ FIELD_NAMES = BoundedCache("field names proven to be tokens, to their lower case
 GOOD_HOSTS = BoundedCache("Host values that match the grammar", 1024)
 """A server sees the same few hosts again and again."""
 _SPLIT_COLON = methodcaller("split", ":", 1)
+_CTL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]").search
+"""Control characters that no field line may hold (HTAB, CR and LF are checked apart)."""
 
 
 def _parse_fields(text: str, lines: list[str], crlfs: int, what: str) -> list[tuple[str, str]]:
@@ -712,13 +715,7 @@ def _parse_fields(text: str, lines: list[str], crlfs: int, what: str) -> list[tu
     names come from a cache of known tokens, and OWS is stripped with ``str.strip``.
     Everything else (new names, errors) goes through the regex in ``_fields_slow``.
     """
-    if (
-        text.count("\r") != crlfs
-        or text.count("\n") != crlfs
-        or "\x00" in text
-        or "\x0b" in text
-        or "\x0c" in text
-    ):
+    if text.count("\r") != crlfs or text.count("\n") != crlfs or _CTL(text):
         return _fields_slow(lines, what)
     cache = FIELD_NAMES
     try:
@@ -765,5 +762,12 @@ def _explain_field_line(line: str, what: str) -> NoReturn:
         if ch in value:
             raise BadRequest(f"{what} field {name!r} contains {desc} (RFC 9110 §5.5)",
                              offending=line)
+    control = _CTL(value)
+    if control:
+        raise BadRequest(
+            f"{what} field {name!r} contains the control character "
+            f"U+{ord(control.group()):04X} (RFC 9110 §5.5: only HTAB is allowed)",
+            offending=line,
+        )
     raise BadRequest(f"invalid character in {what} field {name!r}: {value[:60]!r}",
                      offending=line)

@@ -25,6 +25,8 @@ Use::
 
 from __future__ import annotations
 
+import math
+import random
 import socket
 from typing import TYPE_CHECKING, Any
 
@@ -34,11 +36,14 @@ from pyweb.events import Latch, Multicast
 from pyweb.handler import Context, Handler
 from pyweb.protocol.response import Response
 
+from .budget import BUDGET, give_big_buffers_back
 from .config import ServerConfig, settings
 from .connection import Connection
 from .context import RequestContext
 from .control import RELOAD, SHUTDOWN
+from .proxy import TrustedProxies
 from .schedulers import Scheduler, make_scheduler
+from .slots import Slots
 
 if TYPE_CHECKING:
     from .logging import ServerLog
@@ -60,7 +65,17 @@ class Server:
         """Requests handed to the handler so far (counted only with ``max_requests``)."""
         self.recycled = False
         """True when :meth:`shutdown` came from ``max_requests`` (the worker is recycled)."""
+        self._recycle_at: int | None = None
+        self._recycle_base: tuple[int, int] | None = None
+        self.closing_since = math.inf
+        """trio time of :meth:`shutdown` (idle connections get ``close_grace`` from it)."""
         self.handler: Handler = self._layers(config, handler)
+        BUDGET.limit = config.max_body_memory  # process-wide (budget.py)
+        give_big_buffers_back()  # freed bodies go back to the system (budget.py)
+        self.slots = Slots(config)
+        """Who holds the connection slots (slots.py: idle first out, fast 503)."""
+        self.proxies = self._proxies(config)
+        """The trusted reverse proxies (``--proxy-headers``), or None: :mod:`.proxy`."""
         self.site_handler: Handler = handler
         """The handler as given (a Site): it may draw the error pages (:meth:`error_page`)."""
         self.scheduler: Scheduler = make_scheduler(
@@ -139,10 +154,16 @@ class Server:
         for name in ignored:
             setattr(config, name, getattr(self.config, name))
         self.handler = self._layers(config, handler)
+        self.proxies = self._proxies(config)
+        BUDGET.limit = config.max_body_memory
         self.site_handler = handler
         self.config = config
         self.broadcast.send(RELOAD)  # open connections keep their settings (control.py)
         return ignored
+
+    @staticmethod
+    def _proxies(config: ServerConfig) -> TrustedProxies | None:
+        return TrustedProxies(config.forwarded_allow_ips) if config.proxy_headers else None
 
     def _layers(self, config: ServerConfig, handler: Handler) -> Handler:
         """The site's handler with the server's own layers around it: the status page
@@ -154,9 +175,20 @@ class Server:
                 self.status = StatusHandler(handler, self, config.status_token)
             self.status.inner, self.status.token = handler, config.status_token
             handler = self.status
+        from .status import guard_operator_pages
+
+        handler = guard_operator_pages(handler, self)
         if config.max_requests is None:
             return handler
-        limit = config.max_requests
+        jitter = config.max_requests_jitter
+        if jitter is None:
+            jitter = config.max_requests // 10
+        if self._recycle_at is None or self._recycle_base != (config.max_requests, jitter):
+            # Drawn once per process (a reload keeps it): workers started together recycle
+            # at different times, so they are never all draining at once.
+            self._recycle_base = (config.max_requests, jitter)
+            self._recycle_at = config.max_requests + random.randint(0, jitter)
+        limit = self._recycle_at
 
         async def counted(ctx: Context) -> Response:
             # --max-requests: the request that reaches the limit is served, its reply says
@@ -194,6 +226,7 @@ class Server:
         if self.closing:
             return
         self.closing = True
+        self.closing_since = trio.current_time()
         # One message wakes every waiter: the accept loops stop, idle connections close,
         # serve() starts waiting for the busy ones (control.py).
         self.broadcast.send(SHUTDOWN)

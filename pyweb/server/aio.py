@@ -103,12 +103,13 @@ class AsyncioServer:
 class AioContext:
     """One request on the asyncio server: the handler contract (:class:`pyweb.handler.Context`)."""
 
-    __slots__ = ("request", "peer", "dev", "received_at", "alloc", "_conn", "_continue_sent",
-                 "body_done")  # fmt: skip
+    __slots__ = ("request", "peer", "scheme", "dev", "received_at", "alloc", "_conn",
+                 "_continue_sent", "body_done")  # fmt: skip
 
     def __init__(self, conn: HttpProtocol, request: Request) -> None:
         self.request = request
         self.peer = conn.peer
+        self.scheme = "http"  # (no proxy headers on this server yet)
         self.dev = conn.config.dev
         self.received_at = time.time()
         self.alloc: tuple[int, int] | None = None
@@ -116,7 +117,12 @@ class AioContext:
         self._continue_sent = False
         self.body_done = False
 
-    async def body(self) -> bytes:
+    @property
+    def server_port(self) -> int:
+        return self._conn.server.port
+
+    async def body(self, copies: int = 1) -> bytes:
+        # (no body budget on this server yet: ``copies`` is accepted for the contract)
         return b"".join([piece async for piece in self.stream()])
 
     async def stream(self) -> AsyncIterator[bytes]:

@@ -11,12 +11,20 @@ everything about a body lives here:
   a handler that refuses an upload from its headers alone never makes the client send it;
 * **after the reply** (:meth:`settle`, then :meth:`drain`): a body the handler did not read
   is thrown away so the connection can serve its next request, when that is cheap (what is
-  already buffered, or a short Content-Length body: :data:`DRAIN_LIMIT`); otherwise the
-  reply says ``Connection: close``.
+  already buffered, or a short Content-Length body: :data:`DRAIN_LIMIT`, for at most
+  :data:`DRAIN_TIME`); otherwise the reply says ``Connection: close``;
+* **under a budget**: the whole body has a deadline, ``body_timeout`` from the first wait
+  plus a second per ``body_min_rate`` bytes received, so a body trickled in (a byte every
+  few seconds, a chunked body that never ends) is a 408 however steadily each byte comes;
+  and :meth:`read` holds the bytes once (in a ``BytesIO`` whose buffer becomes the result)
+  and counts them against the process's ``max_body_memory`` (``budget.py``: 503 when they
+  do not fit, before anything is read when ``Content-Length`` says so).
 """
 
 from __future__ import annotations
 
+import io
+import math
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -27,12 +35,16 @@ from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, Data, EndOfMessage, Request
 from pyweb.protocol.response import CONTINUE_100
 
+from .budget import BUDGET
 from .recvbuf import receive
 
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["RequestBody", "DRAIN_LIMIT"]
+__all__ = ["RequestBody", "DRAIN_LIMIT", "DRAIN_TIME"]
+
+DRAIN_TIME = 1.0
+"""Seconds an unread body is drained after its reply at most (then the connection closes)."""
 
 DRAIN_LIMIT = 64 * 1024
 """A request body the handler did not read is read and thrown away after the reply, so the
@@ -45,21 +57,56 @@ reading an unbounded body just to keep a connection is a waste (and a client wai
 class RequestBody:
     """The body of one request on one connection (empty when the request has none)."""
 
-    __slots__ = ("connection", "request", "done", "continue_sent", "must_drain")
+    __slots__ = (
+        "connection", "request", "done", "continue_sent", "must_drain", "started", "received",
+        "until",
+    )  # fmt: skip
 
     def __init__(self, connection: Connection, request: Request) -> None:
         self.connection = connection
         self.request = request
+        self.started = -1.0
+        """trio time of the first wait for body bytes (the deadline counts from it)."""
+        self.received = 0
+        self.until = math.inf
+        """A cap on the deadline (the brief drain after the reply)."""
         self.done = False
         """True once the body has been read to its end (by the handler or the server)."""
         self.continue_sent = False
         self.must_drain = False
         """Set by :meth:`settle`: the unread rest is read and dropped after the reply."""
 
-    async def read(self) -> bytes:
+    async def read(self, copies: int = 1) -> bytes:
         """The whole body (de-chunked). Raises :class:`~pyweb.protocol.BodyTooLarge` past
-        ``Limits.max_body``, a 408 ProtocolError when it stops arriving."""
-        return b"".join([piece async for piece in self.stream()])
+        ``Limits.max_body``, a 408 ProtocolError when it stops arriving or is too slow, a
+        503 one when it does not fit ``max_body_memory`` (``copies`` times: a multipart
+        form is parsed into a copy of its files)."""
+        declared = self.request.content_length
+        if declared is not None:
+            self._reserve(declared * copies)  # refused before a byte of it is read
+        out = io.BytesIO()  # getvalue() hands its buffer over: the bytes are held once
+        async for piece in self.stream():
+            if declared is None:
+                self._reserve(len(piece) * copies)
+            out.write(piece)
+        return out.getvalue()
+
+    def _reserve(self, n: int) -> None:
+        if not BUDGET.reserve(n):
+            raise ProtocolError(
+                f"the server holds as many request bodies as max_body_memory allows "
+                f"({BUDGET.limit} bytes); try again soon",
+                status=503,
+            )
+        self.connection.reserved += n  # given back when the handler is done (Connection)
+
+    def deadline(self) -> float:
+        """When the whole body must have arrived (trio time)."""
+        config = self.connection.config
+        if self.started < 0:
+            self.started = trio.current_time()
+        deadline = self.started + config.body_timeout + self.received / config.body_min_rate
+        return min(deadline, self.until)
 
     async def stream(self) -> AsyncIterator[bytes]:
         """The body piece by piece, as it arrives (for uploads too large to hold)."""
@@ -73,6 +120,7 @@ class RequestBody:
                     await self.connection.replies.send_all(CONTINUE_100)
                 await self._receive()
             elif type(event) is Data:
+                self.received += len(event.data)
                 yield event.data
             elif type(event) is EndOfMessage:
                 self.done = True
@@ -80,7 +128,8 @@ class RequestBody:
                 raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
 
     async def _receive(self) -> None:
-        """Wait (at most ``body_timeout``) for more of the body and feed it to the parser."""
+        """Wait for more of the body and feed it to the parser: each wait at most
+        ``body_timeout``, and never past the whole body's :meth:`deadline` (408)."""
         connection = self.connection
         body_timeout = connection.config.body_timeout
         watch = connection.watch
@@ -91,7 +140,14 @@ class RequestBody:
                 receive(connection.fd, connection.parser)
                 break
             except BlockingIOError:
-                if await select(readable_evt(connection.sock), wrap(timeout(body_timeout), _true)):
+                left = self.deadline() - trio.current_time()
+                if left <= 0:
+                    raise ProtocolError(
+                        f"the request body was too slow: body_timeout ({body_timeout:g} s) "
+                        "plus a second per body_min_rate bytes has passed",
+                        status=408,
+                    ) from None
+                if await self._wait(min(body_timeout, left)) and left > body_timeout:
                     raise ProtocolError(
                         f"the request body stopped arriving for {body_timeout:g} s", status=408
                     ) from None
@@ -100,6 +156,24 @@ class RequestBody:
         # A large upload whose bytes keep arriving would otherwise never let other
         # connections run (receive only yields when it has to wait).
         await trio.lowlevel.checkpoint()
+
+    async def _wait(self, wait: float) -> bool:
+        """One wait for body bytes, at most ``wait`` seconds: True if it timed out. While it
+        waits the connection may be closed for a newcomer when the server is full
+        (slots.py): then a 408."""
+        connection = self.connection
+        slots = connection.server.slots
+        slots.waiting(connection, stalled_body=True)
+        try:
+            return bool(await select(readable_evt(connection.sock), wrap(timeout(wait), _true)))
+        except trio.ClosedResourceError:
+            if connection.evicted:
+                raise ProtocolError(
+                    "the request body was too slow while the server was full", status=408
+                ) from None
+            raise
+        finally:
+            slots.working(connection)
 
     def settle(self, keep_alive: bool) -> bool:
         """After the handler: drop what is already buffered of an unread body, and decide
@@ -133,6 +207,9 @@ class RequestBody:
         """After the reply, when :meth:`settle` said so: read and drop the unread rest.
         False when that failed (too slow, malformed): the connection closes, no second
         reply."""
+        if not self.must_drain:
+            return True
+        self.until = trio.current_time() + DRAIN_TIME  # briefly: then the connection closes
         try:
             async for _ in self.stream():
                 pass

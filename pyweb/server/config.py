@@ -224,10 +224,24 @@ class ServerConfig:
     )
     """Idle time allowed between two requests on a persistent connection (then close)."""
     body_timeout: float = setting(
-        30.0, "seconds to wait for more of a body (default: {default:g})", parse=seconds,
-        metavar="S",
+        30.0, "seconds to wait for more of a body, and for a whole body plus a second per "
+        "--body-min-rate bytes (default: {default:g})", parse=seconds, metavar="S",
     )  # fmt: skip
-    """Longest wait for the next piece of a request body while the handler reads it."""
+    """Longest wait for the next piece of a request body while the handler reads it, and
+    the time a whole body may take (plus one second per ``body_min_rate`` bytes): a body
+    trickled in forever ends in 408."""
+    body_min_rate: int = setting(
+        64 * 1024, "bytes per second that extend a body's deadline (default: {default})",
+        parse=positive_int, metavar="BYTES",
+    )  # fmt: skip
+    """Bytes per second that extend a body's deadline beyond ``body_timeout`` (a 16 MB
+    upload gets 30 s + 256 s; one byte every 5 s gets 30 s)."""
+    max_body_memory: int = setting(
+        256 * 1024 * 1024, "bytes of request bodies held at once by the process; a body "
+        "that does not fit gets 503 (default: {default})", parse=positive_int, metavar="BYTES",
+    )  # fmt: skip
+    """Bytes of request bodies held in memory at once by the whole process (the forms
+    being read); a body that does not fit is refused with 503 (:mod:`.budget`)."""
     send_timeout: float = setting(
         30.0, "seconds to wait for a client to read (default: {default:g})", parse=seconds,
         metavar="S",
@@ -244,12 +258,36 @@ class ServerConfig:
     page is stopped and the client gets a 503 saying it took too long. Long polls and
     streams opt out (docs/pages.md)."""
     max_connections: int = setting(
-        1000, "connections served at once (default: {default})", parse=positive_int,
-        metavar="N",
+        1000, "connections served at once; at the limit an idle one makes room, else a "
+        "fast 503 (default: {default})", parse=positive_int, metavar="N",
     )  # fmt: skip
-    """Connections served at once; further clients wait in the kernel's listen backlog."""
-    backlog: int = 128
-    """The listen backlog (Hop §3.3.2 found mid-range values such as 128 best)."""
+    """Connections served at once. At the limit a newcomer takes the slot of the connection
+    idle longest (then of the slowest head or body); when every slot has a request in
+    progress it gets a fast 503 (:mod:`pyweb.server.slots`)."""
+    max_streams: int = setting(
+        1000, "long-polls, event streams and streamed replies served at once, apart from "
+        "--max-connections (default: {default})", parse=positive_int, metavar="N",
+    )  # fmt: skip
+    """Requests in a long wait (a page waiting on ``client_gone_evt()``: long-polls,
+    server-sent events; streamed replies), counted apart from ``max_connections``."""
+    max_connections_per_client: int | None = setting(
+        None, "connections one client address may hold, else 503 (default: no limit; "
+        "behind a proxy every client is the proxy)", parse=positive_int, metavar="N",
+    )  # fmt: skip
+    """Connections one client address may hold (None: no limit). For a site without a
+    proxy in front; behind one, every client is the proxy."""
+    first_byte_timeout: float = setting(
+        5.0, "seconds a new connection may stay silent (default: {default:g})",
+        parse=seconds, metavar="S",
+    )  # fmt: skip
+    """How long a new connection may stay silent before its first byte (then it is closed;
+    the header timeout starts with that byte)."""
+    backlog: int = 1024
+    """The listen backlog. Hop §3.3.2 found mid-range values such as 128 best for
+    throughput; under a flood of connections (2,000 opened in a second) a short queue
+    overflows and the kernel drops a normal client's SYN, which costs it a 1 s
+    retransmission, so pyweb takes nginx's side (511) and rounds up. The kernel caps it at
+    ``net.core.somaxconn``."""
     access_log_format: str = setting(
         "combined",
         "combined (Apache's Combined Log Format), timed (the same line, then "
@@ -307,6 +345,46 @@ class ServerConfig:
     listen_fd: int | None = setting(None, "", parse=int, in_file=False, restart=True)
     """Serve on this already listening socket (a worker under ``--workers``) instead of
     binding ``host:port``."""
+    max_requests_jitter: int | None = setting(
+        None, "with --max-requests: a worker recycles after N + a random 0..J more "
+        "(default: a tenth of N)", parse=int, metavar="J",
+    )  # fmt: skip
+    """A worker recycles after ``max_requests`` plus a random 0..jitter more, so workers
+    started together do not all recycle at once (gunicorn's name). ``None``: a tenth of
+    ``max_requests``."""
+    keepalive_requests: int = setting(
+        1000, "requests on one keep-alive connection, then Connection: close "
+        "(default: {default})", parse=positive_int, metavar="N",
+    )  # fmt: skip
+    """Requests served on one keep-alive connection; the last one's reply says
+    ``Connection: close`` (nginx's ``keepalive_requests``). Clients reconnect now and
+    then, so a worker that replaced a crashed one gets its share of them."""
+    keepalive_time: float = setting(
+        3600.0, "seconds a keep-alive connection may live (default: {default:g})",
+        parse=seconds, metavar="S",
+    )  # fmt: skip
+    """Seconds a keep-alive connection may live; the first reply after it says close
+    (nginx's ``keepalive_time``)."""
+    close_grace: float = setting(
+        1.0, "seconds an idle keep-alive connection is still served after a shutdown or "
+        "recycle begins (default: {default:g})", parse=float, metavar="S",
+    )  # fmt: skip
+    """On a graceful shutdown or a recycle, how long an idle keep-alive connection is still
+    watched for a next request (answered with ``Connection: close``) before it is closed:
+    a request already on its way is answered instead of reset."""
+    proxy_headers: bool = setting(
+        True, "believe X-Forwarded-For/-Proto from --forwarded-allow-ips (on by default; "
+        "false in pyweb.toml turns it off)",
+    )  # fmt: skip
+    """Believe ``X-Forwarded-For``/``-Proto`` on connections from ``forwarded_allow_ips``:
+    the client's address becomes ``conn.peer`` and the access log's host, the scheme
+    ``conn.scheme`` (:mod:`pyweb.server.proxy`)."""
+    forwarded_allow_ips: str = setting(
+        "127.0.0.1", "the trusted proxies: addresses or networks, comma-separated, * for "
+        "any (default: {default})", metavar="IPS",
+    )  # fmt: skip
+    """The proxies whose forwarding fields are believed: addresses or networks,
+    comma-separated, ``"*"`` for any (uvicorn's name and default)."""
     strict_regions: bool = setting(
         False,
         "a page that changes a library module's global fails with 500 (default: a "
@@ -402,13 +480,32 @@ class ServerConfig:
             raise ValueError(f"pool_size must be at least 1, got {self.pool_size}")
         if self.max_requests is not None and self.max_requests < 1:
             raise ValueError(f"max_requests must be at least 1, got {self.max_requests}")
-        if self.max_connections < 1:
-            raise ValueError(f"max_connections must be at least 1, got {self.max_connections}")
+        self._check_hardening()
         timeouts = ("header_timeout", "keepalive_timeout", "body_timeout", "send_timeout")
-        for name in (*timeouts, "page_timeout"):
+        for name in (*timeouts, "page_timeout", "keepalive_time", "first_byte_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be a positive number of seconds")
         if self.max_body is not None and self.max_body != self.limits.max_body:
             self.limits = dataclasses.replace(self.limits, max_body=self.max_body)
         if self.status_token is not None:
             self.status = True
+
+    def _check_hardening(self) -> None:
+        """The limits against slow clients, floods and big bodies (docs/production.md,
+        "Limits and attacks"): each a ValueError naming the setting."""
+        at_least_one = (
+            "max_connections", "max_streams", "keepalive_requests", "body_min_rate",
+            "max_body_memory",
+        )  # fmt: skip
+        for name in at_least_one:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("max_connections_per_client", "max_requests_jitter"):
+            value = getattr(self, name)
+            if value is not None and value < (1 if name == "max_connections_per_client" else 0):
+                raise ValueError(f"{name} is too small: {value}")
+        if not self.close_grace >= 0:
+            raise ValueError("close_grace must be zero or a positive number of seconds")
+        from .proxy import TrustedProxies
+
+        TrustedProxies(self.forwarded_allow_ips)  # raises ValueError naming a bad entry

@@ -79,11 +79,13 @@ from pyweb.protocol.response import Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
 from .body import DRAIN_LIMIT
+from .budget import BUDGET
 from .context import RequestContext
 from .control import SHUTDOWN
 from .gone import ClientWatch
 from .listener import close_socket
 from .logging import AccessRecord
+from .proxy import peer_host
 from .recvbuf import receive
 from .reply import Replies, ReplyAborted, request_line
 from .websocket import run_session
@@ -118,7 +120,8 @@ class Connection:
 
     __slots__ = (
         "server", "config", "sock", "fd", "peer", "parser", "deadline", "phase", "handler",
-        "log", "port", "request_evt", "fresh", "watch", "replies",
+        "log", "port", "request_evt", "fresh", "watch", "replies", "via_proxy", "served",
+        "opened_at", "evicted", "in_stream_budget", "reserved", "client",
     )  # fmt: skip
 
     def __init__(self, server: Server, sock: socket.socket, peer: str) -> None:
@@ -146,6 +149,25 @@ class Connection:
         """No request has been read yet (graceful shutdown waits for the first one)."""
         self.watch: ClientWatch | None = None
         """Watches for the client leaving, once a handler asks (``ctx.client_gone_evt()``)."""
+        proxies = server.proxies
+        self.via_proxy = (
+            proxies.trusts if proxies is not None and proxies.trusts(peer_host(peer)) else None
+        )
+        """Set when the peer is a trusted reverse proxy (each request names its client,
+        proxy.py): the test of the further proxies named in ``X-Forwarded-For``."""
+        self.client = peer
+        """The current request's client: the peer, or who a trusted proxy says it is
+        (set by RequestContext; the access log shows it)."""
+        self.served = 0
+        """Requests read on this connection (``keepalive_requests``)."""
+        self.opened_at = time.time()
+        """When the connection was accepted (``keepalive_time``)."""
+        self.evicted = False
+        """Closed by :class:`~.slots.Slots` to make room for a newcomer (it was waiting)."""
+        self.in_stream_budget = False
+        """The request is in a long wait, counted against ``max_streams`` (slots.py)."""
+        self.reserved = 0
+        """Bytes of the process's body budget the current request holds (budget.py)."""
 
     # ---------------------------------------------------------------- life of a connection
 
@@ -166,6 +188,7 @@ class Connection:
         except Exception as exc:  # a bug in the server itself: log it, keep serving others
             self.log.error(f"internal error on connection from {self.peer}", exc=exc)
         finally:
+            self.release_body()
             server.connections.discard(self)
             if self.port is not None:
                 self.port.close()
@@ -190,7 +213,7 @@ class Connection:
             if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
                 return await self.websocket(request, response, ctx.received_at)
             body = ctx.request_body
-            keep_alive = body.settle(request.keep_alive and not self.server.closing)
+            keep_alive = body.settle(self.may_keep_alive(request))
             try:
                 status, sent, keep_alive = await self.replies.send(request, response, keep_alive)
             except ReplyAborted as abort:  # a stream that broke: the client sees it cut
@@ -203,6 +226,32 @@ class Connection:
                 self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
             if not keep_alive or (body.must_drain and not await body.drain()):
                 return
+
+    def may_keep_alive(self, request: Request) -> bool:
+        """Whether the connection may stay open after this request: the client asks for
+        it, the server is not stopping, and the connection has not served
+        ``keepalive_requests`` requests or lived ``keepalive_time`` (nginx's two limits:
+        clients reconnect now and then, so a new worker gets its share of them)."""
+        self.served += 1
+        config = self.config
+        return (
+            request.keep_alive
+            and not self.server.closing
+            and self.served < config.keepalive_requests
+            and time.time() - self.opened_at < config.keepalive_time
+        )
+
+    def release_body(self) -> None:
+        """The request's body is no longer held: its bytes leave the budget (budget.py)."""
+        if self.reserved:
+            BUDGET.release(self.reserved)
+            self.reserved = 0
+
+    def evict(self) -> None:
+        """Close this waiting connection to make room for a newcomer (slots.py): its wait
+        ends with ClosedResourceError; the connection loop then closes the socket."""
+        self.evicted = True
+        trio.lowlevel.notify_closing(self.sock)
 
     # ------------------------------------------------------------- reading a request head
 
@@ -246,8 +295,10 @@ class Connection:
     def _patience(self) -> float:
         """How long this wait may last: the keep-alive timeout between requests, the
         header timeout for a head under way or a new connection's first request."""
-        if self.phase == HEAD or self.fresh:
+        if self.phase == HEAD:
             return self.config.header_timeout
+        if self.fresh:  # a new connection that has sent nothing yet (slots.py)
+            return self.config.first_byte_timeout
         return self.config.keepalive_timeout
 
     def _deadline_evt(self) -> Event[None]:
@@ -263,7 +314,11 @@ class Connection:
         # would reset a request already on its way), so it gets the header timeout.
         idle = self.phase == IDLE and not self.fresh
         if idle and self.server.closing:
-            return False
+            # Graceful shutdown or a recycle: a keep-alive client may have sent its next
+            # request already (it is on the wire). Closing now would reset it; watch the
+            # connection a moment longer instead and answer it with Connection: close.
+            if not self._grace():
+                return False
         evt = self.request_evt
         if evt is None:
             # First wait of this connection: subscribe to the broadcast, then build the
@@ -274,18 +329,36 @@ class Connection:
                 wrap(guard(self._deadline_evt), _timed_out),
                 port.recv_evt(),
             )
-        while True:
-            what = await sync(evt)
-            if what is None:
-                return True
-            if what is _TIMED_OUT:
-                if self.phase == IDLE:
+        slots = self.server.slots
+        slots.waiting(self)
+        try:
+            while True:
+                what = await sync(evt)
+                if what is None:
+                    return True
+                if what is _TIMED_OUT:
+                    if self.phase == IDLE:
+                        return False
+                    raise _TimedOut
+                if what == SHUTDOWN and idle and not self._grace():
                     return False
-                raise _TimedOut
-            if what == SHUTDOWN and idle:
-                return False
-            # RELOAD, or SHUTDOWN half-way through a head: finish the request (its reply
-            # will say Connection: close, since server.closing is set).
+                # RELOAD, or SHUTDOWN half-way through a head: finish the request (its
+                # reply will say Connection: close, since server.closing is set).
+        except trio.ClosedResourceError:
+            if self.evicted:
+                return False  # another client needed the slot; nothing was in progress
+            raise
+        finally:
+            slots.working(self)
+
+    def _grace(self) -> bool:
+        """Shorten an idle wait to the server's ``close_grace`` after its shutdown began;
+        False when that is already over (close now)."""
+        end = self.server.closing_since + self.config.close_grace
+        if trio.current_time() >= end:
+            return False
+        self.deadline = min(self.deadline, end)
+        return True
 
     # --------------------------------------------------------------------- the handler
 
@@ -299,6 +372,8 @@ class Connection:
                 raise TypeError(
                     f"a handler must return a pyweb Response, not {type(response).__name__}"
                 )
+            if hasattr(response.body, "__aiter__"):  # a streamed reply: its own budget
+                self.server.slots.to_streams(self)
             return response
         except ProtocolError:
             raise
@@ -307,13 +382,23 @@ class Connection:
                 f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
             )
             return self.error_page(500, detail=str(exc), exc=exc)
+        finally:
+            self.release_body()  # the page is done with its body: out of the budget
 
     async def websocket(
         self, request: Request, upgrade: WebSocketUpgrade, received_at: float
     ) -> None:
-        """The handler accepted a WebSocket: log the ``101``, then the session has the
-        connection to itself until it closes (:mod:`pyweb.server.websocket`)."""
+        """The handler accepted a WebSocket. Like a long-poll it is a long wait, so it
+        moves to the stream budget (a 503 when that is full: it never takes a request
+        slot); the ``101`` is logged, then the session has the connection to itself until
+        it closes (:mod:`pyweb.server.websocket`). Its end releases the budget."""
         self.stop_watching()
+        if not self.server.slots.to_streams(self):
+            page = self.error_page(503, detail="every stream place is taken (max_streams)")
+            status, sent, _ = await self.replies.send(request, page, False)
+            if self.server.access_enabled:
+                self.log_access(request, status, sent, received_at)
+            return
         if self.server.access_enabled:
             self.log_access(request, 101, 0, received_at)
         await run_session(self, request, upgrade)
@@ -322,13 +407,19 @@ class Connection:
         """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
         if self.watch is None:
             self.watch = ClientWatch(self.sock)
+            # A page that waits for the client to leave is a long-poll or a stream: its
+            # own budget, not a request slot (slots.py).
+            self.server.slots.to_streams(self)
         return self.watch
 
     def stop_watching(self) -> None:
-        """The reply is out: nobody waits for this request's client to hang up any more."""
+        """The reply is out: nobody waits for this request's client to hang up any more,
+        and a long-poll or a stream is back among the ordinary slots (slots.py)."""
         if self.watch is not None:
             self.watch.stop()
             self.watch = None
+        if self.in_stream_budget:
+            self.server.slots.from_streams(self)
 
     # ------------------------------------------------------------------------------- errors
 
@@ -382,7 +473,7 @@ class Connection:
             method = target = version = "-"
         self.log.access(
             AccessRecord(  # positional: the field order of AccessRecord
-                self.peer,
+                self.client,
                 received_at,
                 method,
                 target,

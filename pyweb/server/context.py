@@ -18,6 +18,7 @@ from pyweb.events import Event
 from pyweb.protocol.messages import Request
 
 from .body import RequestBody
+from .proxy import forwarded
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -29,12 +30,21 @@ class RequestContext:
     """One request as a handler sees it: ``await handler(ctx) -> Response``. The server's
     side of the handler contract, :class:`pyweb.handler.Context`."""
 
-    __slots__ = ("request", "peer", "dev", "received_at", "alloc", "request_body", "_connection")
+    __slots__ = (
+        "request", "peer", "scheme", "dev", "received_at", "alloc", "request_body",
+        "_connection",
+    )  # fmt: skip
 
     def __init__(self, connection: Connection, request: Request) -> None:
         self.request = request
         self.peer = connection.peer
-        """The client's address, ``"host:port"``."""
+        """The client's address, ``"host:port"`` (behind a trusted proxy, the client it
+        names in ``X-Forwarded-For``, with port 0: :mod:`pyweb.server.proxy`)."""
+        self.scheme = "http"
+        """``"http"``, or what a trusted proxy's ``X-Forwarded-Proto`` says."""
+        if connection.via_proxy is not None:  # the client behind the proxy, and its scheme
+            self.peer, self.scheme = forwarded(request.headers, self.peer, connection.via_proxy)
+            connection.client = self.peer  # (the access log names it)
         self.dev = connection.config.dev
         """Development mode: error pages may show tracebacks (the connection's setting)."""
         self.received_at = time.time()
@@ -47,11 +57,19 @@ class RequestContext:
         """The body, read on demand (``server/body.py``)."""
         self._connection = connection
 
-    async def body(self) -> bytes:
+    @property
+    def server_port(self) -> int:
+        """The port this server listens on (never taken from the client's ``Host``)."""
+        return self._connection.server.port
+
+    async def body(self, copies: int = 1) -> bytes:
         """The whole request body (de-chunked). Sends ``100 Continue`` first when the client
         waits for it. Raises :class:`~pyweb.protocol.BodyTooLarge` past ``Limits.max_body``;
-        a body that stops arriving for ``body_timeout`` seconds ends the connection (408)."""
-        return await self.request_body.read()
+        a body that stops arriving for ``body_timeout`` seconds, or is slower in all than
+        its deadline, ends the connection (408); one that does not fit the process's
+        ``max_body_memory`` (``copies`` times: how often the caller will hold it) is refused
+        (503, before it is read when its length is known)."""
+        return await self.request_body.read(copies)
 
     def stream(self) -> AsyncIterator[bytes]:
         """The request body piece by piece, as it arrives (for uploads too large to hold)."""

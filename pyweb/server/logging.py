@@ -141,6 +141,9 @@ def _host(peer: str) -> str:
 
 
 ACCESS_FORMATS = ("combined", "timed", "alloc")
+
+REPEAT_WINDOW = 60.0
+"""Seconds during which an identical traceback is counted instead of written again."""
 """``combined``: Apache's Combined Log Format. ``timed``: the same line followed by
 ``rt=SECONDS worker=N`` (the request's duration, and which ``--workers`` process served
 it, ``-`` without workers), for finding slow pages and a misbehaving worker. ``alloc``: the
@@ -367,6 +370,8 @@ class ServerLog:
         self._reported_full = 0
         self._reopen_requested = False
         self._closed = False
+        self._repeats: dict[str, list] = {}
+        """Traceback text -> [when written, repeats since, summaries written, its message]."""
 
     # -- called by connections: never block, never raise --
 
@@ -395,12 +400,44 @@ class ServerLog:
             self.dropped_full += 1
             return
         try:
-            entry = _ErrorEntry(
-                format_error(message, request_line=request_line, exc=exc, level=level)
-            )
+            tb = "".join(traceback.format_exception(exc)) if exc is not None else ""
+            if tb and not self._first_of_kind(tb, message):
+                return  # the same traceback again: counted, summarised (see _repeats)
+            text = format_error(message, request_line=request_line, level=level) + tb
         except Exception:
             return  # an exception whose traceback cannot be formatted: never raise here
-        self._mailbox.send(entry)
+        self._mailbox.send(_ErrorEntry(text))
+
+    def _first_of_kind(self, tb: str, message: str) -> bool:
+        """Whether a traceback is to be written in full: the first of its kind in
+        :data:`REPEAT_WINDOW` seconds. A repeat is counted, and at 10, 100, 1,000... repeats
+        one line says so; the count of the window is given with the next full copy. A page
+        that fails the same way 20,000 times writes a handful of lines, not 20,000
+        tracebacks."""
+        now = time.monotonic()
+        seen = self._repeats.get(tb)
+        if seen is None or now - seen[0] >= REPEAT_WINDOW:
+            if seen is not None and seen[1]:
+                self._summary(seen)
+            if len(self._repeats) >= 256:
+                self._repeats.clear()
+            self._repeats[tb] = [now, 0, 0, message.split(" [from ", 1)[0]]
+            return True
+        seen[1] += 1
+        if seen[1] >= 10 ** (seen[2] + 1):
+            seen[2] += 1
+            self._summary(seen, so_far=True)
+        return False
+
+    def _summary(self, seen: list, so_far: bool = False) -> None:
+        first = seen[3]
+        what = "so far" if so_far else "in all"
+        line = format_error(
+            f"the same error as at {log_time(time.time() - (time.monotonic() - seen[0]))} "
+            f"({first}) repeated {seen[1]:,} times {what}; its traceback is shown once a "
+            f"{REPEAT_WINDOW:g} s"
+        )
+        self._mailbox.send(_ErrorEntry(line))
 
     def reopen(self) -> None:
         """Reopen the log files before the next write (after log rotation; SIGUSR1)."""
@@ -409,6 +446,10 @@ class ServerLog:
     def close(self) -> None:
         """Stop accepting records; :meth:`run` writes what is queued, then returns."""
         if not self._closed:
+            for seen in self._repeats.values():
+                if seen[1] and self._error is not None:
+                    self._summary(seen)
+            self._repeats.clear()
             self._closed = True
             self._mailbox.send(_CLOSE)  # past the bound: it must get through
 

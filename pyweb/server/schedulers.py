@@ -25,9 +25,11 @@ is a plain call and needs no method here.
   connection at a time. Unrealistic for production, perfect for stepping through a request
   in a debugger.
 
-The connection limit (Marlow's server caps its connections too) is a semaphore taken
-*before* ``accept``: at the limit the scheduler stops accepting, and new clients wait in the
-kernel's listen backlog instead of getting a task each.
+The connection limit (Marlow's server caps its connections too) is kept by
+:class:`~pyweb.server.slots.Slots`: the one-to-one scheduler always accepts, and a newcomer
+at the limit takes the slot of a connection that is only waiting, or gets a fast 503. (It
+used to stop accepting at the limit and leave newcomers in the kernel's listen backlog,
+where idle and slow connections could keep them for as long as they liked.)
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from .listener import accept as socket_accept
 
 if TYPE_CHECKING:
     from . import Server
+
+ADMIT_RETRIES = 3
+"""Scheduling rounds a newcomer at the limit waits for a slot before its fast 503."""
 
 __all__ = ["Scheduler", "OneToOneScheduler", "PoolScheduler", "NoThreadScheduler", "make_scheduler"]
 
@@ -108,8 +113,7 @@ class OneToOneScheduler(Scheduler):
     name = "one-to-one"
 
     def __init__(self, max_connections: int) -> None:
-        self.slots = trio.Semaphore(max_connections)
-        # Graceful shutdown while the loop waits for a free slot: stop waiting.
+        self.max_connections = max_connections  # (the server's Slots keep the count)
         self.cancel_scope = trio.CancelScope()
 
     async def accept(self, server: Server, nursery: trio.Nursery) -> None:
@@ -118,29 +122,33 @@ class OneToOneScheduler(Scheduler):
     async def _accept_loop(self, server: Server, nursery: trio.Nursery) -> None:
         listener = server.listener
         assert listener is not None, "the schedulers run while the server listens"
-        slots = self.slots
+        slots = server.slots
         port = server.broadcast.port()  # SHUTDOWN wakes the loop in accept (control.py)
-        with self.cancel_scope:  # and cancels a wait for a free slot
+        with self.cancel_scope:
             while True:
-                try:  # a free slot costs no trip through the scheduler
-                    slots.acquire_nowait()
-                except trio.WouldBlock:
-                    await slots.acquire()  # at the limit: clients wait in the backlog
                 try:
                     accepted = await socket_accept(listener, port)
                 except (trio.ClosedResourceError, OSError) as exc:
-                    slots.release()
                     if server.closing:
                         return
                     await _accept_failed(server, exc)
                     continue
-                except BaseException:
-                    slots.release()
-                    raise
                 if accepted is None:  # SHUTDOWN
-                    slots.release()
                     return
-                self.spawn(nursery, Connection(server, *accepted))
+                sock, peer = accepted
+                if not slots.admit(peer):
+                    # Full. Connections accepted just before may not have run yet (accept
+                    # does not yield while connections keep coming): let them reach their
+                    # first wait, where they can be told apart (idle, long-poll), and ask
+                    # again. Still full of requests in progress: a fast 503.
+                    for _ in range(ADMIT_RETRIES):
+                        await trio.lowlevel.checkpoint()
+                        if slots.admit(peer):
+                            break
+                    else:
+                        slots.refuse(sock, nursery)
+                        continue
+                self.spawn(nursery, Connection(server, sock, peer))
 
     def spawn(self, nursery: trio.Nursery, connection: Connection) -> None:
         nursery.start_soon(self._serve, connection)
@@ -149,7 +157,7 @@ class OneToOneScheduler(Scheduler):
         try:
             await connection.run()
         finally:
-            self.slots.release()
+            connection.server.slots.release(connection)
 
     def stop(self) -> None:
         self.cancel_scope.cancel()

@@ -25,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from pyweb.handler import Context
 from pyweb.protocol.response import Response
@@ -32,9 +33,14 @@ from pyweb.protocol.response import Response
 if TYPE_CHECKING:
     from . import Server
 
-__all__ = ["StatusHandler", "PageStats", "STATUS_PATH", "MAX_PAGES"]
+__all__ = [
+    "StatusHandler", "PageStats", "STATUS_PATH", "OPERATOR_PREFIX", "MAX_PAGES",
+    "operator_allowed", "guard_operator_pages",
+]  # fmt: skip
 
 STATUS_PATH = "/_pyweb/status"
+OPERATOR_PREFIX = "/_pyweb/"
+"""Every path under it is for the operator (status, ``/_pyweb/stats``...): the same guard."""
 MAX_PAGES = 1000
 
 
@@ -64,6 +70,41 @@ def _is_loopback(peer: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return host == "" or peer.startswith("/")  # a Unix socket is local
+
+
+def operator_allowed(ctx: Context, token: str | None) -> bool:
+    """A loopback client (behind a trusted proxy: the client it names), or one presenting
+    ``Authorization: Bearer TOKEN``."""
+    if token is not None:
+        for name, value in ctx.request.headers:
+            if name == "authorization" and value.startswith("Bearer "):
+                return hmac.compare_digest(value[7:].encode(), token.encode())
+    return _is_loopback(ctx.peer)
+
+
+def _operator_path(path: str) -> bool:
+    if path.startswith(OPERATOR_PREFIX):
+        return True
+    # "/%5Fpyweb/stats" is the same page to the site, which decodes before routing
+    return "%" in path and unquote(path).startswith(OPERATOR_PREFIX)
+
+
+def guard_operator_pages(
+    handler: Callable[[Context], Awaitable[Response]], server: Server
+) -> Callable[[Context], Awaitable[Response]]:
+    """``handler`` with every ``/_pyweb/`` page (the site's ``/_pyweb/stats`` with
+    ``--profile-alloc`` too) answering only :func:`operator_allowed` clients (else 403)."""
+
+    async def guarded(ctx: Context) -> Response:
+        if _operator_path(ctx.request.path) and not operator_allowed(
+            ctx, server.config.status_token
+        ):
+            return server.error_page(
+                403, detail="the operator pages answer loopback clients and token holders"
+            )
+        return await handler(ctx)
+
+    return guarded
 
 
 class StatusHandler:
@@ -115,11 +156,7 @@ class StatusHandler:
         return response
 
     def allowed(self, ctx: Context) -> bool:
-        if self.token is not None:
-            for name, value in ctx.request.headers:
-                if name == "authorization" and value.startswith("Bearer "):
-                    return hmac.compare_digest(value[7:].encode(), self.token.encode())
-        return _is_loopback(ctx.peer)
+        return operator_allowed(ctx, self.token)
 
     def answer(self, ctx: Context) -> Response:
         if not self.allowed(ctx):

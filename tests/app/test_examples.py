@@ -12,6 +12,7 @@ import pytest
 
 from pyweb import signing
 from pyweb.app.site import Site
+from pyweb.app.static import is_content_name
 from pyweb.testing import serve
 
 from ..csrf_helpers import csrf_token, token_from
@@ -41,7 +42,7 @@ def every_url() -> list[str]:
         for f in files:
             rel = os.path.relpath(os.path.join(directory, f), PAGES)
             if (
-                not rel.endswith((".py", ".pyc", ".sql"))  # .sql: the schema, never served
+                is_content_name(f)  # not settings (ruff.toml), sources, the schema (.sql)
                 and not rel.startswith(("templates", "_", "data"))  # data/: the SQLite file
                 and "__pycache__" not in rel
             ):
@@ -51,6 +52,7 @@ def every_url() -> list[str]:
 
 def test_every_page_answers_200(client):
     urls = every_url()
+    assert "/ruff.toml" not in urls and client.get("/ruff.toml").status == 404
     assert {"/hello", "/date", "/calendar", "/mul", "/table", "/guess", "/time_of_day"} <= set(urls)
     for url in urls:
         r = client.get(url)

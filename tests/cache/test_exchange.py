@@ -65,6 +65,26 @@ def test_a_forged_host_header_does_not_choose_the_foreign_site(clock, rate_file)
         assert response.status == 200 and "64.32 DKK" in response.text
 
 
+def test_the_host_headers_port_is_never_connected_to(clock, rate_file):
+    """The page took the port from Host: a client could make it connect to any loopback
+    port (the probe reached Redis). A listening socket stands in for Redis here; the page
+    must never connect to it, and the rate still comes from the server's own /rate."""
+    bait = socket.socket()
+    bait.bind(("127.0.0.1", 0))
+    bait.listen(8)
+    bait.settimeout(0.5)
+    try:
+        with testing.serve(PAGES, dev=True) as client:
+            forged = {"Host": f"127.0.0.1:{bait.getsockname()[1]}"}
+            token = csrf_token(client, "/exchange")
+            response = client.post("/exchange", {"a": "10", "csrf_token": token}, headers=forged)
+            assert response.status == 200 and "64.32 DKK" in response.text
+            with pytest.raises(TimeoutError):
+                bait.accept()  # nobody came
+    finally:
+        bait.close()
+
+
 def test_source_down(clock, rate_file, monkeypatch):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

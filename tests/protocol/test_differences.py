@@ -165,3 +165,44 @@ def test_same_as_h11_status_for_chunked_not_last_is_400_rfc9112_s6_3() -> None:
     data = b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"
     h11_rejects(data)
     pyweb_rejects(data, NotImplementedByServer)
+
+
+@pytest.mark.parametrize("ctl", [b"\x01", b"\x07", b"\x1b", b"\x1f", b"\x7f"])
+def test_differs_from_h11_refuses_ctls_in_field_values_rfc9110_s5_5(ctl: bytes) -> None:
+    # RFC 9110 §5.5: field-vchar is VCHAR or obs-text, and a recipient may reject a field
+    # value holding other CTLs than HTAB. h11 admits them (clients put \\x01 in cookies); pyweb refuses
+    # them with 400, naming the character (a hardening probe found \x01 accepted).
+    data = b"GET / HTTP/1.1\r\n" + H + b"Cookie: a" + ctl + b"b\r\n\r\n"
+    h11_accepts(data)
+    err = pyweb_rejects(data)
+    assert f"U+{ctl[0]:04X}" in err.message and "RFC 9110 §5.5" in err.message
+    # in a trailer too
+    body = b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
+    pyweb_rejects(body + b"0\r\nT: a" + ctl + b"\r\n\r\n")
+    pyweb_accepts(body + b"0\r\nT: a\tb\r\n\r\n")  # HTAB is fine
+
+
+CHUNKED = b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize("line", [b"5 ;ext", b"5\t;ext=v", b"5  ; a=b ; c"])
+def test_differs_from_h11_accepts_bws_before_chunk_extension_rfc9112_s7_1_1(line: bytes) -> None:
+    # RFC 9112 §7.1.1: chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val
+    # ] ), and BWS (RFC 9110 §5.6.3) must be accepted by a recipient. h11 refuses it.
+    data = CHUNKED + line + b"\r\nhello\r\n0\r\n\r\n"
+    h11_rejects(data)
+    [req] = pyweb_accepts(data)
+    assert req.body == b"hello"
+
+
+@pytest.mark.parametrize("line", [b"5 ", b"5\t", b"0 "])
+def test_differs_from_h11_refuses_trailing_whitespace_without_extension_rfc9112_s7_1(
+    line: bytes,
+) -> None:
+    # RFC 9112 §7.1: chunk = chunk-size [ chunk-ext ] CRLF: whitespace after the size is
+    # allowed only as the BWS of an extension. h11 accepts "5 "; pyweb refuses it (400).
+    data = CHUNKED + line + b"\r\nhello\r\n0\r\n\r\n"
+    if line != b"0 ":
+        h11_accepts(data)
+    err = pyweb_rejects(data)
+    assert "chunk-size line" in err.message

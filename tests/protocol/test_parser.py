@@ -187,9 +187,9 @@ def test_invalid_field_lines_are_400(line: bytes) -> None:
     assert type(e) is BadRequest, e
 
 
-def test_other_controls_and_obs_text_in_values_are_accepted_like_h11() -> None:
-    req = request(b"GET / HTTP/1.1\r\n" + H + b"Cookie: a\x01b\x7f\r\nX: \xe9t\xe9\r\n\r\n")
-    assert req.headers[1:] == [("cookie", "a\x01b\x7f"), ("x", "\xe9t\xe9")]
+def test_obs_text_and_htab_in_values_are_accepted() -> None:
+    req = request(b"GET / HTTP/1.1\r\n" + H + b"Cookie: a\tb\r\nX: \xe9t\xe9\r\n\r\n")
+    assert req.headers[1:] == [("cookie", "a\tb"), ("x", "\xe9t\xe9")]
 
 
 # -- Host ---------------------------------------------------------------------------------

@@ -51,7 +51,8 @@ def test_no_new_connections_after_shutdown(kit):
 
 
 def test_shutdown_waits_for_a_busy_connection_but_not_an_idle_one(kit):
-    srv = kit.RunningServer(kit.app, keepalive_timeout=60.0).start()
+    # (an idle connection is still watched for close_grace: a request may be on its way)
+    srv = kit.RunningServer(kit.app, keepalive_timeout=60.0, close_grace=0.1).start()
     try:
         idle = srv.connect()
         assert idle.request("GET", "/hello").status == 200

@@ -13,7 +13,10 @@ import pytest
 
 pytestmark = pytest.mark.timeout(30)
 
-SHORT = dict(header_timeout=0.3, keepalive_timeout=0.3, body_timeout=0.3, send_timeout=0.3)
+SHORT = dict(
+    header_timeout=0.3, keepalive_timeout=0.3, body_timeout=0.3, send_timeout=0.3,
+    first_byte_timeout=0.3,
+)  # fmt: skip
 
 
 def test_half_a_header_then_silence_gets_408_and_close(kit):
@@ -76,9 +79,9 @@ def test_a_stuck_client_does_not_block_others(kit):
         assert not stuck.closed_by_server(timeout=0.1)  # still waiting, not dropped
 
 
-@pytest.mark.parametrize("scheduler", ["one-to-one", "pool"])
-def test_connection_limit_keeps_further_clients_in_the_backlog(kit, scheduler):
-    with kit.running(max_connections=1, scheduler=scheduler, pool_size=4) as srv:
+def test_connection_limit_keeps_further_clients_in_the_backlog_with_the_pool(kit):
+    # The pool scheduler's limit is its number of tasks (Hop §2.4.5): the backlog waits.
+    with kit.running(max_connections=1, scheduler="pool", pool_size=1) as srv:
         first = srv.connect()
         assert first.request("GET", "/hello").body == b"hello"  # connection 1 is in service
         second = srv.connect()  # completes in the kernel backlog, but is not accepted
@@ -89,6 +92,32 @@ def test_connection_limit_keeps_further_clients_in_the_backlog(kit, scheduler):
         first.close()  # frees the slot
         second.sock.settimeout(5)
         assert second.read_response().body == b"/echo-path/second"
+        second.close()
+
+
+def test_at_the_limit_an_idle_connection_makes_room_for_a_newcomer(kit):
+    # one-to-one (slots.py): the idle keep-alive connection is closed, the newcomer served
+    with kit.running(max_connections=1, keepalive_timeout=60.0) as srv:
+        first = srv.connect()
+        assert first.request("GET", "/hello").body == b"hello"  # now idle, keep-alive
+        second = srv.connect()
+        second.sock.settimeout(5)
+        assert second.request("GET", "/echo-path/second").body == b"/echo-path/second"
+        assert first.closed_by_server(timeout=3)
+        second.close()
+
+
+def test_at_the_limit_with_every_slot_busy_a_newcomer_gets_a_fast_503(kit):
+    with kit.running(max_connections=1) as srv:
+        busy = srv.connect()
+        busy.send(kit.build("GET", "/sleep?1.0"))
+        assert kit.state.started.wait(5)
+        second = srv.connect()
+        second.sock.settimeout(5)
+        r = second.request("GET", "/hello")
+        assert r.status == 503 and r.headers["retry-after"] == "1"
+        assert busy.read_response().body == b"slept"  # the request in progress is untouched
+        busy.close()
         second.close()
 
 

@@ -273,6 +273,25 @@ def test_origin_checks(site):
         assert ws.recv(timeout=5) == "hi"
 
 
+def test_a_websocket_counts_against_the_stream_budget_not_the_request_slots(tmp_path):
+    (tmp_path / "sockets.py").write_text(SITE)
+    with pyweb.testing.serve(tmp_path, max_streams=1) as client:
+        slots = client.server.slots
+        busy_before = slots.busy
+        with connect(url(client, "/echo")) as first:
+            first.send("held")
+            assert first.recv(timeout=5) == "held"
+            assert slots.streams == 1 and slots.busy == busy_before
+            with pytest.raises(InvalidStatus) as caught:  # the one stream place is taken
+                connect(url(client, "/echo"))
+            assert caught.value.response.status_code == 503
+            assert client.get("/closes").status == 200  # ordinary requests go on
+        pyweb_until(lambda: slots.streams == 0, "the budget given back when it closed")
+        with connect(url(client, "/echo")) as again:
+            again.send("free again")
+            assert again.recv(timeout=5) == "free again"
+
+
 def test_plain_http_to_a_websocket_url(site):
     r = site.get("/echo")
     assert r.status == 426 and r.headers["upgrade"] == "websocket"

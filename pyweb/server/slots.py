@@ -1,0 +1,223 @@
+"""Connection slots that no slow client, idle crowd or flood can take over.
+
+The server serves at most ``max_connections`` connections at once (Marlow §7.2 caps them
+too). The simple policy, "stop accepting at the limit and let the kernel queue the rest",
+gives every slot to whoever holds it: 2,000 idle connections, 1,000 long-polls or a
+stream of reconnects kept the slots full, and a normal client waited 9-20 s in the listen
+backlog. :class:`Slots` decides who gets a slot, as nginx does:
+
+* **idle first out.** A connection waiting for its next request (an idle keep-alive
+  connection, or a fresh one that has sent nothing yet) holds its slot only while nobody
+  else needs it: when a new connection arrives at the limit, the connection that has been
+  idle longest is closed to make room (it has no request in progress: nothing is lost, a
+  browser simply reconnects next time). A connection that has sent nothing at all also
+  gets a short deadline of its own (``first_byte_timeout``), not the header timeout;
+* **long waits in their own budget.** A request whose page waits for an event with
+  ``client_gone_evt()`` (a long-poll, server-sent events) or streams its reply moves to a
+  budget of its own, ``max_streams``, so a thousand chat clients do not take the slots of
+  the requests that answer in a millisecond;
+* **a fast 503 when full.** When every slot is busy with a request in progress, a new
+  connection gets ``503 Service Unavailable`` with ``Retry-After`` at once instead of
+  waiting in the backlog for seconds; a proxy or a browser can retry;
+* **per client, optionally.** ``max_connections_per_client`` bounds what one address can
+  hold (for a site that runs without a proxy in front; behind one, every client is the
+  proxy, so it is off by default).
+
+Only the default scheduler (one-to-one) uses it: the pool and nothread schedulers have a
+fixed number of tasks, which is their own limit (Hop §2.4).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import trio
+
+from .proxy import peer_host
+
+HEAD = 1  # connection.py's phase "the rest of a head" (repeated: no import cycle)
+
+if TYPE_CHECKING:
+    from .config import ServerConfig
+    from .connection import Connection
+
+__all__ = ["Slots", "BUSY_503"]
+
+BUSY_503 = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\n"
+    b"Retry-After: 1\r\n"
+    b"Connection: close\r\n"
+    b"Content-Length: 51\r\n"
+    b"\r\n"
+    b"503 Service Unavailable: every connection is busy.\n"
+)
+"""The whole reply to a connection refused for lack of a slot, written without parsing
+anything: it must cost less than serving the request would."""
+
+FRESH_GRACE = 0.25
+"""Seconds a new, still silent connection is safe from being closed for a newcomer."""
+
+LINGER = 1.0
+"""Seconds a refused connection is read from (and the bytes dropped) before it is closed:
+closing with unread bytes would reset the connection and the client could lose the 503."""
+MAX_LINGERING = 256
+"""Refused connections lingering at once; past it they are closed at once."""
+
+
+class Slots:
+    """Who holds the server's connection slots (see the module doc)."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.limit = config.max_connections
+        self.stream_limit = config.max_streams
+        self.per_client = config.max_connections_per_client
+        self.busy = 0
+        """Connections counted against ``max_connections`` (idle ones included)."""
+        self.streams = 0
+        """Requests in the long-wait budget (``max_streams``)."""
+        # Connections waiting for bytes, oldest wait first (a dict keeps insertion order),
+        # in the order they are closed for a newcomer: idle keep-alive connections (no
+        # request in progress), half a head (a 408 at worst), new connections silent for
+        # FRESH_GRACE or more, then a stalled body of a request in progress.
+        self.idle: dict[Connection, None] = {}
+        self.heads: dict[Connection, None] = {}
+        self.fresh: dict[Connection, float] = {}
+        """New connections that have sent nothing yet, with when they began to wait."""
+        self.bodies: dict[Connection, None] = {}
+        self.clients: Counter[str] = Counter()
+        self.refused = 0
+        """Connections answered with the fast 503 so far (the status page shows it)."""
+        self.evicted = 0
+        """Idle connections closed to make room so far."""
+        self.lingering = 0
+
+    def admit(self, peer: str) -> bool:
+        """A new connection from ``peer``: True if it gets a slot (a waiting one may be
+        closed for it); :meth:`release` gives it back."""
+        host = peer_host(peer)
+        if self.per_client is not None and self.clients[host] >= self.per_client:
+            return False
+        if self.busy >= self.limit and not self._evict_one():
+            return False
+        self.busy += 1
+        self.clients[host] += 1
+        return True
+
+    def release(self, connection: Connection) -> None:
+        """The connection has ended."""
+        self.working(connection)
+        if connection.in_stream_budget:
+            connection.in_stream_budget = False
+            self.streams -= 1
+        else:
+            self.busy -= 1
+        host = peer_host(connection.peer)
+        self.clients[host] -= 1
+        if self.clients[host] <= 0:
+            del self.clients[host]
+
+    def waiting(self, connection: Connection, stalled_body: bool = False) -> None:
+        """The connection waits for bytes (of a request body: ``stalled_body``): it may be
+        closed for a newcomer."""
+        if stalled_body:
+            self.bodies[connection] = None
+        elif connection.phase == HEAD:
+            self.heads[connection] = None
+        elif connection.fresh:  # its request may be on its way: see _evict_one
+            self.fresh[connection] = trio.current_time()
+        else:  # an idle keep-alive connection: no request in progress
+            self.idle[connection] = None
+
+    def working(self, connection: Connection) -> None:
+        """The wait is over (bytes arrived, or the connection ends)."""
+        self.idle.pop(connection, None)
+        self.heads.pop(connection, None)
+        self.fresh.pop(connection, None)
+        self.bodies.pop(connection, None)
+
+    def to_streams(self, connection: Connection) -> bool:
+        """A request starts a long wait: move it to the stream budget (False if that is
+        full; it then stays where it is)."""
+        if connection.in_stream_budget:
+            return True
+        if self.streams >= self.stream_limit:
+            return False
+        connection.in_stream_budget = True
+        self.streams += 1
+        self.busy -= 1
+        return True
+
+    def from_streams(self, connection: Connection) -> None:
+        """The long wait is over (its reply is out): back to the ordinary slots. It may
+        go over ``max_connections`` for a moment; newcomers then evict idle ones."""
+        if connection.in_stream_budget:
+            connection.in_stream_budget = False
+            self.streams -= 1
+            self.busy += 1
+
+    def _evict_one(self) -> bool:
+        """Close the connection waiting longest, idle ones first; False when none waits."""
+        for waiting in (self.idle, self.heads):
+            for connection in waiting:
+                del waiting[connection]
+                return self._evict(connection)
+        # A new connection gets FRESH_GRACE: its client usually sends the request at once,
+        # and the bytes may just not be here yet.
+        for connection, since in self.fresh.items():
+            if trio.current_time() - since >= FRESH_GRACE:
+                del self.fresh[connection]
+                return self._evict(connection)
+            break
+        for connection in self.bodies:
+            del self.bodies[connection]
+            return self._evict(connection)
+        return False
+
+    def _evict(self, connection: Connection) -> bool:
+        connection.evict()
+        self.evicted += 1
+        return True
+
+    def refuse(self, sock: socket.socket, nursery: trio.Nursery) -> None:
+        """Answer a connection that gets no slot with :data:`BUSY_503` and close it."""
+        self.refused += 1
+        try:
+            sock.send(BUSY_503)
+        except OSError:
+            pass
+        if self.lingering >= MAX_LINGERING:
+            _close(sock)
+            return
+        self.lingering += 1
+        nursery.start_soon(self._linger, sock)
+
+    async def _linger(self, sock: socket.socket) -> None:
+        # Half-close, then drop what the client sends until it closes or LINGER passes:
+        # its request bytes, unread, would turn our close into a reset that can destroy
+        # the 503 before the client reads it.
+        try:
+            try:
+                sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                return
+            with trio.move_on_after(LINGER):
+                while True:
+                    try:
+                        if not sock.recv(65536):
+                            return
+                    except BlockingIOError:
+                        await trio.lowlevel.wait_readable(sock)
+                    except OSError:
+                        return
+        finally:
+            self.lingering -= 1
+            _close(sock)
+
+
+def _close(sock: socket.socket) -> None:
+    from .listener import close_socket
+
+    close_socket(sock)

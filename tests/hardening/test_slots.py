@@ -1,0 +1,122 @@
+"""Connection slots that cannot be starved, over real sockets (pyweb/server/slots.py): idle
+and silent connections make room for a newcomer, long-polls count against their own budget,
+a client over its own limit gets a fast 503. Each test opens more hostile connections than
+the server has slots (``max_connections=40``) and checks that a normal client is served."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+import pyweb.testing
+from pyweb.events import select, timeout
+from pyweb.protocol.response import Response
+
+SLOTS = 40
+
+
+async def app(ctx):
+    if ctx.request.path == "/poll":  # a long-poll: waits until the client leaves (or 30 s)
+        await select(ctx.client_gone_evt(), timeout(30))
+        return Response(200, [("Content-Type", "text/plain")], b"polled")
+    return Response(200, [("Content-Type", "text/plain")], b"hello")
+
+
+def normal_get(port: int) -> tuple[int, float]:
+    """A normal client: connect, GET, read the reply. (status, seconds it took)"""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return int(data.split(b" ", 2)[1]), time.monotonic() - started
+
+
+def crowd(port: int, n: int, first: bytes = b"") -> list[socket.socket]:
+    socks = []
+    for i in range(n):
+        if i % 10 == 9:
+            time.sleep(0.01)  # in waves, as clients come (not one burst of SYNs)
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        if first:
+            s.sendall(first)
+        socks.append(s)
+    return socks
+
+
+@pytest.fixture
+def server():
+    with pyweb.testing.serve(
+        app, max_connections=SLOTS, max_streams=3 * SLOTS, keepalive_timeout=60.0,
+        header_timeout=60.0, first_byte_timeout=60.0,
+    ) as client:  # fmt: skip
+        yield client.server
+
+
+def test_idle_keep_alive_connections_make_room(server):
+    hold = []
+    try:
+        for _ in range(2 * SLOTS):  # each answered, then idle on keep-alive
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            hold.append(s)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(65536).startswith(b"HTTP/1.1 200")
+        for _ in range(5):
+            assert normal_get(server.port)[0] == 200
+    finally:
+        for s in hold:
+            s.close()
+    assert server.slots.evicted >= SLOTS
+
+
+def test_silent_connections_make_room(server):
+    hold = crowd(server.port, 2 * SLOTS)  # connect, send nothing (a first-byte attack)
+    time.sleep(0.3)  # (a new connection is safe for slots.FRESH_GRACE: its request may come)
+    try:
+        for _ in range(5):
+            assert normal_get(server.port)[0] == 200
+    finally:
+        for s in hold:
+            s.close()
+
+
+def test_half_heads_make_room(server):
+    hold = crowd(server.port, 2 * SLOTS, b"GET / HTTP/1.1\r\nX-Slow: ")  # slowloris
+    try:
+        for _ in range(5):
+            assert normal_get(server.port)[0] == 200
+    finally:
+        for s in hold:
+            s.close()
+
+
+def test_long_polls_count_against_their_own_budget(server):
+    polls = crowd(server.port, 2 * SLOTS, b"GET /poll HTTP/1.1\r\nHost: x\r\n\r\n")
+    try:
+        deadline = time.monotonic() + 10
+        while server.slots.streams < 2 * SLOTS and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.slots.streams == 2 * SLOTS  # all in the stream budget
+        for _ in range(5):
+            assert normal_get(server.port)[0] == 200
+    finally:
+        for s in polls:
+            s.close()
+
+
+def test_one_client_over_its_limit_gets_a_fast_503():
+    with pyweb.testing.serve(app, max_connections_per_client=3) as client:
+        port = client.server.port
+        hold = crowd(port, 3, b"GET /poll HTTP/1.1\r\nHost: x\r\n\r\n")
+        try:
+            time.sleep(0.2)
+            status, _ = normal_get(port)
+            assert status == 503
+        finally:
+            for s in hold:
+                s.close()
+        time.sleep(0.2)
+        assert normal_get(port)[0] == 200  # under the limit again

@@ -1,0 +1,233 @@
+"""No acknowledged request is lost when the backing services or the workers fail: a
+PostgreSQL outage and a Redis outage (proxies of our own, cut; never the shared services),
+a worker killed with ``kill -9``, and ``--max-requests`` recycling, each under load from
+keep-alive clients. "Acknowledged" means the client got a 2xx: every write so answered
+must be in the database afterwards, and a client may see 503s (the outage) but no 500s
+and no resets on a reused connection."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import trio
+
+from pyweb import cache, db
+from pyweb.app.site import Site
+from pyweb.testing import serve
+
+from ..cache.conftest import need_redis, unique_prefix
+from ..db.conftest import PG_HOST, PG_PORT, require
+from ..db.proxy import Proxy
+from .conftest import ROOT, SOAK
+
+WRITE_PAGE = (
+    "from pyweb import db, qq\n"
+    "import os\n"
+    "n = conn.form['n']\n"
+    "await db.dml(qq('insert into acked (n) values ({n})'))\n"
+    "conn.return_(str(os.getpid()))\n"
+)
+
+
+def load(port: int, stop: threading.Event, clients: int = 4) -> dict[str, list]:
+    """Keep-alive clients posting writes ``n=<unique>`` until ``stop``; what they saw."""
+    seen: dict[str, list] = {"acked": [], "statuses": [], "errors": [], "pids": []}
+    lock = threading.Lock()
+
+    def client() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+        while not stop.is_set():
+            n = uuid.uuid4().hex
+            try:
+                conn.request("POST", "/w", body=f"n={n}",
+                             headers={"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+                r = conn.getresponse()
+                body = r.read()
+                with lock:
+                    seen["statuses"].append(r.status)
+                    if r.status == 200:
+                        seen["acked"].append(n)
+                        seen["pids"].append(int(body))
+                if r.getheader("connection", "").lower() == "close":
+                    conn.close()  # (http.client reconnects on the next request)
+            except (OSError, http.client.HTTPException) as exc:
+                with lock:
+                    seen["errors"].append(repr(exc))
+                conn.close()
+                time.sleep(0.05)
+        conn.close()
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    seen["threads"] = threads  # type: ignore[assignment]
+    return seen
+
+
+def finish(seen: dict[str, list], stop: threading.Event) -> None:
+    stop.set()
+    for t in seen.pop("threads"):
+        t.join(30)
+
+
+def test_a_postgresql_outage_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    require(PG_HOST, PG_PORT, "PostgreSQL")
+    schema = "pyweb_rel_" + uuid.uuid4().hex[:10]
+    admin = f"postgresql://postgres@{PG_HOST}:{PG_PORT}/test"
+    direct = db.Database(admin, pools=1, handles=1)
+    trio.run(direct.dml, f"create schema {schema}")
+    trio.run(direct.dml, f"create table {schema}.acked (n text primary key)")
+    proxy = Proxy((PG_HOST, PG_PORT))
+    proxy.start()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "w.py").write_text(WRITE_PAGE)
+    db.configure(f"postgresql://postgres@127.0.0.1:{proxy.port}/test?search_path={schema}",
+                 timeout=2.0)  # fmt: skip
+    stop = threading.Event()
+    try:
+        with serve(Site(site, csrf_exempt=["/w"]), error_log=None) as client:
+            seen = load(client.server.port, stop)
+            time.sleep(1.0)
+            proxy.stop()  # down for a while, under load
+            time.sleep(2.0 if not SOAK else 10.0)
+            proxy.start()
+            time.sleep(1.5)
+            finish(seen, stop)
+        stored = {r["n"] for r in trio.run(direct.list, f"select n from {schema}.acked")}
+    finally:
+        db.configure(None)
+        proxy.stop()
+        trio.run(direct.dml, f"drop schema {schema} cascade")
+        direct.close()
+    assert seen["acked"], seen["statuses"][:20]
+    assert set(seen["acked"]) <= stored  # every acknowledged write is there
+    assert 503 in seen["statuses"]  # the outage was seen...
+    assert set(seen["statuses"]) <= {200, 503}  # ...as 503s, never a 500
+    assert seen["statuses"][-1] == 200  # and it is over
+
+
+def test_a_redis_outage_keeps_every_page_answering(tmp_path: Path) -> None:
+    need_redis()
+    proxy = Proxy(("127.0.0.1", 6379))
+    proxy.start()
+    cache.configure(f"redis://127.0.0.1:{proxy.port}/0?prefix={unique_prefix()}",
+                    retry_after=0.2)  # fmt: skip
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "c.py").write_text(
+        "from pyweb.cache import Int, Size, get\n"
+        "c = get(Int, Int, 'rel', Size(1000))\n"
+        "await c.ainsert(1, (await c.alookup(1) or 0) + 1)\n"
+        "conn.return_('ok')\n"
+    )
+    statuses: list[int] = []
+    try:
+        with serve(site, error_log=None) as client:
+            end = time.monotonic() + 4.0
+            cut = False
+            while time.monotonic() < end:
+                if not cut and time.monotonic() > end - 3.0:
+                    proxy.stop()
+                    cut = True
+                if cut and proxy._listener is None and time.monotonic() > end - 1.0:
+                    proxy.start()
+                statuses.append(client.get("/c").status)
+    finally:
+        cache.configure("memory")
+        proxy.stop()
+    assert statuses and set(statuses) == {200}
+
+
+def pyweb_serve(site: Path, *args: str) -> tuple[subprocess.Popen, int]:
+    """``pyweb serve SITE --workers ...`` from this checkout, on a free port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # (the write page is a POST target for scripts, not a form: no CSRF token)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYWEB_SECRET_KEY="reliability-" + "k" * 32)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyweb", "serve", str(site), "--port", str(port),
+         "--access-log", "none", "--csrf-exempt", "/w", *args],
+        cwd=str(ROOT), env=env, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("pyweb serve did not start")
+
+
+def sqlite_site(tmp_path: Path) -> tuple[Path, Path]:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "w.py").write_text(WRITE_PAGE)
+    path = tmp_path / "acked.sqlite3"
+    with sqlite3.connect(path) as c:
+        c.execute("pragma journal_mode=wal")
+        c.execute("create table acked (n text primary key)")
+    return site, path
+
+
+def stored(path: Path) -> set[str]:
+    with sqlite3.connect(path) as c:
+        return {n for (n,) in c.execute("select n from acked")}
+
+
+def test_max_requests_recycling_under_load_resets_nothing(tmp_path: Path) -> None:
+    site, path = sqlite_site(tmp_path)
+    proc, port = pyweb_serve(site, "--workers", "2", "--max-requests", "150",
+                             "--db", f"sqlite:///{path}")  # fmt: skip
+    stop = threading.Event()
+    try:
+        seen = load(port, stop)
+        time.sleep(20.0 if SOAK else 6.0)
+        finish(seen, stop)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    assert len(set(seen["pids"])) >= 4, "the workers were recycled"
+    assert seen["errors"] == []  # no reset, not one
+    assert set(seen["statuses"]) == {200}
+    assert set(seen["acked"]) <= stored(path)
+
+
+def test_a_killed_worker_loses_no_acknowledged_write_and_its_replacement_gets_clients(
+    tmp_path: Path,
+) -> None:
+    site, path = sqlite_site(tmp_path)
+    proc, port = pyweb_serve(site, "--workers", "2", "--keepalive-requests", "20",
+                             "--db", f"sqlite:///{path}")  # fmt: skip
+    stop = threading.Event()
+    try:
+        seen = load(port, stop, clients=6)
+        time.sleep(1.5)
+        victim = seen["pids"][-1]
+        os.kill(victim, signal.SIGKILL)
+        killed_at = len(seen["pids"])
+        time.sleep(4.0)
+        finish(seen, stop)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    after = seen["pids"][killed_at:]
+    assert victim not in after[50:]
+    before = set(seen["pids"][:killed_at])
+    newcomers = [p for p in after if p not in before]
+    assert len(newcomers) > len(after) / 5, "the replacement got its share of the clients"
+    assert len(seen["errors"]) <= 6  # at most the requests in flight on the killed worker
+    assert set(seen["acked"]) <= stored(path)
