@@ -34,17 +34,22 @@ where idle and slow connections could keep them for as long as they liked.)
 
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING
 
 import trio
 
 from .connection import Connection
 from .listener import accept as socket_accept
+from .listener import close_socket
+from .slots import FRESH_GRACE, has_bytes
 
 if TYPE_CHECKING:
     from . import Server
 
 ADMIT_RETRIES = 3
+MAX_WAITING_TO_SPEAK = 256
+"""Newcomers at once that may wait their grace for a slot (past it they get the 503)."""
 """Scheduling rounds a newcomer at the limit waits for a slot before its fast 503."""
 
 __all__ = ["Scheduler", "OneToOneScheduler", "PoolScheduler", "NoThreadScheduler", "make_scheduler"]
@@ -146,9 +151,32 @@ class OneToOneScheduler(Scheduler):
                         if slots.admit(peer):
                             break
                     else:
-                        slots.refuse(sock, nursery)
+                        # Still full, of connections within their grace. Give the newcomer
+                        # that grace to speak, off the accept loop: one whose request is
+                        # here may take the slot of the oldest connection that sent nothing.
+                        nursery.start_soon(self._admit_when_it_speaks, server, nursery, sock, peer)
                         continue
                 self.spawn(nursery, Connection(server, sock, peer))
+
+    async def _admit_when_it_speaks(
+        self, server: Server, nursery: trio.Nursery, sock: socket.socket, peer: str
+    ) -> None:
+        slots = server.slots
+        try:
+            if slots.waiting_to_speak < MAX_WAITING_TO_SPEAK:
+                slots.waiting_to_speak += 1
+                try:
+                    with trio.move_on_after(FRESH_GRACE):
+                        await trio.lowlevel.wait_readable(sock)
+                finally:
+                    slots.waiting_to_speak -= 1
+        except BaseException:  # the server is stopping
+            close_socket(sock)
+            raise
+        if slots.admit(peer, speaking=has_bytes(sock)):
+            await self._serve(Connection(server, sock, peer))
+        else:
+            slots.refuse(sock, nursery)
 
     def spawn(self, nursery: trio.Nursery, connection: Connection) -> None:
         nursery.start_soon(self._serve, connection)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .config import ServerConfig
     from .connection import Connection
 
-__all__ = ["Slots", "BUSY_503"]
+__all__ = ["Slots", "BUSY_503", "has_bytes"]
 
 BUSY_503 = (
     b"HTTP/1.1 503 Service Unavailable\r\n"
@@ -93,14 +93,18 @@ class Slots:
         self.evicted = 0
         """Idle connections closed to make room so far."""
         self.lingering = 0
+        self.waiting_to_speak = 0
+        """Newcomers at the limit given their grace to send a request (schedulers.py)."""
 
-    def admit(self, peer: str) -> bool:
+    def admit(self, peer: str, speaking: bool = False) -> bool:
         """A new connection from ``peer``: True if it gets a slot (a waiting one may be
-        closed for it); :meth:`release` gives it back."""
+        closed for it); :meth:`release` gives it back. ``speaking``: its request is already
+        here, so it may take the slot of a connection that has sent nothing, even one still
+        within its FRESH_GRACE (a crowd reconnecting silently cannot keep it out)."""
         host = peer_host(peer)
         if self.per_client is not None and self.clients[host] >= self.per_client:
             return False
-        if self.busy >= self.limit and not self._evict_one():
+        if self.busy >= self.limit and not self._evict_one(speaking):
             return False
         self.busy += 1
         self.clients[host] += 1
@@ -158,19 +162,23 @@ class Slots:
             self.streams -= 1
             self.busy += 1
 
-    def _evict_one(self) -> bool:
+    def _evict_one(self, speaking: bool = False) -> bool:
         """Close the connection waiting longest, idle ones first; False when none waits."""
         for waiting in (self.idle, self.heads):
             for connection in waiting:
                 del waiting[connection]
                 return self._evict(connection)
         # A new connection gets FRESH_GRACE: its client usually sends the request at once,
-        # and the bytes may just not be here yet.
-        for connection, since in self.fresh.items():
-            if trio.current_time() - since >= FRESH_GRACE:
-                del self.fresh[connection]
+        # and the bytes may just not be here yet. One whose bytes are here is not silent:
+        # its task has not read them yet (a busy server), so it is passed over.
+        grace = 0.0 if speaking else FRESH_GRACE
+        while self.fresh:
+            connection, since = next(iter(self.fresh.items()))
+            if trio.current_time() - since < grace:
+                break
+            del self.fresh[connection]
+            if not has_bytes(connection.sock):
                 return self._evict(connection)
-            break
         for connection in self.bodies:
             del self.bodies[connection]
             return self._evict(connection)
@@ -189,6 +197,7 @@ class Slots:
         except OSError:
             pass
         if self.lingering >= MAX_LINGERING:
+            _drain_now(sock)
             _close(sock)
             return
         self.lingering += 1
@@ -215,6 +224,24 @@ class Slots:
         finally:
             self.lingering -= 1
             _close(sock)
+
+
+def has_bytes(sock: socket.socket) -> bool:
+    """Has the client sent something we have not read yet? (A peek: nothing is taken.)"""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except OSError:  # nothing there (EAGAIN), or the connection is already gone
+        return False
+
+
+def _drain_now(sock: socket.socket) -> None:
+    """Read what the client has already sent, without waiting: closing a socket with unread
+    bytes resets the connection, and the reset can destroy the 503 before it is read."""
+    try:
+        while sock.recv(65536, socket.MSG_DONTWAIT):
+            pass
+    except OSError:
+        pass
 
 
 def _close(sock: socket.socket) -> None:
