@@ -170,7 +170,8 @@ async def small(ws):
 
 @pyweb.websocket("/pinged", ping_interval=0.2)
 async def pinged(ws):
-    await select(ws.recv_evt(), wrap(timeout(2), lambda _: None))
+    # (10 s: far past the 1.5 s a test watches the pings, even on a loaded machine)
+    await select(ws.recv_evt(), wrap(timeout(10), lambda _: None))
     await ws.send("still here")
     await ws.recv()
 
