@@ -178,6 +178,9 @@ class Watchdog:
 
 
 _WATCHDOGS: dict[object, Watchdog] = {}
+# How to ask whether each loop still runs: a process may have run trio and asyncio loops
+# (the test suite does), and each runtime knows only its own kind of loop.
+_ALIVE: dict[object, Callable[[object], bool]] = {}
 
 
 
@@ -188,9 +191,10 @@ def watchdog() -> Watchdog:
     loop = rt.loop_id()
     dog = _WATCHDOGS.get(loop)
     if dog is None:
-        for other in [key for key in _WATCHDOGS if not rt.loop_alive(key)]:
-            del _WATCHDOGS[other]  # loops that have ended
+        for other in [key for key in _WATCHDOGS if not _ALIVE[key](key)]:
+            del _WATCHDOGS[other], _ALIVE[other]  # loops that have ended
         dog = _WATCHDOGS[loop] = Watchdog()
+        _ALIVE[loop] = rt.loop_alive
         dog.start()
     return dog
 
