@@ -162,6 +162,7 @@ class HttpProtocol(asyncio.Protocol):
         self.server = server
         self.config = config = server.config  # frozen for this connection (Marlow §6)
         self.handler = server.handler  # a reload gives new connections a new handler
+        self.site = server.site_handler  # (and its error pages, with its dev flag)
         log = server.log
         assert log is not None, "connections exist only while the server serves"
         self.log = log
@@ -546,7 +547,7 @@ class HttpProtocol(asyncio.Protocol):
     def error_page(self, status: int, **details: Any) -> Response:
         """The server's own error pages, drawn by the site when it can (this connection's
         development-mode setting)."""
-        return self.server.error_page(status, dev=self.config.dev, **details)
+        return self.server.error_page(status, dev=self.config.dev, site=self.site, **details)
 
     def _reject(self, err: ProtocolError, request: Request | None) -> None:
         """A request that cannot be served: log it, its error page, then close (after a
