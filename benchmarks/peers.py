@@ -710,6 +710,7 @@ class Summary:
     errors: int
     failed: int
     noisy: int
+    cpu_us: float  # the server's CPU time per request, µs (median over the rounds used)
 
 
 def summarize(results: list[Measurement]) -> dict[tuple[str, str], Summary | None]:
@@ -737,8 +738,16 @@ def summarize(results: list[Measurement]) -> dict[tuple[str, str], Summary | Non
             errors=sum(m.errors + m.non2xx for m in good),
             noisy=sum(m.noisy for m in good),
             failed=len(ms) - len(good),
+            cpu_us=statistics.median(cpu_per_request(m) for m in used),
         )
     return out
+
+
+def cpu_per_request(m: Measurement) -> float:
+    """µs of the server's CPU per request: cores used / req/s. Steadier than req/s on a
+    shared machine (a server that gets half a core answers half as many requests, at about
+    the same cost each); kernel work done in interrupts is not charged to the server."""
+    return m.server_cpu / m.rps * 1e6 if m.rps else 0.0
 
 
 def ratio(a: Summary | None, b: Summary | None) -> float | None:
@@ -807,15 +816,15 @@ def details(args: argparse.Namespace, results: list[Measurement]) -> list[str]:
     """Every cell with its spread over rounds, p99, errors and how many rounds were quiet."""
     s, rounds = summarize(results), by_round(results)
     lines = [
-        "| scenario | server | req/s | spread | p99 ms | × uvicorn | errors | rounds |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| scenario | server | req/s | spread | p99 ms | × uvicorn | CPU µs/req | errors | rounds |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for sc in args.scenarios:
         for name in args.servers:
             x = s.get((sc, name))
             if x is None:
                 what = _cell(x, (sc, name), s, args.missing)
-                lines.append(f"| {sc} | {name} | {what} | | | | | |")
+                lines.append(f"| {sc} | {name} | {what} | | | | | | |")
                 continue
             spread = (x.rps_max - x.rps_min) / x.rps if x.rps else 0.0
             errs = str(x.errors) + (f" ({x.failed} failed)" if x.failed else "")
@@ -824,7 +833,8 @@ def details(args: argparse.Namespace, results: list[Measurement]) -> list[str]:
             )
             lines.append(
                 f"| {sc} | {name} | {x.rps:,.0f} | {spread:.0%} | {x.p99_ms:.2f} "
-                f"| {fmt_ratio(same_round_ratio(rounds, sc, name, BASELINE))} | {errs} | {used} |"
+                f"| {fmt_ratio(same_round_ratio(rounds, sc, name, BASELINE))} | {x.cpu_us:.1f} "
+                f"| {errs} | {used} |"
             )
     return lines
 
@@ -854,6 +864,21 @@ def alongside(args: argparse.Namespace, results: list[Measurement]) -> list[str]
     return lines
 
 
+def cpu_table(args: argparse.Namespace, results: list[Measurement]) -> list[str]:
+    """µs of server CPU per request, one row per server: what each request costs the
+    server, whatever share of its core the machine gave it."""
+    s = summarize(results)
+    lines = ["| server | " + " | ".join(args.scenarios) + " |",
+             "|---|" + "---:|" * len(args.scenarios)]  # fmt: skip
+    for name in args.servers:
+        cells = []
+        for sc in args.scenarios:
+            x = s.get((sc, name))
+            cells.append(_cell(x, (sc, name), s, args.missing) if x is None else f"{x.cpu_us:.1f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def report(args: argparse.Namespace, results: list[Measurement]) -> str:
     lines = [
         f"Median req/s of {args.rounds} interleaved round(s) of {args.duration} s after a "
@@ -867,6 +892,14 @@ def report(args: argparse.Namespace, results: list[Measurement]) -> str:
     ]
     if more := alongside(args, results):
         lines += ["", "Same-round ratios of pyweb's rows to their bounds and peers:", "", *more]
+    lines += [
+        "",
+        "The server's CPU time per request, µs (its CPU seconds over the requests answered; "
+        "steadier than req/s when other processes take CPU; with one connection per request "
+        "part of the kernel's work is not charged to the server):",
+        "",
+        *cpu_table(args, results),
+    ]
     if any(n in args.servers for n in PYWEB_ROWS):
         lines += ["", targets(args, results)]
     lines += [
@@ -946,6 +979,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--warmup", type=int, help=f"seconds of warm-up (default {WARMUP_SECONDS}; --short 1)"
     )
     parser.add_argument("--markdown", metavar="FILE", help="also write the tables to FILE")
+    parser.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="measure nothing: print the tables of a saved run (benchmarks/results/*.json)",
+    )
     parser.add_argument("--server-cpu", default="1", help="CPU for the servers (taskset -c)")
     parser.add_argument("--wrk-cpu", default="0", help="CPU for wrk (taskset -c)")
     parser.add_argument("--no-pin", action="store_true", help="do not use taskset")
@@ -1011,8 +1049,26 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def tables_of_saved_run(args: argparse.Namespace) -> int:
+    """``--from-json FILE``: the tables of an earlier run, made again by this code."""
+    data = json.loads(Path(args.from_json).read_text())
+    saved = data["meta"]["args"]
+    for key in ("servers", "scenarios", "rounds", "duration", "retries", "server_cpu",
+                "wrk_cpu", "missing"):  # fmt: skip
+        setattr(args, key, saved.get(key, getattr(args, key)))
+    args.warmup = saved.get("warmup", 1)
+    results = [Measurement(**m) for m in data["results"]]
+    table = report(args, results)
+    print(table)
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_page(data["meta"], table))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        return tables_of_saved_run(args)
     # Ctrl-C and SIGTERM both unwind through the finally blocks that stop the servers.
     signal.signal(signal.SIGTERM, _interrupt)
     wrk = ensure_wrk()
