@@ -27,7 +27,7 @@ import pyweb.testing
 from pyweb.protocol.messages import Request
 from pyweb.protocol.websocket import HandshakeError, check_handshake, same_origin
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 # --- the handshake, sans-IO ----------------------------------------------------------------
 
@@ -198,10 +198,10 @@ async def publish(text: str):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, loop):
     root = tmp_path_factory.mktemp("wssite")
     (root / "sockets.py").write_text(SITE)
-    with pyweb.testing.serve(root) as client:
+    with pyweb.testing.serve(root, loop=loop) as client:
         yield client
 
 
@@ -209,7 +209,8 @@ def url(client, path: str) -> str:
     return f"ws://127.0.0.1:{client.server.port}{path}"
 
 
-def test_echo_text_and_binary(site):
+def test_echo_text_and_binary(site, loop):
+    assert type(site.server).__name__ == ("AsyncioServer" if loop == "asyncio" else "Server")
     with connect(url(site, "/echo")) as ws:
         ws.send("hello")
         assert ws.recv(timeout=5) == "hello"
