@@ -23,8 +23,12 @@ connection slots (``slots.py``: idle connections closed first for a newcomer,
 task, the same access and error lines), the status page (``status.py``), and the
 keep-alive limits (``keepalive_requests``, ``keepalive_time``). Timeouts are the same
 settings: ``first_byte_timeout``, ``header_timeout`` (408), ``keepalive_timeout``,
-``body_timeout``, ``send_timeout``, ``close_grace`` on shutdown. The process around it
-(signals, SIGHUP reload, ``--workers``) is ``aio_main.py``.
+``body_timeout``, ``send_timeout``, ``close_grace`` on shutdown. A WebSocket is
+``websocket.py``'s session, fed by this protocol (``aio_websocket.py``). The process around
+it (signals, SIGHUP reload, ``--workers``) is ``aio_main.py``.
+
+What it does not do: assemble replies in a reply arena (``writelines`` hands the head and
+the body to the transport together, and uvloop sends them with one ``writev``).
 """
 
 from __future__ import annotations
