@@ -74,7 +74,7 @@ def test_idle_keep_alive_connections_make_room(server):
 
 def test_silent_connections_make_room(server):
     hold = crowd(server.port, 2 * SLOTS)  # connect, send nothing (a first-byte attack)
-    time.sleep(0.3)  # (a new connection is safe for slots.FRESH_GRACE: its request may come)
+    time.sleep(0.3)  # (the crowd is in its slots and the waiting room)
     try:
         for _ in range(5):
             assert normal_get(server.port)[0] == 200
