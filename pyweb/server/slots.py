@@ -33,8 +33,11 @@ backlog. :class:`Slots` decides who gets a slot, as nginx does:
   hold (for a site that runs without a proxy in front; behind one, every client is the
   proxy, so it is off by default).
 
-Only the default scheduler (one-to-one) uses it: the pool and nothread schedulers have a
-fixed number of tasks, which is their own limit (Hop §2.4).
+The default scheduler (one-to-one) uses it; the pool and nothread schedulers have a fixed
+number of tasks, which is their own limit (Hop §2.4). The asyncio server (``aio.py``)
+uses the same policy: what it needs of a connection is its ``peer``, ``phase``, ``fresh``,
+``in_stream_budget``, ``sock`` (for the peek) and ``evict()``; it waits for a newcomer's
+request with its own timer, counted in :attr:`Slots.waiting_to_speak`.
 """
 
 from __future__ import annotations
@@ -102,9 +105,11 @@ class Slots:
         self.evicted = 0
         """Idle connections closed to make room so far."""
         self.lingering = 0
-        self.waiting_to_speak: dict[socket.socket, trio.CancelScope] = {}
-        """Newcomers at the limit waiting to send their request, oldest first
-        (:meth:`wait_to_speak`); at most ``max_connections`` of them."""
+        self.waiting_to_speak = 0
+        """Newcomers at the limit waiting to send their request (:meth:`wait_to_speak`;
+        the asyncio server counts its own here too): at most ``max_connections``."""
+        self._speakers: dict[socket.socket, trio.CancelScope] = {}
+        """The waits of :meth:`wait_to_speak`, oldest first."""
 
     def admit(self, peer: str, speaking: bool = False) -> bool:
         """A new connection from ``peer``: True if it gets a slot; :meth:`release` gives it
@@ -185,16 +190,19 @@ class Slots:
         new connection may stay silent (``first_byte_timeout``). True when its bytes are
         here. Waiting costs a socket, not a slot: at most ``max_connections`` newcomers
         wait at once, and a new one ends the wait of the one that has waited longest."""
-        waiting = self.waiting_to_speak
-        if len(waiting) >= self.limit:
-            waiting.pop(next(iter(waiting))).cancel()
+        speakers = self._speakers
+        if self.waiting_to_speak >= self.limit and speakers:
+            speakers.pop(next(iter(speakers))).cancel()
+            self.waiting_to_speak -= 1
         scope = trio.CancelScope(deadline=trio.current_time() + self.patience)
-        waiting[sock] = scope
+        speakers[sock] = scope
+        self.waiting_to_speak += 1
         try:
             with scope:
                 await trio.lowlevel.wait_readable(sock)
         finally:
-            waiting.pop(sock, None)
+            if speakers.pop(sock, None) is not None:
+                self.waiting_to_speak -= 1
         return has_bytes(sock)
 
     def _evict_one(self) -> bool:
