@@ -66,9 +66,9 @@ sys.path.insert(0, str(APPS))
 
 import page as bench_page  # noqa: E402 - benchmarks/apps/page.py: the peers' pages
 
+from pyweb import forms  # noqa: E402
 from pyweb.app import site as site_module  # noqa: E402
 from pyweb.app.conn import Conn  # noqa: E402
-from pyweb import forms  # noqa: E402
 from pyweb.app.formdata import form_from  # noqa: E402
 from pyweb.protocol.parser import RequestParser  # noqa: E402
 from pyweb.protocol.response import Response  # noqa: E402
@@ -83,14 +83,14 @@ _MARK = "sys_getswitchinterval"
 """The C function a callgrind dump is taken before: ``sys.getswitchinterval()`` is called
 by nothing else in this benchmark, so each call marks a stage's start or end."""
 
-DYNAMIC_SCRIPT = '''\
+DYNAMIC_SCRIPT = """\
 # The peers benchmark's dynamic page (benchmarks/apps/page.py): 984 bytes of HTML computed
 # per request, with a counter so no server can answer with a cached constant.
 import _bench_count
 import page
 
 conn.return_(page.render(next(_bench_count.counter)))
-'''
+"""
 COUNT_LIBRARY = '''\
 """The dynamic page's request counter: an iterator, which the region check (one level of
 module state) does not look into, so counting is not reported as a mutation."""
@@ -170,14 +170,9 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
         return real[attr].__get__(site)
 
     def with_stub(stub_attr: str, call: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
-        async def run() -> Any:
-            setattr(site, stub_attr, _constant_ready)
-            try:
-                return await call()
-            finally:
-                delattr(site, stub_attr)
-
-        return run
+        """``call`` with the site's ``stub_attr`` answering at once (set around the loop)."""
+        call.stub = stub_attr  # type: ignore[attr-defined]
+        return call
 
     form, files = form_from(request.query, None, None, site.form_limits)  # (in "prepare")
 
@@ -188,11 +183,20 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
     async def floor() -> Any:
         return await _constant_async(ctx)
 
+    route_method = bound("_route")
+
+    async def route() -> Any:
+        return await route_method(ctx)
+
     async def regions() -> Any:
         return await site.regions.run(ctx, script.name, _constant_async, ctx)
 
+    run_page = bound("_run_page")
+
     async def prepare() -> Any:
-        return await bound("_run_page")(ctx, script.run, script.name, script.path, False)
+        return await run_page(ctx, script.run, script.name, script.path, False)
+
+    page_outcome = bound("_page_outcome")
 
     async def outcome() -> Any:
         conn = new_conn()
@@ -200,7 +204,7 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
         async def answered(c: Conn) -> None:
             c.response = _CONSTANT
 
-        return await bound("_page_outcome")(ctx, conn, answered, script.name, script.path, False)
+        return await page_outcome(ctx, conn, answered, script.name, script.path, False)
 
     async def script_run() -> Any:
         conn = new_conn()
@@ -218,15 +222,17 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
 
     response = _html_response()
 
+    secure_method = bound("_secure")
+
     async def secure() -> Any:
-        return bound("_secure")(response)
+        return secure_method(response)
 
     async def whole() -> Any:
         return await site(ctx)
 
     calls = {
         "floor": floor,
-        "route": with_stub("_run_script", lambda: bound("_route")(ctx)),
+        "route": with_stub("_run_script", route),
         "regions": regions,
         "prepare": with_stub("_page_outcome", prepare),
         "outcome": outcome,
@@ -266,13 +272,21 @@ async def measure(loop: str, site: Any, pages: list[str], n: int, marks: bool) -
         ctx = Ctx(parse(PAGES[page_name]))
         calls = {"empty": empty, **stage_calls(site, ctx)}
         for call in calls.values():  # warm up: caches, the watchdog's start, imports
+            stub = getattr(call, "stub", None)
+            if stub is not None:
+                setattr(site, stub, _constant_ready)
             for _ in range(50):
                 await call()
+            if stub is not None:
+                delattr(site, stub)
         await _yield_now(loop)
         per: dict[str, list[float]] = {name: [] for name in calls}
         rounds = 1 if marks else 5
         for _ in range(rounds):
             for name, call in calls.items():
+                stub = getattr(call, "stub", None)
+                if stub is not None:
+                    setattr(site, stub, _constant_ready)
                 if marks:
                     mark()  # dump: what came before
                 t = time.perf_counter()
@@ -283,6 +297,8 @@ async def measure(loop: str, site: Any, pages: list[str], n: int, marks: bool) -
                 elapsed = time.perf_counter() - t
                 if marks:
                     mark()  # dump: this loop
+                if stub is not None:
+                    delattr(site, stub)
                 per[name].append(elapsed / n)
         results[page_name] = {name: statistics.median(v) for name, v in per.items()}
     return results
@@ -314,6 +330,8 @@ def per_stage(raw: dict[str, float]) -> dict[str, float]:
     out = {name: raw[name] - base for name in raw if name != "empty"}
     for name in ("outcome", "script"):
         out[name] -= out["conn"]
+    for name in ("route", "regions", "prepare"):  # each awaits a constant answer at its end
+        out[name] -= out["floor"]
     return out
 
 
