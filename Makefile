@@ -117,12 +117,13 @@ bench-render: dev
 bench-cache: dev
 	$(PY) -m pytest benchmarks/bench_cache.py --benchmark-only --benchmark-columns=min,median,ops -p no:timeout $(BENCH_CACHE_ARGS)
 
-## whole-server comparison with uvicorn, hypercorn, gunicorn+Flask and a raw trio server
+## whole-server comparison: pyweb on trio and asyncio beside uvicorn (raw ASGI, Starlette), granian
+## (ASGI, RSGI), raw trio and raw uvloop; BENCH_PEERS_ARGS="--markdown FILE" also writes the tables
 bench-peers: dev
-	$(PY) benchmarks/peers.py
+	$(PY) benchmarks/peers.py $(BENCH_PEERS_ARGS)
 
 bench-peers-short: dev
-	$(PY) benchmarks/peers.py --short
+	$(PY) benchmarks/peers.py --short $(BENCH_PEERS_ARGS)
 
 ## CML event benchmarks (CML §5 Tables 3-5 on trio)
 bench-events: dev

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,10 +51,12 @@ SITE = {
         "await select(conn.client_gone_evt(), timeout(60))\n"
         'conn.return_("polled")\n'
     ),
-    # a form handler: reads the form (the body), answers its size
+    # a form handler: reads the form (the body), answers its size (an upload's ``size``;
+    # older trees hold it whole, as ``data``)
     "post.py": (
         'f = conn.files.get("f")\n'
-        'conn.return_(str(len(f.data) if f else len(conn.form.get("data", ""))))\n'
+        'n = (getattr(f, "size", None) or len(f.data)) if f else len(conn.form.get("data", ""))\n'
+        "conn.return_(str(n))\n"
     ),
 }
 
@@ -207,6 +210,10 @@ async def _hold(port: int, first: bytes, trickle: bytes, every: float, end: floa
         await asyncio.sleep(0.05)
 
 
+POSTS: Counter[str] = Counter()
+"""The big posts' replies by status (``200``, ``503``, ...; ``error``: no reply)."""
+
+
 async def _big_post(port: int, end: float, size: int) -> None:
     # an upload (multipart): url-encoded forms have a 1 MiB limit of their own
     part = b'--b\r\nContent-Disposition: form-data; name="f"; filename="f.bin"\r\n\r\n'
@@ -225,9 +232,10 @@ async def _big_post(port: int, end: float, size: int) -> None:
         try:
             writer.write(head + body)
             await writer.drain()
-            await asyncio.wait_for(reader.read(65536), 30)
+            reply = await asyncio.wait_for(reader.read(65536), 30)
+            POSTS[reply[9:12].decode("latin-1") or "none"] += 1
         except (TimeoutError, OSError):
-            pass
+            POSTS["error"] += 1
         finally:
             writer.close()
 
@@ -268,6 +276,7 @@ def run(name: str, tree: str, n: int, seconds: float, client_timeout: float,
         server_args: list[str]) -> dict[str, float]:  # fmt: skip
     """Run one scenario; return the normal client's worst/median wait, failures, 503s,
     and the server's peak RSS (MB)."""
+    POSTS.clear()
     with Server(tree, server_args) as server:
         stop = threading.Event()
         waits = Waits()
@@ -297,6 +306,7 @@ def run(name: str, tree: str, n: int, seconds: float, client_timeout: float,
         "failures": waits.failures,
         "busy_503": waits.busy,
         "rss_mb": peak[0],
+        "posts": dict(POSTS),  # type: ignore[dict-item]
         "errors": waits.errors,  # type: ignore[dict-item]
     }
 
@@ -323,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         n = args.n if args.n is not None else DEFAULT_N.get(name, 1000)
         r = run(name, args.tree, n, args.seconds, args.client_timeout, args.server_arg)
         print(f"{name:16} {n:5} {r['worst']:8.2f} {r['median']:9.3f} {r['requests']:5} "
-              f"{r['failures']:5} {r['busy_503']:5} {r['rss_mb']:7.0f}  {r['errors'][:2]}", flush=True)  # fmt: skip
+              f"{r['failures']:5} {r['busy_503']:5} {r['rss_mb']:7.0f}  {r['posts'] or ''} {r['errors'][:2]}", flush=True)  # fmt: skip
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Hypothesis profiles for the whole suite.
+"""Hypothesis profiles for the whole suite, and the two loops servers run on.
 
 Here, at the top of tests/, because hypothesis reads the profile when ``@given`` decorates a
 test, that is when its module is imported: a profile loaded by a conftest further down
@@ -10,13 +10,23 @@ table, one draw of about a second, which failed ``too_slow``).
 "default" keeps ``make test`` within its budget and asserts nothing about time (this machine
 is shared; see the developers' guide); "fuzz" (HYPOTHESIS_PROFILE=fuzz) runs many more
 examples, for a long local or nightly run.
+
+The loops: a module marked ``pytest.mark.loops("trio", "asyncio")`` runs each test once per
+loop selected by ``--loops`` (default both; ``PYWEB_TEST_LOOPS`` sets the default), with the
+``loop`` fixture naming it; every test runs inside ``pyweb.testing.use_loop(loop)``, so the
+servers it starts through pyweb.testing run on that loop. See tests/loops.py.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from pyweb.testing.server import use_loop
+from tests.loops import selected, xfail_on_asyncio
 
 settings.register_profile(
     "default",
@@ -36,3 +46,46 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 # suite's servers, in this process and in the ones it starts, share this one. A test of the
 # "no key" refusal removes it with monkeypatch.
 os.environ.setdefault("PYWEB_SECRET_KEY", "the-test-suite-key-not-a-secret-0123456789")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--loops",
+        default=os.environ.get("PYWEB_TEST_LOOPS", "trio,asyncio"),
+        help="the loops tests marked loops(...) run on: trio,asyncio (default; "
+        "PYWEB_TEST_LOOPS sets it), trio, or asyncio",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    selected(config.getoption("--loops"))  # a typo stops the run before collection
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One run per loop for the tests marked ``loops(...)``, the asyncio run of a test
+    marked ``asyncio_lacks(...)`` being a strict xfail."""
+    mark = metafunc.definition.get_closest_marker("loops")
+    if mark is None or "loop" not in metafunc.fixturenames:
+        return
+    chosen = selected(metafunc.config.getoption("--loops"))
+    lacks = tuple(f for m in metafunc.definition.iter_markers("asyncio_lacks") for f in m.args)
+    params = []
+    for name in (n for n in mark.args if n in chosen):
+        marks = [xfail_on_asyncio(lacks)] if name == "asyncio" and lacks else []
+        params.append(pytest.param(name, id=name, marks=marks))
+    if not params:  # e.g. a trio-only test in a run on asyncio alone
+        params = [pytest.param(mark.args[0], id=mark.args[0], marks=pytest.mark.skip(
+            reason=f"runs on {', '.join(mark.args)} only; --loops chose {', '.join(chosen)}"))]
+    metafunc.parametrize("loop", params, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def loop(request: pytest.FixtureRequest) -> str:
+    """The loop this test's servers run on: its parameter, or trio for unmarked tests."""
+    return str(getattr(request, "param", "trio"))
+
+
+@pytest.fixture(autouse=True)
+def _servers_on_loop(loop: str) -> Iterator[None]:
+    with use_loop(loop):
+        yield

@@ -10,6 +10,10 @@ The counter is printed with a fixed width, so every page is exactly :data:`PAGE_
 
 from __future__ import annotations
 
+import os
+import time
+from email.utils import formatdate
+
 HELLO = b"Hello, world!"
 PAGE_SIZE = 984
 STATIC_NAME = "static.html"
@@ -161,3 +165,72 @@ def exchange_page(query: str, rate_url: str) -> bytes:
         f"Exchange Service</title></head>\n<body><h1>Currency Exchange Service</h1>{body}"
         "</body></html>"
     ).encode()
+
+
+# --- the raw servers' answers (raw_trio.py and raw_uvloop.py share them) -----------------
+
+_TEXT, _HTML = b"text/plain", b"text/html; charset=utf-8"
+_date, _date_second, _raw_counter = b"", -1, 0
+_STATIC_PATH = os.path.join(os.environ.get("BENCH_SITE_DIR", "."), STATIC_NAME)
+_RATE_URL = os.environ.get("BENCH_RATE_URL", "")  # the harness's rate server (peers.py)
+
+
+def next_page() -> bytes:
+    """The dynamic page for the next request of this process (the counter every app keeps)."""
+    global _raw_counter
+    _raw_counter += 1
+    return render(_raw_counter)
+
+
+def raw_response(target: bytes, close: bool) -> bytes:
+    """The raw servers' whole response to ``GET target`` (head and body), one bytes object
+    so that it goes out in one send. The site directory comes from BENCH_SITE_DIR and the
+    exchange page's rate server from BENCH_RATE_URL, as for every app."""
+    global _date, _date_second
+    now = int(time.time())
+    if now != _date_second:  # RFC 9110 §6.6.1: an origin server with a clock sends Date
+        _date, _date_second = formatdate(now, usegmt=True).encode(), now
+    status, ctype = b"200 OK", _HTML
+    path, _, query = target.partition(b"?")
+    if path == b"/hello":
+        body, ctype = HELLO, _TEXT
+    elif path == b"/dynamic":
+        body = next_page()
+    elif path == b"/page/hello" or path == b"/svc/hello":
+        body = HELLO_PAGE
+    elif path == b"/page/guess" or path == b"/svc/guess":
+        body = guess_page(query.decode("latin-1"))
+    elif path == b"/page/exchange":
+        body = exchange_page(query.decode("latin-1"), _RATE_URL)
+    elif path == b"/" + STATIC_NAME.encode():
+        with open(_STATIC_PATH, "rb") as f:  # 984 bytes from the page cache: read, no sendfile
+            body = f.read()
+    else:
+        status, body, ctype = b"404 Not Found", b"Not Found", _TEXT
+    return b"".join(
+        [
+            b"HTTP/1.1 ",
+            status,
+            b"\r\nDate: ",
+            _date,
+            b"\r\nContent-Type: ",
+            ctype,
+            b"\r\nContent-Length: ",
+            str(len(body)).encode(),
+            b"\r\nConnection: close\r\n\r\n" if close else b"\r\n\r\n",
+            body,
+        ]
+    )
+
+
+def parse_head(buf: bytes, end: int) -> tuple[bytes, bool, int]:
+    """The raw servers' reading of the head ``buf[:end]``: (target, close, body length).
+    No validation at all: enough for wrk and the harness's checks, nothing else."""
+    head = buf[:end].lower()
+    line = head.split(b"\r\n", 1)[0]
+    length = 0
+    if (i := head.find(b"\r\ncontent-length:")) >= 0:
+        j = head.find(b"\r\n", i + 2)
+        length = int(head[i + 17 : j if j >= 0 else len(head)])
+    close = b"\r\nconnection: close" in head or line.endswith(b"http/1.0")
+    return buf[:end].split(b" ", 2)[1], close, length

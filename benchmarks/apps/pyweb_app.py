@@ -1,20 +1,24 @@
-"""pyweb's entry in the peer benchmark: pyweb.server.Server with a handler for the four URLs.
+"""pyweb's entry in the peer benchmark: a site folder as a user writes it, run by ``pyweb serve``.
 
-/page/hello, /page/guess, /page/exchange, /svc/hello and /svc/guess are served by a :class:`pyweb.app.Site`
-over a copy of the example site's own files: the scripts ``pages/hello.py`` and
-``pages/guess.py`` (under ``page/``) and the service module ``pages/hop_services.py``; so
-those scenarios measure pyweb's pages as a student writes them (routing, ``conn``, form
-variables, quotations, the script run per request).
+pyweb is measured the way its users use it, not through a handler below the page layer:
+this file writes a site folder and hands it to ``pyweb serve`` (the same ``main`` the
+command line runs), so every request goes through the server, the site's routing,
+``conn``, the script run, the region check and the reply, as for any site. The folder has
 
-/hello and /dynamic are handler code (the dynamic page is computed per request by the same
-``page.render`` every app uses); /static.html goes through pyweb's own static-file machinery,
-``StaticFiles`` (sendfile, ETag, Last-Modified), from the site directory the benchmark made,
-so the static/dynamic pair is Hop's §4.3 comparison. Access logging is off, as for every
-server in the benchmark (Hop §4.3 did the same).
+* ``hello.py``: ``conn.return_(b"Hello, world!", content_type="text/plain")`` (``/hello``);
+* ``dynamic.py``: the 984-byte page built per request by ``page.next_page()``, the same
+  function every peer calls (``/dynamic``);
+* ``static.html``: the dynamic page's output, served from the site folder by pyweb's own
+  static-file path (sendfile, ETag, Last-Modified);
+* ``page/hello.py``, ``page/guess.py``, ``page/exchange.py``: the example site's scripts,
+  and ``hop_services.py``: its services (``/svc/hello``, ``/svc/guess``).
+
+Access logging is off, as for every server in the benchmark (Hop §4.3). The handler-level
+entry that used to be here (below the page layer) is ``pyweb_handler.py``.
 
 Usage: python pyweb_app.py --port 8000 [--scheduler one-to-one|pool|nothread]
                           [--loop trio|asyncio]
-(site directory from BENCH_SITE_DIR, like the other apps).
+(the static file is copied from BENCH_SITE_DIR, like the other apps read it).
 """
 
 from __future__ import annotations
@@ -22,89 +26,72 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import page
-import trio
-
-from pyweb.app.site import Site
-from pyweb.app.static import StaticFiles
-from pyweb.protocol.response import Response
-from pyweb.server import RequestContext, Server, ServerConfig
 
 page.check()
 # The example pages post forms, so the site signs (CSRF): a key of the benchmark's own.
 os.environ.setdefault("PYWEB_SECRET_KEY", "the-benchmark-key-not-a-secret-0123456789")
-SITE_DIR = os.environ.get("BENCH_SITE_DIR", ".")
+EXAMPLES = Path(__file__).resolve().parents[2] / "pages"
 
-_TEXT = [("content-type", "text/plain")]
-_HTML = [("content-type", "text/html; charset=utf-8")]
-_NOT_FOUND = Response(404, _TEXT, b"Not Found")
-_static = StaticFiles(SITE_DIR)
-_counter = 0
+HELLO_SCRIPT = """\
+# The benchmark's hello: 13 bytes of text/plain, written as a user writes a page.
+conn.return_(b"Hello, world!", content_type="text/plain")
+"""
+DYNAMIC_SCRIPT = """\
+# The benchmark's 984-byte page, built per request by the function every peer calls.
+import page
+
+conn.return_(page.next_page(), content_type="text/html; charset=utf-8")
+"""
 
 
-def make_page_site() -> str:
-    """A site holding the example pages measured by the page and service scenarios."""
-    pages = Path(__file__).resolve().parents[2] / "pages"
-    root = Path(tempfile.mkdtemp(prefix="pyweb-bench-site-"))
+def make_site(static_from: str) -> str:
+    """The site folder: the two benchmark scripts, the static file, the example pages."""
+    # Inside the harness's temporary folder when there is one: it goes away with it, even
+    # when the server is killed.
+    root = Path(tempfile.mkdtemp(prefix="pyweb-site-", dir=static_from if static_from else None))
+    (root / "hello.py").write_text(HELLO_SCRIPT)
+    (root / "dynamic.py").write_text(DYNAMIC_SCRIPT)
+    static = Path(static_from) / page.STATIC_NAME
+    if static_from and static.exists():
+        shutil.copy(static, root / page.STATIC_NAME)
+    else:  # run by hand without the harness: the same bytes
+        (root / page.STATIC_NAME).write_bytes(page.render(0))
     (root / "page").mkdir()
     for name in ("hello.py", "guess.py", "exchange.py", "rate.py"):
-        shutil.copy(pages / name, root / "page" / name)
-    shutil.copy(pages / "hop_services.py", root / "hop_services.py")
-    shutil.copy(pages / "_layout.py", root / "_layout.py")  # exchange.py and rate.py use it
+        shutil.copy(EXAMPLES / name, root / "page" / name)
+    shutil.copy(EXAMPLES / "hop_services.py", root / "hop_services.py")
+    shutil.copy(EXAMPLES / "_layout.py", root / "_layout.py")  # exchange.py and rate.py use it
     return str(root)
 
 
-_site = Site(make_page_site())
-
-
-def make_rate_dir() -> str:
-    return tempfile.mkdtemp(prefix="pyweb-bench-rate-")
-
-
-async def handler(ctx: RequestContext) -> Response:
-    global _counter
-    path = ctx.request.path
-    if path == "/hello":
-        return Response(200, _TEXT, page.HELLO)
-    if path == "/dynamic":
-        _counter += 1
-        return Response(200, _HTML, page.render(_counter))
-    if path.startswith("/page/") or path.startswith("/svc/"):
-        return await _site(ctx)
-    response = _static.respond(ctx.request)
-    return _NOT_FOUND if response is None else response
-
-
-if __name__ == "__main__":
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--scheduler", default="one-to-one")
-    parser.add_argument("--pool-size", type=int, default=16)
     parser.add_argument("--loop", default="trio", choices=("trio", "asyncio"))
     args = parser.parse_args()
-    # /page/exchange reads its rate from this server's /page/rate (pages/exchange.py)
-    # (peers.py runs one rate server for every server under test: BENCH_RATE_URL)
+    site = make_site(os.environ.get("BENCH_SITE_DIR", ""))
+    # /page/exchange reads its rate from the harness's rate server (peers.py: BENCH_RATE_URL),
+    # else from this server's own /page/rate (pages/exchange.py).
     os.environ["PYWEB_RATE_URL"] = os.environ.get(
         "BENCH_RATE_URL", f"http://127.0.0.1:{args.port}/page/rate"
     )
-    os.environ.setdefault("PYWEB_RATE_FILE", os.path.join(make_rate_dir(), "rate.txt"))
-    config = ServerConfig(
-        host=args.host,
-        port=args.port,
-        scheduler=args.scheduler,
-        pool_size=args.pool_size,
-        access_log=None,
-        error_log="-",
-    )
-    if args.loop == "asyncio":  # pyweb serve --loop asyncio: the Protocol server
-        from pyweb.server.aio import serve_asyncio
+    os.environ.setdefault("PYWEB_RATE_FILE", os.path.join(site, "rate.txt"))
+    from pyweb.cli import main as pyweb_main
 
-        raise SystemExit(serve_asyncio(config, handler, SITE_DIR))
     try:
-        trio.run(Server(config, handler).serve)
-    except* KeyboardInterrupt:
-        pass  # Ctrl-C or the benchmark's SIGINT: stop quietly
+        return pyweb_main(["serve", site, "--host", args.host, "--port", str(args.port),
+                           "--scheduler", args.scheduler, "--loop", args.loop,
+                           "--access-log", "none"])  # fmt: skip
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,7 +3,8 @@
 The issue's targets are ratios to uvicorn, and one of them is relative to this server,
 measured in the same run: it shows what trio itself allows, so the gap between it and pyweb
 is what pyweb's layers cost. It does just enough to answer the benchmark's four URLs
-correctly with keep-alive: an accept loop, a task per connection, non-blocking recv into a
+correctly with keep-alive (the answers are ``page.raw_response``, shared with
+raw_uvloop.py): an accept loop, a task per connection, non-blocking recv into a
 buffer (waiting with ``trio.lowlevel.wait_readable`` only when a call would block), find the
 end of the header block, read the path, ``Connection: close``, the HTTP version and
 ``Content-Length`` (to skip a body), and one send per response. No validation at all:
@@ -15,59 +16,12 @@ Usage: python raw_trio.py --port 8000 (site directory from BENCH_SITE_DIR).
 from __future__ import annotations
 
 import argparse
-import os
 import socket
-import time
-from email.utils import formatdate
 
 import page
 import trio
 
 page.check()
-STATIC_PATH = os.path.join(os.environ.get("BENCH_SITE_DIR", "."), page.STATIC_NAME)
-RATE_URL = os.environ.get("BENCH_RATE_URL", "")  # the harness's rate server (peers.py)
-TEXT, HTML = b"text/plain", b"text/html; charset=utf-8"
-_date, _date_second, _counter = b"", -1, 0
-
-
-def respond(target: bytes, close: bool) -> bytes:
-    """The whole response (head and body) as one bytes object, so it goes out in one send."""
-    global _date, _date_second, _counter
-    now = int(time.time())
-    if now != _date_second:  # RFC 9110 §6.6.1: an origin server with a clock sends Date
-        _date, _date_second = formatdate(now, usegmt=True).encode(), now
-    status, ctype = b"200 OK", HTML
-    path, _, query = target.partition(b"?")
-    if path == b"/hello":
-        body, ctype = page.HELLO, TEXT
-    elif path == b"/dynamic":
-        _counter += 1
-        body = page.render(_counter)
-    elif path == b"/page/hello" or path == b"/svc/hello":
-        body = page.HELLO_PAGE
-    elif path == b"/page/guess" or path == b"/svc/guess":
-        body = page.guess_page(query.decode("latin-1"))
-    elif path == b"/page/exchange":
-        body = page.exchange_page(query.decode("latin-1"), RATE_URL)
-    elif path == b"/" + page.STATIC_NAME.encode():
-        with open(STATIC_PATH, "rb") as f:  # 984 bytes from the page cache: read, no sendfile
-            body = f.read()
-    else:
-        status, body, ctype = b"404 Not Found", b"Not Found", TEXT
-    return b"".join(
-        [
-            b"HTTP/1.1 ",
-            status,
-            b"\r\nDate: ",
-            _date,
-            b"\r\nContent-Type: ",
-            ctype,
-            b"\r\nContent-Length: ",
-            str(len(body)).encode(),
-            b"\r\nConnection: close\r\n\r\n" if close else b"\r\n\r\n",
-            body,
-        ]
-    )
 
 
 async def connection(conn: socket.socket) -> None:
@@ -87,18 +41,11 @@ async def connection(conn: socket.socket) -> None:
                     return
                 buf += data
                 while (end := buf.find(b"\r\n\r\n")) >= 0:  # pipelined requests: one by one
-                    head = buf[:end].lower()
-                    line = head.split(b"\r\n", 1)[0]
-                    length = 0
-                    if (i := head.find(b"\r\ncontent-length:")) >= 0:
-                        j = head.find(b"\r\n", i + 2)
-                        length = int(head[i + 17 : j if j >= 0 else len(head)])
+                    target, close, length = page.parse_head(buf, end)
                     if len(buf) < end + 4 + length:
                         break  # the body is not all here yet
                     buf = buf[end + 4 + length :]
-                    close = b"\r\nconnection: close" in head or line.endswith(b"http/1.0")
-                    target = line.split(b" ")[1]
-                    out = memoryview(respond(target, close))
+                    out = memoryview(page.raw_response(target, close))
                     while out:
                         try:
                             out = out[conn.send(out) :]

@@ -85,9 +85,7 @@ class Watchdog:
     """One per event loop (see :func:`watchdog`): the ticking task, the watching thread, and
     the pages running now, keyed by the frame of the coroutine that runs each."""
 
-    def __init__(self, rt: Any = None) -> None:
-        self.runtime = rt or runtime.current()
-        """The loop's runtime (:mod:`pyweb.runtime`): it says when the loop has ended."""
+    def __init__(self) -> None:
         self.ticked = time.monotonic()
         self.ticks = 0
         self.loop_thread = threading.get_ident()
@@ -198,6 +196,9 @@ class Watchdog:
 
 
 _WATCHDOGS: dict[object, Watchdog] = {}
+# How to ask whether each loop still runs: a process may have run trio and asyncio loops
+# (the test suite does), and each runtime knows only its own kind of loop.
+_ALIVE: dict[object, Callable[[object], bool]] = {}
 
 
 def watchdog() -> Watchdog:
@@ -206,11 +207,10 @@ def watchdog() -> Watchdog:
     loop = rt.loop_id()
     dog = _WATCHDOGS.get(loop)
     if dog is None:
-        # loops that have ended (each asked through its own runtime: a process may run
-        # trio and asyncio loops one after the other)
-        for other in [key for key, d in _WATCHDOGS.items() if not d.runtime.loop_alive(key)]:
-            del _WATCHDOGS[other]
-        dog = _WATCHDOGS[loop] = Watchdog(rt)
+        for other in [key for key in _WATCHDOGS if not _ALIVE[key](key)]:
+            del _WATCHDOGS[other], _ALIVE[other]  # loops that have ended
+        dog = _WATCHDOGS[loop] = Watchdog()
+        _ALIVE[loop] = rt.loop_alive
         dog.start()
     return dog
 

@@ -18,7 +18,9 @@ everything about a body lives here:
   few seconds, a chunked body that never ends) is a 408 however steadily each byte comes;
   and :meth:`read` holds the bytes once (in a ``BytesIO`` whose buffer becomes the result)
   and counts them against the process's ``max_body_memory`` (``budget.py``: 503 when they
-  do not fit, before anything is read when ``Content-Length`` says so).
+  do not fit, before anything is read when ``Content-Length`` says so). A handler that
+  takes the body with :meth:`stream` holds what it keeps, and counts it with :meth:`hold`
+  (a multipart form's text fields and small files: ``pyweb/app/formdata.py``).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class RequestBody:
 
     __slots__ = (
         "connection", "request", "done", "continue_sent", "must_drain", "started", "received",
-        "until",
+        "until", "streamed",
     )  # fmt: skip
 
     def __init__(self, connection: Connection, request: Request) -> None:
@@ -75,30 +77,49 @@ class RequestBody:
         self.continue_sent = False
         self.must_drain = False
         """Set by :meth:`settle`: the unread rest is read and dropped after the reply."""
+        self.streamed = False
+        """The handler took the body piece by piece (:meth:`stream`): it is not held."""
 
     async def read(self, copies: int = 1) -> bytes:
         """The whole body (de-chunked). Raises :class:`~pyweb.protocol.BodyTooLarge` past
         ``Limits.max_body``, a 408 ProtocolError when it stops arriving or is too slow, a
-        503 one when it does not fit ``max_body_memory`` (``copies`` times: a multipart
-        form is parsed into a copy of its files)."""
+        503 one when it does not fit ``max_body_memory`` (``copies`` times: how often the
+        caller holds it)."""
+        if self.streamed:
+            raise RuntimeError(
+                "the request body was already taken piece by piece (ctx.stream(); a "
+                "multipart form is parsed so: see conn.form and conn.files)"
+            )
         declared = self.request.content_length
         if declared is not None:
             self._reserve(declared * copies)  # refused before a byte of it is read
         out = io.BytesIO()  # getvalue() hands its buffer over: the bytes are held once
-        async for piece in self.stream():
+        async for piece in self._pieces():
             if declared is None:
                 self._reserve(len(piece) * copies)
             out.write(piece)
         return out.getvalue()
 
     def _reserve(self, n: int) -> None:
-        if not BUDGET.reserve(n):
+        if not self.hold(n):
             raise ProtocolError(
                 f"the server holds as many request bodies as max_body_memory allows "
                 f"({BUDGET.limit} bytes); try again soon",
                 status=503,
             )
-        self.connection.reserved += n  # given back when the handler is done (Connection)
+
+    def hold(self, n: int) -> bool:
+        """Count ``n`` more bytes of this request as held in memory (a negative ``n`` gives
+        them back); False, nothing counted, when they do not fit ``max_body_memory``. What
+        is held is given back when the handler is done (Connection.release_body)."""
+        connection = self.connection
+        if n < 0:
+            n = max(n, -connection.reserved)
+            BUDGET.release(-n)
+        elif not BUDGET.reserve(n):
+            return False
+        connection.reserved += n
+        return True
 
     def deadline(self) -> float:
         """When the whole body must have arrived (trio time)."""
@@ -108,8 +129,12 @@ class RequestBody:
         deadline = self.started + config.body_timeout + self.received / config.body_min_rate
         return min(deadline, self.until)
 
-    async def stream(self) -> AsyncIterator[bytes]:
+    def stream(self) -> AsyncIterator[bytes]:
         """The body piece by piece, as it arrives (for uploads too large to hold)."""
+        self.streamed = True
+        return self._pieces()
+
+    async def _pieces(self) -> AsyncIterator[bytes]:
         parser = self.connection.parser
         while not self.done:
             event = parser.next_event()
@@ -211,7 +236,7 @@ class RequestBody:
             return True
         self.until = trio.current_time() + DRAIN_TIME  # briefly: then the connection closes
         try:
-            async for _ in self.stream():
+            async for _ in self._pieces():
                 pass
         except ProtocolError:
             return False

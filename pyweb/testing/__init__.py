@@ -2,7 +2,8 @@
 
 * :func:`serve` runs a real pyweb server in a thread for a ``with`` block and hands out a
   :class:`Client` (keep-alive, cookies) for it (``pyweb.testing.server``,
-  ``pyweb.testing.client``);
+  ``pyweb.testing.client``), on trio or on asyncio (``loop="asyncio"``; :func:`use_loop`
+  changes the default for a block);
 * ``pyweb.testing.http``: hypothesis strategies for HTTP/1.1 requests (valid, pipelined,
   split at random, invalid with the RFC rule each breaks) and :func:`check_parser
   <pyweb.testing.http.check_parser>`, which property-tests anyone's request parser against
@@ -40,11 +41,12 @@ from typing import TYPE_CHECKING, Any
 from .client import Client, Headers, TestResponse
 
 if TYPE_CHECKING:
-    from .server import ServerThread, reachable, serve
+    from .server import LOOPS, ServerThread, default_loop, reachable, serve, use_loop
 
-__all__ = ["serve", "Client", "TestResponse", "Headers", "ServerThread", "reachable"]
+__all__ = ["serve", "Client", "TestResponse", "Headers", "ServerThread", "reachable",
+           "LOOPS", "default_loop", "use_loop"]  # fmt: skip
 
-_FROM_SERVER = {"serve", "ServerThread", "reachable"}
+_FROM_SERVER = {"serve", "ServerThread", "reachable", "LOOPS", "default_loop", "use_loop"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,13 +1,19 @@
 """A real pyweb server in a background thread, for tests, notebooks and load tests.
 
-:func:`serve` starts :class:`pyweb.server.Server` in its own thread, with its own
-``trio.run``, on 127.0.0.1 and a free port (port 0), with the access log off; any keyword
-overrides a :class:`~pyweb.server.ServerConfig` field. Leaving the ``with`` block shuts the
-server down gracefully (in its own trio run, via ``trio.from_thread``) and re-raises
-anything that crashed it. Nothing is simulated: requests go through a socket, the parser,
-the scheduler and the connection loop exactly as a browser's would.
+:func:`serve` starts a pyweb server in its own thread, on 127.0.0.1 and a free port
+(port 0), with the access log off; any keyword overrides a
+:class:`~pyweb.server.ServerConfig` field. Leaving the ``with`` block shuts the server down
+gracefully and re-raises anything that crashed it. Nothing is simulated: requests go
+through a socket, the parser, the scheduler and the connection loop exactly as a
+browser's would.
 
-The server runs in a thread, not in the caller's trio run, so that the caller may block
+The server runs on either of pyweb's loops (``loop="trio"``, the default, or
+``loop="asyncio"``: the asyncio Protocol server of ``pyweb serve --loop asyncio``, on
+uvloop when it is installed). Code that does not name a loop gets :func:`default_loop`,
+which :func:`use_loop` changes for a block: that is how pyweb's own test suite runs the
+same tests on both loops.
+
+The server runs in a thread, not in the caller's event loop, so that the caller may block
 freely: a test with plain sockets, a notebook cell, locust's gevent workers.
 :class:`ServerThread` is the piece underneath, for tests that need to shut the server down
 while they still hold connections (``shutdown()``, then watch ``returned``).
@@ -15,9 +21,11 @@ while they still hold connections (``shutdown()``, then watch ``returned``).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,7 +33,29 @@ import trio
 
 from .client import Client
 
-__all__ = ["serve", "ServerThread", "reachable"]
+__all__ = ["serve", "ServerThread", "reachable", "LOOPS", "default_loop", "use_loop"]
+
+LOOPS = ("trio", "asyncio")
+"""The event loops a pyweb server runs on."""
+
+_default = ["trio"]
+
+
+def default_loop() -> str:
+    """The loop :func:`serve` and :func:`build_server` use when none is named."""
+    return _default[0]
+
+
+@contextmanager
+def use_loop(name: str) -> Iterator[str]:
+    """Within the block, servers started without ``loop=`` run on ``name``."""
+    if name not in LOOPS:
+        raise ValueError(f"unknown loop {name!r} (one of {', '.join(LOOPS)})")
+    before, _default[0] = _default[0], name
+    try:
+        yield name
+    finally:
+        _default[0] = before
 
 
 def reachable(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -38,28 +68,33 @@ def reachable(host: str, port: int, timeout: float = 1.0) -> bool:
 
 
 class ServerThread:
-    """A :class:`pyweb.server.Server` in its own thread and trio run.
+    """A pyweb server in its own thread and event loop (trio or asyncio, from the server).
 
     ``start()`` returns once the server listens (``port`` is then known); ``shutdown()``
-    asks it to stop gracefully and returns at once; ``returned`` is set when ``serve()``
-    has returned; ``stop()`` shuts down, waits for the thread and re-raises anything that
-    crashed the server. ``token`` is the server's trio token, for
-    ``trio.from_thread.run_sync(..., trio_token=...)``.
+    asks it to stop gracefully and returns at once; ``returned`` is set when the server
+    has stopped serving; ``stop()`` shuts down, waits for the thread and re-raises anything
+    that crashed the server. ``call(fn, *args)`` runs ``fn`` in the server's thread, on its
+    loop, and returns the result (for poking at the server's state safely). On trio,
+    ``token`` is the run's trio token; on asyncio, ``aio_loop`` is the loop.
     """
 
     def __init__(self, server: Any):
         self.server = server
+        self.loop = getattr(server.config, "loop", "trio")
         self.token: trio.lowlevel.TrioToken | None = None
+        self.aio_loop: asyncio.AbstractEventLoop | None = None
         self.returned = threading.Event()
         self._error: BaseException | None = None
         self._ready = threading.Event()
-        self.thread = threading.Thread(target=self._main, name="pyweb-testing-server", daemon=True)
+        self._stop_asked: asyncio.Event | None = None
+        main = self._main_asyncio if self.loop == "asyncio" else self._main_trio
+        self.thread = threading.Thread(target=main, name="pyweb-testing-server", daemon=True)
 
     @property
     def port(self) -> int:
         return int(self.server.port)
 
-    def _main(self) -> None:
+    def _main_trio(self) -> None:
         async def serve_then_flag(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
             await self.server.serve(task_status=task_status)
             self.returned.set()
@@ -77,6 +112,39 @@ class ServerThread:
         finally:
             self._ready.set()
 
+    def _main_asyncio(self) -> None:
+        from pyweb.server.aio import new_loop
+
+        loop, _ = new_loop()
+        self.aio_loop = loop
+        # An exception no task waited for (a crash inside the server) is kept for stop().
+        loop.set_exception_handler(self._asyncio_crash)
+        try:
+            loop.run_until_complete(self._serve_asyncio())
+        except BaseException as exc:  # handed to the caller's thread by stop()/start()
+            self._error = self._error or exc
+        finally:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            self._ready.set()
+
+    async def _serve_asyncio(self) -> None:
+        self._stop_asked = asyncio.Event()
+        await self.server.start()
+        self._ready.set()
+        await self._stop_asked.wait()
+        await self.server.shutdown()
+        self.returned.set()
+
+    def _asyncio_crash(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if self._error is None:
+            self._error = exc if exc is not None else RuntimeError(context.get("message"))
+        loop.default_exception_handler(context)
+
     def start(self, timeout: float = 30.0) -> ServerThread:
         self.thread.start()
         if not self._ready.wait(timeout):
@@ -84,15 +152,35 @@ class ServerThread:
         self._raise_crash()
         return self
 
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` (a plain function) on the server's loop; return its result."""
+        if self.loop == "asyncio":
+            assert self.aio_loop is not None
+            done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+            def run() -> None:
+                try:
+                    done.set_result(fn(*args))
+                except BaseException as exc:
+                    done.set_exception(exc)
+
+            self.aio_loop.call_soon_threadsafe(run)
+            return done.result()
+        return trio.from_thread.run_sync(fn, *args, trio_token=self.token)
+
     def shutdown(self) -> None:
         """Ask the server to stop (graceful: requests in flight finish); do not wait."""
-        trio.from_thread.run_sync(self.server.shutdown, trio_token=self.token)
+        if self.loop == "asyncio":
+            assert self.aio_loop is not None and self._stop_asked is not None
+            self.aio_loop.call_soon_threadsafe(self._stop_asked.set)
+        else:
+            trio.from_thread.run_sync(self.server.shutdown, trio_token=self.token)
 
     def stop(self, timeout: float = 30.0) -> None:
-        if self.thread.is_alive() and self.token is not None:
+        if self.thread.is_alive() and (self.token is not None or self.aio_loop is not None):
             try:
                 self.shutdown()
-            except trio.RunFinishedError:
+            except (trio.RunFinishedError, RuntimeError):
                 pass  # it already stopped (crashed): the error is reported below
         self.thread.join(timeout)
         if self.thread.is_alive():
@@ -109,11 +197,16 @@ class ServerThread:
 
 
 def build_server(target: Any, **config: Any) -> Any:
-    """A :class:`pyweb.server.Server` (not started) for ``target``, a directory (served as
-    a site) or an async handler; 127.0.0.1, port 0 and no access log unless overridden."""
+    """A pyweb server (not started) for ``target``, a directory (served as a site) or an
+    async handler; on ``loop=`` (default: :func:`default_loop`): a
+    :class:`pyweb.server.Server` on trio, a :class:`pyweb.server.aio.AsyncioServer` on
+    asyncio. 127.0.0.1, port 0 and no access log unless overridden."""
     from pyweb.server import Server, ServerConfig
 
-    options: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "access_log": None}
+    loop = config.pop("loop", None) or default_loop()
+    if loop not in LOOPS:
+        raise ValueError(f"unknown loop {loop!r} (one of {', '.join(LOOPS)})")
+    options: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "access_log": None, "loop": loop}
     handler = target if callable(target) else None
     if handler is None:
         options["site_dir"] = str(target)
@@ -123,19 +216,26 @@ def build_server(target: Any, **config: Any) -> Any:
         from pyweb.app.site import Site
 
         handler = Site.from_settings(str(target), server_config)  # as `pyweb serve` builds it
+    if loop == "asyncio":
+        from pyweb.server.aio import AsyncioServer
+
+        return AsyncioServer(server_config, handler)
     return Server(server_config, handler)
 
 
 @contextmanager
-def serve(target: Any, *, timeout: float = 30.0, **config: Any) -> Iterator[Client]:
+def serve(
+    target: Any, *, timeout: float = 30.0, loop: str | None = None, **config: Any
+) -> Iterator[Client]:
     """Run a real pyweb server for the ``with`` block and yield a :class:`Client` for it.
 
     ``target`` is a directory (served as a site) or an async handler
     ``async def handler(ctx) -> Response``. Keywords override
-    :class:`~pyweb.server.ServerConfig` fields (``scheduler="pool"``, ``dev=True``, ...).
-    The client's ``server`` attribute is the :class:`~pyweb.server.Server`.
+    :class:`~pyweb.server.ServerConfig` fields (``scheduler="pool"``, ``dev=True``, ...);
+    ``loop`` is ``"trio"`` or ``"asyncio"`` (default: :func:`default_loop`).
+    The client's ``server`` attribute is the server.
     """
-    server = build_server(target, **config)
+    server = build_server(target, loop=loop, **config)
     runner = ServerThread(server).start(timeout)
     host = server.config.host
     client = Client(

@@ -21,8 +21,6 @@ SCENARIOS = [
 WORST = 3.0
 """Seconds: the bound asserted (the goal, and what a quiet machine shows, is under 1 s; the
 suite runs beside seven others on two cores)."""
-BUDGET_MB = 256
-"""The default ``max_body_memory`` (in MB): 40 posts of 16 MB do not fit, some get 503."""
 
 
 KNOWN_GAPS = {
@@ -48,5 +46,6 @@ def test_a_normal_client_is_served_during(scenario, n):
     assert r["failures"] == 0, r
     assert r["busy_503"] == 0, r
     assert r["worst"] < WORST, r
-    if scenario == "big-posts":
-        assert r["rss_mb"] < 60 + BUDGET_MB + 100, r  # start-up RSS + the budget + 100 MB
+    if scenario == "big-posts":  # the uploads go to disk as they arrive: no budget used
+        assert r["posts"].get("200", 0) >= 20, r
+        assert r["rss_mb"] < 60 + 100, r  # start-up RSS + 100 MB

@@ -1,10 +1,10 @@
-"""Helpers for the server tests: a real Server on 127.0.0.1:0 in a background thread
-(pyweb.testing's ``ServerThread``, its own trio run), a raw-socket HTTP client, and a test
-handler with one route per behaviour.
+"""Helpers for the server tests: a real server on 127.0.0.1:0 in a background thread
+(pyweb.testing's ``ServerThread``, its own event loop: trio, or asyncio in the asyncio runs
+of modules marked ``loops("trio", "asyncio")``), a raw-socket HTTP client, and a test
+handler with one route per behaviour (written against pyweb.runtime, so it runs on both).
 
 The server runs in a thread so that tests can use plain blocking sockets, as a real client
-would; ``RunningServer.shutdown()`` crosses into the server's trio run with
-``trio.from_thread``.
+would; ``RunningServer.shutdown()`` and ``call()`` cross into the server's loop.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-import trio
 
+from pyweb import runtime
 from pyweb.protocol.response import FileBody, Response
 from pyweb.server import RequestContext
 from pyweb.testing.server import ServerThread, build_server
@@ -200,7 +200,7 @@ async def app(ctx: RequestContext) -> Response:
 
         async def pieces():
             for word in (b"one ", b"two ", b"", b"three"):
-                await trio.sleep(0)
+                await runtime.sleep(0)
                 yield word
 
         return Response(200, text, pieces())
@@ -229,7 +229,7 @@ async def app(ctx: RequestContext) -> Response:
         state.max_active = max(state.max_active, state.active)
         state.started.set()
         try:
-            await trio.sleep(float(ctx.request.query or "0.3"))
+            await runtime.sleep(float(ctx.request.query or "0.3"))
         finally:
             state.active -= 1
         return Response(200, text, b"slept")

@@ -10,7 +10,7 @@ import pyweb.testing
 from pyweb.protocol.response import Response
 from pyweb.testing import Client, Headers, TestResponse
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 
 async def app(ctx):
@@ -54,9 +54,22 @@ async def app(ctx):
 
 
 @pytest.fixture(scope="module")
-def client():
-    with pyweb.testing.serve(app, error_log=None) as client:
+def client(loop):
+    with pyweb.testing.serve(app, error_log=None, loop=loop) as client:
         yield client
+
+
+def test_the_server_runs_on_the_chosen_loop(client, loop):
+    assert client.server.config.loop == loop
+    assert type(client.server).__name__ == {"trio": "Server", "asyncio": "AsyncioServer"}[loop]
+    assert client.get("/json").json() == {"a": [1, 2]}
+    with pyweb.testing.use_loop("trio"):
+        with pyweb.testing.serve(app, loop="asyncio") as other:  # a named loop wins
+            assert type(other.server).__name__ == "AsyncioServer"
+        assert pyweb.testing.default_loop() == "trio"
+    assert pyweb.testing.default_loop() == loop
+    with pytest.raises(ValueError):
+        pyweb.testing.serve(app, loop="gevent").__enter__()
 
 
 def test_get_and_response_object(client):
