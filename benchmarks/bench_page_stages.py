@@ -74,45 +74,25 @@ from pyweb.protocol.parser import RequestParser  # noqa: E402
 from pyweb.protocol.response import Response  # noqa: E402
 
 PAGES = {
-    "hello": "/page/hello",
-    "dynamic": "/page/dynamic",
+    "hello": "/hello",
+    "dynamic": "/dynamic",
+    "page-hello": "/page/hello",
     "guess": "/page/guess?" + bench_page.GUESS_QUERY,
 }
+"""The peers benchmark's scripts (benchmarks/apps/pyweb_app.py writes the site): ``hello``
+answers 13 bytes of text/plain, ``dynamic`` builds the 984-byte page per request,
+``page-hello`` and ``guess`` are the example site's ``pages/hello.py`` and ``pages/guess.py``."""
 STAGES = ["floor", "route", "regions", "prepare", "outcome", "script", "secure", "whole"]
 _MARK = "sys_getswitchinterval"
 """The C function a callgrind dump is taken before: ``sys.getswitchinterval()`` is called
 by nothing else in this benchmark, so each call marks a stage's start or end."""
 
-DYNAMIC_SCRIPT = """\
-# The peers benchmark's dynamic page (benchmarks/apps/page.py): 984 bytes of HTML computed
-# per request, with a counter so no server can answer with a cached constant.
-import _bench_count
-import page
-
-conn.return_(page.render(next(_bench_count.counter)))
-"""
-COUNT_LIBRARY = '''\
-"""The dynamic page's request counter: an iterator, which the region check (one level of
-module state) does not look into, so counting is not reported as a mutation."""
-import itertools
-
-counter = itertools.count(1)
-'''
-
 
 def make_site() -> str:
-    """The pages the peers benchmark serves (benchmarks/apps/pyweb_app.py), plus the
-    984-byte page as a script."""
-    pages = ROOT / "pages"
-    root = Path(tempfile.mkdtemp(prefix="pyweb-stages-site-"))
-    (root / "page").mkdir()
-    for name in ("hello.py", "guess.py"):
-        shutil.copy(pages / name, root / "page" / name)
-    shutil.copy(pages / "hop_services.py", root / "hop_services.py")
-    shutil.copy(pages / "_layout.py", root / "_layout.py")
-    (root / "page" / "dynamic.py").write_text(DYNAMIC_SCRIPT)
-    (root / "_bench_count.py").write_text(COUNT_LIBRARY)
-    return str(root)
+    """The site folder the peers benchmark serves (its static file made here)."""
+    import pyweb_app
+
+    return pyweb_app.make_site("")
 
 
 class Ctx:
@@ -159,8 +139,7 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
     """One request's worth of each stage, as a no-argument async call."""
     request = ctx.request
     decoded = request.path
-    name = decoded[1:]
-    script = site.scripts[name]
+    script = site.scripts[decoded[1:]]
     real = {
         attr: getattr(type(site), attr)
         for attr in ("_route", "_run_script", "_run_page", "_page_outcome", "_secure")
@@ -344,7 +323,10 @@ def callgrind(loop: str, pages: list[str], n: int) -> dict:
         f"--callgrind-out-file={out}", sys.executable, __file__, "--child", "--loop", loop,
         "--pages", ",".join(pages), "--n", str(n),
     ]  # fmt: skip
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict and set layouts every run
+    subprocess.run(
+        command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     counts = []
     for path in sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1])):
         with open(path) as f:
@@ -391,7 +373,7 @@ def report(loop: str, unit: str, results: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--loop", default="both", choices=("trio", "asyncio", "both"))
-    parser.add_argument("--pages", default=",".join(PAGES))
+    parser.add_argument("--pages", default="hello,dynamic,page-hello")
     parser.add_argument("--n", type=int, default=None)
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--json", default=None, help="write the raw numbers here")

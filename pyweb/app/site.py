@@ -908,6 +908,9 @@ class Site:
             forms.current_form.reset(form_token)
             _current.reset(conn_token)
             held = dog.end(frame)
+            # The frame holds itself through this variable: a cycle that would keep conn
+            # and the response alive until the garbage collector runs (docs/performance.md).
+            del frame
         if conn.unawaited:
             response = self._unawaited_page(ctx, page, filename, conn.unawaited)
         if held is not None:
