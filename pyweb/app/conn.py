@@ -189,24 +189,26 @@ class Conn:
         self.path_params: dict[str, str] = path_params if path_params is not None else {}
         """The parts of the path matched by a ``[name]`` file or folder or a ``{name}`` in a
         service's path (``/todo/3`` → ``{"id": "3"}``), as sent (the getters parse them)."""
+        # Every field a request may set is set here first, in one order: an attribute
+        # added later makes Python give this conn a dictionary of its own, which costs
+        # more than all of these together (docs/performance.md).
+        self.response: Response | None = None
+        """The response given by ``return_`` (None until then)."""
+        self._returned_at: tuple[types.CodeType, int] | None = None
+        self.login_url = "/login"
+        """Where ``require_login()`` sends strangers (the ``login_url`` setting)."""
+        self._session: Session | None = None
+        self.deadline_scope: Any = None
+        """The page deadline's cancel scope while the page runs (``--page-timeout``)."""
+        self._query: MultiDict | None = None
+        self._headers: Headers | None = None
+        self._cookies: dict[str, str] | None = None
 
-    # What most requests never change starts as a class attribute, so a new conn does not
-    # pay for setting it (a conn is made for every request: docs/performance.md).
-    response: Response | None = None
-    """The response given by ``return_`` (None until then)."""
-    login_url = "/login"
-    """Where ``require_login()`` sends strangers (the ``login_url`` setting)."""
-    deadline_scope: Any = None
-    """The page deadline's cancel scope while the page runs (``--page-timeout``)."""
+    # Set by the few pages that go wrong: class attributes until then.
     exited_at: int | None = None
     """The line where the page called :meth:`exit` (None if it did not)."""
     unawaited: list[Any] | None = None
     """Coroutines the page made and dropped (:mod:`pyweb.app.unawaited` notes them)."""
-    _returned_at: tuple[types.CodeType, int] | None = None
-    _query: MultiDict | None = None
-    _headers: Headers | None = None
-    _cookies: dict[str, str] | None = None
-    _session: Session | None = None
 
     # ---- the request ------------------------------------------------------------------
 
