@@ -36,6 +36,7 @@ from pyweb.events import readable_evt, select, timeout, wrap
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, Data, EndOfMessage, Request
 from pyweb.protocol.response import CONTINUE_100
+from pyweb.runtime import now
 
 from .budget import BUDGET
 from .recvbuf import receive
@@ -125,7 +126,7 @@ class RequestBody:
         """When the whole body must have arrived (trio time)."""
         config = self.connection.config
         if self.started < 0:
-            self.started = trio.current_time()
+            self.started = now()  # the loop's clock (trio's, or asyncio's: aio_body.py)
         deadline = self.started + config.body_timeout + self.received / config.body_min_rate
         return min(deadline, self.until)
 
@@ -165,7 +166,7 @@ class RequestBody:
                 receive(connection.fd, connection.parser)
                 break
             except BlockingIOError:
-                left = self.deadline() - trio.current_time()
+                left = self.deadline() - now()
                 if left <= 0:
                     raise ProtocolError(
                         f"the request body was too slow: body_timeout ({body_timeout:g} s) "
@@ -234,7 +235,7 @@ class RequestBody:
         reply."""
         if not self.must_drain:
             return True
-        self.until = trio.current_time() + DRAIN_TIME  # briefly: then the connection closes
+        self.until = now() + DRAIN_TIME  # briefly: then the connection closes
         try:
             async for _ in self._pieces():
                 pass

@@ -24,7 +24,9 @@ backlog. :class:`Slots` decides who gets a slot, as nginx does:
   proxy, so it is off by default).
 
 Only the default scheduler (one-to-one) uses it: the pool and nothread schedulers have a
-fixed number of tasks, which is their own limit (Hop §2.4).
+fixed number of tasks, which is their own limit (Hop §2.4). The asyncio server
+(``aio.py``) uses the same policy: what it needs of a connection is its ``peer``,
+``phase``, ``fresh``, ``in_stream_budget``, ``sock`` (for the peek) and ``evict()``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 import trio
+
+from pyweb.runtime import now
 
 from .proxy import peer_host
 
@@ -131,7 +135,7 @@ class Slots:
         elif connection.phase == HEAD:
             self.heads[connection] = None
         elif connection.fresh:  # its request may be on its way: see _evict_one
-            self.fresh[connection] = trio.current_time()
+            self.fresh[connection] = now()
         else:  # an idle keep-alive connection: no request in progress
             self.idle[connection] = None
 
@@ -174,7 +178,7 @@ class Slots:
         grace = 0.0 if speaking else FRESH_GRACE
         while self.fresh:
             connection, since = next(iter(self.fresh.items()))
-            if trio.current_time() - since < grace:
+            if now() - since < grace:
                 break
             del self.fresh[connection]
             if not has_bytes(connection.sock):
