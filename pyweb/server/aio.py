@@ -49,8 +49,7 @@ from .budget import BUDGET
 from .logging import ServerLog, access_record
 from .proxy import peer_host
 from .reply import ReplyAborted, request_line
-from .schedulers import MAX_WAITING_TO_SPEAK
-from .slots import FRESH_GRACE, LINGER
+from .slots import LINGER
 
 __all__ = ["AsyncioServer", "HttpProtocol", "new_loop", "serve_asyncio"]
 
@@ -216,10 +215,10 @@ class HttpProtocol(asyncio.Protocol):
         server.connections.add(self)
         if server.slots.admit(self.peer):
             self._admitted()
-        elif server.slots.waiting_to_speak < MAX_WAITING_TO_SPEAK:
-            server.slots.waiting_to_speak += 1  # its grace to speak (aio_slots.py)
+        elif server.slots.waiting_to_speak < server.slots.limit:
+            server.slots.waiting_to_speak += 1  # it waits for its request (slots.py)
             self._speaking = True
-            self._arm(FRESH_GRACE)
+            self._arm(server.slots.patience)
         else:
             self._refuse()
 

@@ -6,9 +6,10 @@ budget, ``max_connections_per_client``, the fast 503). What differs is only how 
 connection meets it, since the loop accepts on its own and hands each connection to a
 protocol (``connection_made``):
 
-* a newcomer that finds every slot taken gets :data:`~pyweb.server.slots.FRESH_GRACE` to
-  speak, as on trio: its first bytes (``data_received``) or the end of the grace decide,
-  and one whose request is here may take the slot of a connection that sent nothing;
+* a newcomer that finds every slot taken waits for its request without a slot, as on
+  trio (up to ``first_byte_timeout``, counted in ``Slots.waiting_to_speak``): its first
+  bytes (``data_received``) or the end of the wait decide, and one whose request is here
+  may take the slot of a connection that sent nothing;
 * one still without a slot is refused here: :func:`refuse` writes the whole
   :data:`~pyweb.server.slots.BUSY_503` at once, half-closes, and drops what the client
   sends for :data:`~pyweb.server.slots.LINGER` seconds before closing (closing on unread

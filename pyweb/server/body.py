@@ -28,11 +28,10 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import trio
 
-from pyweb.events import readable_evt, select, timeout, wrap
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, Data, EndOfMessage, Request
 from pyweb.protocol.response import CONTINUE_100
@@ -92,22 +91,24 @@ class RequestBody:
                 "multipart form is parsed so: see conn.form and conn.files)"
             )
         declared = self.request.content_length
-        if declared is not None:
-            self._reserve(declared * copies)  # refused before a byte of it is read
+        if declared is not None and not BUDGET.fits(declared * copies):
+            self._refuse()  # before a byte of it is read
         out = io.BytesIO()  # getvalue() hands its buffer over: the bytes are held once
         async for piece in self._pieces():
-            if declared is None:
-                self._reserve(len(piece) * copies)
+            # Counted as they arrive, not as declared: a thousand bodies trickled in a byte
+            # at a time hold nothing, and must not fill the budget (each newcomer then got
+            # a 503, reconnected and got another, as fast as the server could answer).
+            if not self.hold(len(piece) * copies):
+                self._refuse()
             out.write(piece)
         return out.getvalue()
 
-    def _reserve(self, n: int) -> None:
-        if not self.hold(n):
-            raise ProtocolError(
-                f"the server holds as many request bodies as max_body_memory allows "
-                f"({BUDGET.limit} bytes); try again soon",
-                status=503,
-            )
+    def _refuse(self) -> NoReturn:
+        raise ProtocolError(
+            f"the server holds as many request bodies as max_body_memory allows "
+            f"({BUDGET.limit} bytes); try again soon",
+            status=503,
+        )
 
     def hold(self, n: int) -> bool:
         """Count ``n`` more bytes of this request as held in memory (a negative ``n`` gives
@@ -161,11 +162,13 @@ class RequestBody:
         watch = connection.watch
         if watch is not None:
             watch.stop()  # one task at a time may wait on the socket: now it is this one
+        waited = False
         while True:
             try:
                 receive(connection.fd, connection.parser)
                 break
             except BlockingIOError:
+                waited = True
                 left = self.deadline() - now()
                 if left <= 0:
                     raise ProtocolError(
@@ -179,9 +182,10 @@ class RequestBody:
                     ) from None
         if watch is not None and watch.latch.waiting:
             watch.start()
-        # A large upload whose bytes keep arriving would otherwise never let other
-        # connections run (receive only yields when it has to wait).
-        await trio.lowlevel.checkpoint()
+        if not waited:
+            # A large upload whose bytes keep arriving would otherwise never let other
+            # connections run (receive only yields when it has to wait).
+            await trio.lowlevel.checkpoint()
 
     async def _wait(self, wait: float) -> bool:
         """One wait for body bytes, at most ``wait`` seconds: True if it timed out. While it
@@ -191,7 +195,11 @@ class RequestBody:
         slots = connection.server.slots
         slots.waiting(connection, stalled_body=True)
         try:
-            return bool(await select(readable_evt(connection.sock), wrap(timeout(wait), _true)))
+            # (trio's own wait: a trickled body wakes this once per byte, a thousand
+            # of them hundreds of times a second)
+            with trio.move_on_after(wait) as waited:
+                await trio.lowlevel.wait_readable(connection.sock)
+            return waited.cancelled_caught
         except trio.ClosedResourceError:
             if connection.evicted:
                 raise ProtocolError(
@@ -242,7 +250,3 @@ class RequestBody:
         except ProtocolError:
             return False
         return True
-
-
-def _true(_: object) -> bool:
-    return True

@@ -86,15 +86,17 @@ def closed(sock: socket.socket, seconds: float = 3.0) -> bool:
 
 def test_an_idle_connection_makes_room_for_a_newcomer() -> None:
     with AioThread(handler, max_connections=2) as srv:
-        first, second = srv.connect(), srv.connect()
-        assert request(first).endswith(b"hello")
-        assert request(second).endswith(b"hello")  # both idle now, every slot taken
+        first, second, *others = [srv.connect() for _ in range(4)]
+        for sock in (first, second, *others):
+            # idle now: the two slots, and the room for as many idle ones (slots.py)
+            assert request(sock).endswith(b"hello")
         with srv.connect() as third:
             assert request(third).endswith(b"hello")  # served...
         assert closed(first)  # ...in the slot of the connection idle longest
         assert request(second).endswith(b"hello")
         assert srv.server.slots.evicted == 1
-        first.close(), second.close()
+        for sock in (first, second, *others):
+            sock.close()
 
 
 def test_a_full_server_answers_a_fast_503_with_retry_after() -> None:
