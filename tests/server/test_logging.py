@@ -12,8 +12,9 @@ import trio
 
 from pyweb.server.logging import AccessRecord, ServerLog, format_access, format_error, log_time
 from tests.helpers import until_async
+from tests.loops import asyncio_lacks
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 
 def trio_test(fn):
@@ -355,6 +356,7 @@ def test_format_access_without_request_line():
     assert line == '127.0.0.1 - - [14/Nov/2023:22:13:20 +0000] "-" 400 120 "-" "-"\n'
 
 
+@asyncio_lacks("access log")
 def test_integration_server_writes_combined_log(tmp_path):
     import pyweb.testing
 

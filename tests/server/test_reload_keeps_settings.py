@@ -10,8 +10,9 @@ import pytest
 import trio
 
 from pyweb.server import ServerConfig
+from tests.loops import asyncio_lacks
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 OLD = {"dev": False, "max_body": 100, "body_timeout": 5.0}
 NEW = {"dev": True, "max_body": 10_000, "body_timeout": 0.3}
@@ -42,6 +43,7 @@ def _build(kit):
     kit_build = kit.build
 
 
+@asyncio_lacks("reload")
 def test_a_connection_opened_before_a_reload_keeps_its_settings(kit):
     with kit.running(None, **OLD) as srv, srv.connect() as old:
         assert old.request().body == b"hello"  # accepted and served before the reload
@@ -65,6 +67,7 @@ def test_a_connection_opened_before_a_reload_keeps_its_settings(kit):
             assert old2.read_response().status == 200
 
 
+@asyncio_lacks("reload")
 def test_the_old_connection_refuses_what_its_limits_refuse(kit):
     with kit.running(None, **OLD) as srv, srv.connect() as old:
         assert old.request().body == b"hello"

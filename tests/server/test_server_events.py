@@ -13,12 +13,14 @@ import time
 import pytest
 import trio
 
+from pyweb import runtime
 from pyweb.events import select, timeout, wrap
 from pyweb.protocol.response import Response
 from pyweb.server.control import RELOAD
 from tests.helpers import until
+from tests.loops import asyncio_lacks
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 TEXT = [("Content-Type", "text/plain")]
 
@@ -57,6 +59,7 @@ def long_wait_handler(waits: Waits):
     return handler
 
 
+@asyncio_lacks("client gone")
 def test_closing_the_socket_frees_the_waiting_handler_at_once(kit):
     waits = Waits()
     with kit.running(long_wait_handler(waits)) as srv:
@@ -70,6 +73,7 @@ def test_closing_the_socket_frees_the_waiting_handler_at_once(kit):
         until(lambda: not srv.server.connections, "the connection to close")
 
 
+@asyncio_lacks("client gone")
 def test_a_reset_counts_as_gone(kit):
     waits = Waits()
     with kit.running(long_wait_handler(waits)) as srv:
@@ -101,6 +105,7 @@ def test_a_pipelined_request_is_not_mistaken_for_a_hang_up(kit):
         assert c.read_response().body == b"hello"
 
 
+@asyncio_lacks("client gone")
 def test_hang_up_behind_a_pipelined_request_is_still_noticed(kit):
     waits = Waits()
     with kit.running(long_wait_handler(waits)) as srv:
@@ -111,6 +116,7 @@ def test_hang_up_behind_a_pipelined_request_is_still_noticed(kit):
         assert waits.finished.wait(5) and waits.outcomes == ["gone"]
 
 
+@asyncio_lacks("error log")
 def test_log_error_writes_the_message_the_request_and_the_traceback(kit):
     async def handler(ctx):
         try:
@@ -127,13 +133,14 @@ def test_log_error_writes_the_message_the_request_and_the_traceback(kit):
     assert "KeyError: 'missing'" in text and "Traceback" in text
 
 
+@asyncio_lacks("error log")
 def test_python_logging_records_reach_the_error_log_while_the_server_runs(kit):
     lib = logging.getLogger("pyweb.testlib")
 
     async def handler(ctx):
         lib.info("not shown: below WARNING")
         lib.warning("redis unreachable at %s", "127.0.0.1:1")
-        await trio.to_thread.run_sync(lambda: lib.error("from a worker thread"))
+        await runtime.to_thread(lambda: lib.error("from a worker thread"))
         return Response(200, TEXT, b"ok")
 
     with kit.running(handler) as srv, srv.connect() as c:
@@ -149,6 +156,7 @@ def test_python_logging_records_reach_the_error_log_while_the_server_runs(kit):
     )
 
 
+@asyncio_lacks("reload")
 def test_reload_message_leaves_idle_connections_open_and_shutdown_closes_them(kit):
     with kit.running(None, keepalive_timeout=60.0) as srv, srv.connect() as c:
         assert c.request().body == b"hello"
@@ -160,6 +168,7 @@ def test_reload_message_leaves_idle_connections_open_and_shutdown_closes_them(ki
         assert srv.returned.wait(5)
 
 
+@asyncio_lacks("fresh connection at shutdown")
 def test_a_fresh_connection_is_served_even_if_shutdown_comes_first(kit):
     """A client that has connected but not yet sent its request is not an idle keep-alive
     connection: graceful shutdown waits for its request and answers it (Connection: close)."""
