@@ -1,22 +1,27 @@
-"""Table 1's database pages on PostgreSQL and MySQL: pyweb against gunicorn + Flask.
+"""Table 1's database pages on PostgreSQL and MySQL: pyweb on both loops against its peers.
 
 Run:  .venv/bin/python benchmarks/bench_db_pages.py [--short] [--duration S] [--rounds N]
-                                                    [--databases postgresql,mysql]
+          [--databases postgresql,mysql] [--servers a,b] [--markdown FILE]
 
 For each reachable database (PostgreSQL at 127.0.0.1:5432 db ``test``, MariaDB at
 127.0.0.1:3306), a schema (or database) of its own is filled with ``pages/schema.*.sql``
 and three guest book entries, and these servers answer SMLserver's ``db``, ``guest`` and
-``log`` pages (Table 1):
+``log`` pages (Table 1), each page one query:
 
-* ``pyweb``: ``pyweb serve pages --db URL`` (asyncpg or aiomysql on the driver thread);
-* ``flask``: gunicorn + Flask, one sync worker, psycopg 3 or PyMySQL
-  (``apps/db_peers.py``), installed into ``benchmarks/.venv-peers`` by this script.
+* ``pyweb``: ``pyweb serve pages --db URL`` on trio: asyncpg or aiomysql run on an asyncio
+  loop in a thread of their own, each query handed across (the bridge);
+* ``pyweb-asyncio``: the same with ``--loop asyncio``: the drivers on the server's own loop;
+* ``starlette``: uvicorn + Starlette on asyncpg (``apps/db_starlette.py``), the same
+  queries, a pool of as many connections as the pool a pyweb page takes its handle from
+  (PostgreSQL only);
+* ``flask``: gunicorn + Flask, one sync worker, psycopg 3 or PyMySQL (``apps/db_peers.py``).
 
-Each server runs one process pinned to CPU 0, wrk (8 connections, as the paper's eight
-ApacheBench threads) on CPU 1; the database server shares the two cores. Rounds are
-interleaved and the table shows medians. For SQLite, ``benchmarks/table1.py`` has the same
-pages against Flask and Starlette. Measured, never asserted: this machine is small and
-shared; read the ratios.
+The peers come from ``benchmarks/.venv-peers`` (installed by this script). Each server runs
+one process pinned to CPU 1, wrk (8 connections, as the paper's eight ApacheBench threads)
+on CPU 0; the database server shares the two cores, so these numbers are the noisiest of
+the benchmarks. Rounds are interleaved (the order of the servers rotates), the tables show
+medians and the median of the same-round ratios. Measured, never asserted: read the ratios.
+For SQLite, ``benchmarks/table1.py`` has the same pages against Flask and Starlette.
 """
 
 from __future__ import annotations
@@ -43,14 +48,21 @@ import pyweb.testing  # noqa: E402
 from pyweb import db, qq  # noqa: E402
 
 PAGES = peers.ROOT / "pages"
-DRIVERS = ["psycopg[binary]==3.3.9", "PyMySQL==1.2.4"]
+DRIVERS = ["psycopg[binary]==3.3.9", "PyMySQL==1.2.4", "asyncpg==0.32.0"]
 DATABASES = {
     "postgresql": ("postgresql://postgres@127.0.0.1:5432/test", 5432),
     "mysql": ("mysql://root@127.0.0.1:3306/test", 3306),
 }
 PAGES_MEASURED = ["db", "guest", "log"]
-SERVERS = ["pyweb", "flask"]
+SERVERS = ["pyweb", "pyweb-asyncio", "starlette", "flask"]
+ONLY_ON = {"starlette": {"postgresql"}}  # the peers that speak to one database only
+BASELINE = "starlette"  # the ratios' denominator (the issue's target is stated against it)
 CONNECTIONS = 8
+# A page takes its handle from the first of pyweb's pools (pyweb.db.configure's default
+# handles per pool): the Starlette peer's asyncpg pool gets as many connections.
+POOL_SIZE = 4
+
+Result = dict[str, float | int]
 
 
 def reachable(port: int) -> bool:
@@ -59,7 +71,7 @@ def reachable(port: int) -> bool:
 
 def ensure_drivers() -> None:
     python = str(peers.PEERS_VENV / "bin" / "python")
-    check = subprocess.run([python, "-c", "import psycopg, pymysql"], capture_output=True)
+    check = subprocess.run([python, "-c", "import psycopg, pymysql, asyncpg"], capture_output=True)
     if check.returncode != 0:
         print(f"installing {', '.join(DRIVERS)} into the peers' venv ...", flush=True)
         subprocess.run([python, "-m", "pip", "install", "--quiet", *DRIVERS], check=True)
@@ -99,21 +111,34 @@ def prepare(dialect: str, admin_url: str) -> tuple[str, str]:
     return url, drop
 
 
-def start(server: str, url: str, log: Path) -> tuple[subprocess.Popen[bytes], int, object]:
+def command(server: str, port: int, url: str) -> tuple[list[str], Path]:
+    """The server's command line and the folder it runs in."""
+    peer = str(peers.PEERS_VENV / "bin" / "python")
+    if server.startswith("pyweb"):
+        loop = "asyncio" if server == "pyweb-asyncio" else "trio"
+        return [sys.executable, "-m", "pyweb", "serve", str(PAGES), "--host", peers.HOST,
+                "--port", str(port), "--access-log", "none", "--db", url,
+                "--loop", loop], peers.ROOT  # fmt: skip
+    if server == "starlette":
+        return [peer, "-m", "uvicorn", "db_starlette:app", "--host", peers.HOST,
+                "--port", str(port), "--loop", "uvloop", "--http", "httptools",
+                "--no-access-log", "--log-level", "warning"], peers.APPS  # fmt: skip
+    return [peer, "-m", "gunicorn", "--workers", "1", "--worker-class", "sync",
+            "--bind", f"{peers.HOST}:{port}", "--log-level", "warning",
+            "db_peers:app"], peers.APPS  # fmt: skip
+
+
+def start(
+    server: str, url: str, log: Path, cpu: str | None
+) -> tuple[subprocess.Popen[bytes], int, object]:
     port = peers.free_port()
-    if server == "pyweb":
-        argv = [sys.executable, "-m", "pyweb", "serve", str(PAGES), "--host", peers.HOST,
-                "--port", str(port), "--access-log", "none", "--db", url]  # fmt: skip
-        cwd = peers.ROOT
-    else:
-        argv = [str(peers.PEERS_VENV / "bin" / "python"), "-m", "gunicorn", "--workers", "1",
-                "--worker-class", "sync", "--bind", f"{peers.HOST}:{port}",
-                "--log-level", "warning", "db_peers:app"]  # fmt: skip
-        cwd = peers.APPS
+    argv, cwd = command(server, port, url)
     out = open(log, "wb")  # noqa: SIM115 - closed by stop()
+    env = dict(os.environ, DB_PEERS_URL=url, DB_POOL_SIZE=str(POOL_SIZE),
+               PYTHONPATH=str(peers.APPS))  # fmt: skip
     proc = subprocess.Popen(
-        peers.pinned("0", argv), cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-        env=dict(os.environ, DB_PEERS_URL=url), start_new_session=True,
+        peers.pinned(cpu, argv), cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+        env=env, start_new_session=True,
     )  # fmt: skip
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -126,6 +151,7 @@ def start(server: str, url: str, log: Path) -> tuple[subprocess.Popen[bytes], in
         except OSError:
             pass
         time.sleep(0.1)
+    stop(proc, out)
     raise RuntimeError(f"{server} did not answer /db in 30 s: {log.read_text()[-800:]}")
 
 
@@ -135,71 +161,140 @@ def stop(proc: subprocess.Popen[bytes], out: object) -> None:
         proc.wait(10)
     except (ProcessLookupError, subprocess.TimeoutExpired):
         os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
     out.close()  # type: ignore[attr-defined]
 
 
-def wrk(port: int, path: str, seconds: int) -> dict[str, float | int]:
-    command = peers.pinned("1", ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency",
+def wrk(cpu: str | None, port: int, path: str, seconds: int) -> Result:
+    command = peers.pinned(cpu, ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s", "--latency",
                                  "--timeout", "5s", f"http://{peers.HOST}:{port}{path}"])  # fmt: skip
     out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30)
     return peers.parse_wrk(out.stdout)
 
 
-def main() -> int:
+# (database, page, server) -> round -> wrk's numbers
+Results = dict[tuple[str, str, str], dict[int, Result]]
+
+
+def measure_database(
+    args: argparse.Namespace, dialect: str, url: str, logs: Path, results: Results
+) -> None:
+    servers = [s for s in args.servers if dialect in ONLY_ON.get(s, {dialect})]
+    for rnd in range(1, args.rounds + 1):
+        k = (rnd - 1) % len(servers)
+        for server in servers[k:] + servers[:k]:  # rotate: nobody is always first
+            try:
+                proc, port, out = start(server, url, logs / f"{server}-{rnd}.log", args.server_cpu)
+            except RuntimeError as exc:
+                print(f"[{dialect} round {rnd}] {server}: FAILED to start: {exc}", flush=True)
+                continue
+            try:
+                for page in PAGES_MEASURED:
+                    wrk(args.wrk_cpu, port, "/" + page, 1)  # warm-up: connections, caches
+                    before = peers.CpuSample.take(proc.pid)
+                    result = wrk(args.wrk_cpu, port, "/" + page, args.duration)
+                    used, _, _ = peers.CpuSample.take(proc.pid).since(before)
+                    rps = float(result.get("rps", 0))
+                    result["cpu_us"] = used / rps * 1e6 if rps else 0.0
+                    results.setdefault((dialect, page, server), {})[rnd] = result
+                    bad = int(result.get("non2xx", 0)) + int(result.get("err_timeout", 0))
+                    print(
+                        f"[{dialect} round {rnd}] {server:<14} {page:<6} "
+                        f"{float(result.get('rps', 0)):>8.0f} req/s  p99 "
+                        f"{float(result.get('p99_ms', 0)):6.1f} ms  server CPU {used:4.2f}"
+                        + (f"  !! {bad} errors" if bad else ""),
+                        flush=True,
+                    )
+            finally:
+                stop(proc, out)
+
+
+def table(args: argparse.Namespace, results: Results) -> str:
+    def med(rs: dict[int, Result], key: str) -> float:
+        return statistics.median(float(r.get(key, 0)) for r in rs.values())
+
+    def same_round(a: dict[int, Result], b: dict[int, Result]) -> str:
+        pairs = [float(a[r]["rps"]) / float(b[r]["rps"])
+                 for r in a if r in b and a[r].get("rps") and b[r].get("rps")]  # fmt: skip
+        return f"{statistics.median(pairs):.2f}×" if pairs else "n/a"
+
+    lines = [
+        f"Table 1's database pages: median req/s of {args.rounds} interleaved round(s) of "
+        f"{args.duration} s, wrk -t1 -c{CONNECTIONS} on CPU {args.wrk_cpu}, each server on CPU "
+        f"{args.server_cpu}; [×] is the median of the same-round ratios to uvicorn + Starlette "
+        f"on asyncpg (pool of {POOL_SIZE}, as a pyweb page's pool); p99 in ms; CPU: the "
+        "server's CPU time per request in µs (the database's own is not in it), steadier than "
+        "req/s on a shared machine.",
+        "",
+        "| database | page | " + " | ".join(args.servers) + " | errors |",
+        "|---|---|" + "---:|" * (len(args.servers) + 1),
+    ]
+    for dialect in args.databases:
+        for page in PAGES_MEASURED:
+            base = results.get((dialect, page, BASELINE), {})
+            cells, errors, any_result = [], 0, False
+            for server in args.servers:
+                rs = results.get((dialect, page, server), {})
+                if not rs:
+                    cells.append("–")
+                    continue
+                any_result = True
+                errors += sum(int(r.get("non2xx", 0)) + int(r.get("err_timeout", 0))
+                              for r in rs.values())  # fmt: skip
+                ratio = f" [{same_round(rs, base)}]" if base else ""
+                cells.append(f"{med(rs, 'rps'):,.0f}{ratio}, p99 {med(rs, 'p99_ms'):.1f}, "
+                             f"CPU {med(rs, 'cpu_us'):.0f}")  # fmt: skip
+            if any_result:
+                lines.append(f"| {dialect} | {page} | " + " | ".join(cells) + f" | {errors} |")
+    return "\n".join(lines)
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--short", action="store_true", help="1 round of 2 s")
     parser.add_argument("--duration", type=int, default=5, help="seconds per measurement")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--databases", default="postgresql,mysql")
+    parser.add_argument("--servers", default=",".join(SERVERS), help=", ".join(SERVERS))
+    parser.add_argument("--server-cpu", default="1", help="CPU for the servers (taskset -c)")
+    parser.add_argument("--wrk-cpu", default="0", help="CPU for wrk (taskset -c)")
+    parser.add_argument("--markdown", metavar="FILE", help="also write the table to FILE")
     args = parser.parse_args()
-    duration, rounds = (2, 1) if args.short else (args.duration, args.rounds)
+    if args.short:
+        args.duration, args.rounds = 2, 1
+    args.databases = [d for d in args.databases.split(",") if d]
+    args.servers = [s for s in args.servers.split(",") if s]
+    for s in args.servers:
+        if s not in SERVERS:
+            parser.error(f"unknown server {s!r}; choose from {', '.join(SERVERS)}")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
     peers.ensure_peers_venv()
     peers.ensure_wrk()
     ensure_drivers()
-    results: dict[tuple[str, str, str], list[dict[str, float | int]]] = {}
+    results: Results = {}
     with tempfile.TemporaryDirectory(prefix="pyweb-bench-db-pages-") as tmp:
-        for dialect in args.databases.split(","):
+        for dialect in list(args.databases):
             admin_url, port = DATABASES[dialect]
             if not reachable(port):
                 print(f"({dialect} at 127.0.0.1:{port} not reachable: skipped)")
                 continue
             url, drop = prepare(dialect, admin_url)
             try:
-                for _ in range(rounds):
-                    for server in SERVERS:
-                        proc, server_port, out = start(server, url, Path(tmp) / f"{server}.log")
-                        try:
-                            for page in PAGES_MEASURED:
-                                wrk(server_port, "/" + page, 1)  # warm-up
-                                result = wrk(server_port, "/" + page, duration)
-                                results.setdefault((dialect, page, server), []).append(result)
-                        finally:
-                            stop(proc, out)
+                measure_database(args, dialect, url, Path(tmp), results)
             finally:
                 admin = db.Database(admin_url, pools=1, handles=1)
                 trio.run(admin.dml, drop)
                 admin.close()
-    print(
-        f"\nTable 1's database pages, req/s (median of {rounds} x {duration} s, wrk -c{CONNECTIONS})"
-    )
-    print(
-        "| database | page | pyweb req/s | pyweb p99 ms | flask req/s | flask p99 ms | pyweb / flask | errors |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    for (dialect, page, server), _ in sorted(results.items()):
-        if server != "pyweb":
-            continue
-        ours, theirs = results[(dialect, page, "pyweb")], results.get((dialect, page, "flask"), [])
-
-        def med(rs: list[dict[str, float | int]], key: str) -> float:
-            return statistics.median(float(r.get(key, 0)) for r in rs) if rs else float("nan")
-
-        errors = sum(int(r.get("non2xx", 0)) + int(r.get("err_timeout", 0)) for r in ours + theirs)
-        a, b = med(ours, "rps"), med(theirs, "rps")
-        print(
-            f"| {dialect} | {page} | {a:.0f} | {med(ours, 'p99_ms'):.1f} | {b:.0f} | "
-            f"{med(theirs, 'p99_ms'):.1f} | {a / b:.2f} | {errors} |"
-        )
+    text = table(args, results)
+    print("\n" + text)
+    if args.markdown:
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        command = " ".join(["benchmarks/bench_db_pages.py", *sys.argv[1:]])
+        Path(args.markdown).write_text(f"Measured {when} with `{command}`.\n\n{text}\n")
     return 0
 
 

@@ -23,12 +23,7 @@ LOOPS = ("trio", "asyncio")
 
 ASYNCIO_LACKS: dict[str, str] = {
     # the name the marks use -> what the asyncio server does not do yet
-    "error log": "handler errors and refused requests written to the server's error log",
-    "unread body": "answering before an unread request body arrives (a small one drained, "
-    "a large one closing the connection)",
-    "handler result": "a 500 when a handler returns something other than a Response",
-    "stream failure": "a body stream failing midway (logged, the connection cut)",
-    "access log": "the access log",
+    # (landed: the logs, unread bodies, handler results and failing streams)
     "websockets": "WebSockets",
     "reload": "reload (SIGHUP: Server.reconfigure, the control broadcast)",
     "client gone": "noticing at once a client that hangs up while its handler waits",

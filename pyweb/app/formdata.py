@@ -17,6 +17,11 @@ Bad input is the client's fault and ends in a :class:`FormDataError` (a 400 page
 was wrong): text that is not UTF-8, a multipart body without its boundary or with a broken
 part, more fields than :class:`FormLimits` allows. The body's total size is bounded earlier,
 by the server's ``max_body`` (413).
+
+A multipart body is parsed as it arrives (:func:`read_form`, with the incremental parser of
+``multipart.py``): its text fields are kept in memory, bounded like an url-encoded form, and
+its files become :class:`~pyweb.app.uploads.UploadedFile` objects, written to temporary
+files as they arrive when they are big; the body is never held whole.
 """
 
 from __future__ import annotations
@@ -24,7 +29,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
+
+from .multipart import MultipartError, MultipartParser
+from .uploads import MAX_FILE_MEMORY, Hold, UploadedFile, close_all
+
+if TYPE_CHECKING:
+    from pyweb.handler import Context
 
 __all__ = [
     "MultiDict",
@@ -34,6 +46,7 @@ __all__ = [
     "parse_query",
     "parse_urlencoded",
     "parse_multipart",
+    "read_form",
     "parse_content_type",
 ]
 
@@ -41,12 +54,16 @@ __all__ = [
 class FormDataError(ValueError):
     """A query string or form body that cannot be decoded: the client sent bad data (400).
 
-    ``field``/``value``: the form field at fault when there is one (its 400 page names it)."""
+    ``field``/``value``: the form field at fault when there is one (its 400 page names it).
+    ``status``: 400, or 413 (text fields too large), 503 (no memory left for them now)."""
 
-    def __init__(self, message: str, field: str | None = None, value: str = "") -> None:
+    def __init__(
+        self, message: str, field: str | None = None, value: str = "", status: int = 400
+    ) -> None:
         super().__init__(message)
         self.field = field
         self.value = value
+        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,26 +77,20 @@ class FormLimits:
     max_urlencoded: int = 1024 * 1024
     """Largest ``application/x-www-form-urlencoded`` body (→ 413). Smaller than the
     server's ``max_body`` (16 MiB), which bounds uploads (multipart): a text form is never
-    that large, and its parsing costs several times its size in memory."""
+    that large, and its parsing costs several times its size in memory. The text fields of
+    a multipart form together have the same bound."""
+    max_file_memory: int = MAX_FILE_MEMORY
+    """An uploaded file larger than this (1 MiB) is written to a temporary file as it
+    arrives; smaller ones stay in memory while the server's body budget has room."""
+    upload_dir: str | None = None
+    """Where the temporary files of uploads go (``None``: the system's temporary folder;
+    give a folder on the filesystem where pages move uploads to, and a move is a rename)."""
     allow_control_chars: bool = False
     """Keep C0 control characters (NUL, ESC, ...) in text fields. Off: a text field (query or
     body, not an uploaded file) holding one is a 400 naming the field. Tab, LF and CR are
     text (a ``<textarea>`` sends them) and always allowed. A browser never sends the others
     from a form; a NUL is refused by PostgreSQL's text type (it was a 500 there, and stored
     as is on SQLite and MariaDB), and terminal escapes in a value end up in logs."""
-
-
-@dataclass(frozen=True, slots=True)
-class UploadedFile:
-    """A file from a ``<input type=file>`` field of a multipart form."""
-
-    filename: str
-    """The name the browser gave (never trust it as a path: it is the user's input)."""
-    content_type: str
-    data: bytes
-
-    def __repr__(self) -> str:
-        return f"UploadedFile({self.filename!r}, {self.content_type!r}, {len(self.data)} bytes)"
 
 
 class MultiDict(Mapping[str, str]):
@@ -210,81 +221,140 @@ def _disposition_params(value: str) -> tuple[str, dict[str, str]]:
     return kind, params
 
 
-def parse_multipart(
-    body: bytes, boundary: str, limits: FormLimits = FormLimits()
-) -> tuple[list[tuple[str, str]], list[tuple[str, UploadedFile]]]:
-    """Split a ``multipart/form-data`` body (RFC 7578, RFC 2046 §5.1.1) into fields and files.
+class _FormParts:
+    """The sink of a :class:`~pyweb.app.multipart.MultipartParser`: text fields to memory
+    (bounded by ``max_urlencoded`` in all, and counted by ``hold``), files to
+    :class:`~pyweb.app.uploads.UploadedFile` (memory while small, else a temporary file)."""
 
-    Returns ``(fields, files)``: text fields as ``(name, str)``, file fields as
-    ``(name, UploadedFile)``. A part with a ``filename`` parameter is a file, even an empty
-    one (a file input left empty sends ``filename=""``).
-    """
-    if not boundary or len(boundary) > 70:
-        raise FormDataError(f"a multipart boundary has 1 to 70 characters, got {boundary!r}")
-    delimiter = b"--" + boundary.encode("latin-1")
-    # The first delimiter may follow a preamble; every later one follows a CRLF.
-    if body.startswith(delimiter):
-        pos = len(delimiter)
-    else:
-        found = body.find(b"\r\n" + delimiter)
-        if found < 0:
-            raise FormDataError(f"the multipart body never contains its boundary {boundary!r}")
-        pos = found + 2 + len(delimiter)
-    separator = b"\r\n" + delimiter
-    fields: list[tuple[str, str]] = []
-    files: list[tuple[str, UploadedFile]] = []
-    while True:
-        if body.startswith(b"--", pos):
-            return fields, files  # the close delimiter; anything after is the epilogue
-        # Transport padding (spaces, tabs) may follow a delimiter before its CRLF.
-        while pos < len(body) and body[pos] in b" \t":
-            pos += 1
-        if not body.startswith(b"\r\n", pos):
-            raise FormDataError("a multipart boundary is not followed by CRLF")
-        pos += 2
-        head_end = body.find(b"\r\n\r\n", pos)
-        if head_end < 0 or head_end - pos > limits.max_part_header:
-            if head_end < 0 and body.startswith(b"\r\n", pos):
-                head_end = pos - 2  # a part with no header fields at all
-            else:
-                raise FormDataError("a multipart part has no end to its header block")
-        head = body[pos:head_end].decode("utf-8", "replace")
-        pos = head_end + 4
-        end = body.find(separator, pos)
-        if end < 0:
-            raise FormDataError("the multipart body ends without its closing boundary")
-        content = body[pos:end]
-        pos = end + len(separator)
+    def __init__(self, limits: FormLimits, hold: Hold | None) -> None:
+        self.limits = limits
+        self.hold = hold
+        self.fields: list[tuple[str, str]] = []
+        self.files: list[tuple[str, UploadedFile]] = []
+        self.name = ""
+        self.upload: UploadedFile | None = None
+        self.text = bytearray()
+        self.charset = "utf-8"
+        self.text_bytes = 0
+        """Bytes of text fields so far (all of them: they stay in memory)."""
 
-        disposition = ""
-        content_type = "text/plain"
-        for line in head.split("\r\n") if head else ():
-            name, colon, value = line.partition(":")
-            if not colon:
-                raise FormDataError(f"a multipart part has a malformed header line {line!r}")
-            name = name.strip().lower()
-            if name == "content-disposition":
-                disposition = value.strip()
-            elif name == "content-type":
-                content_type = value.strip()
+    def start_part(self, disposition: str, content_type: str) -> None:
         kind, params = _disposition_params(disposition)
         if kind != "form-data" or "name" not in params:
             raise FormDataError(
                 f"a multipart part needs 'Content-Disposition: form-data; name=...', "
                 f"got {disposition!r}"
             )
-        _check_count(len(fields) + len(files) + 1, limits)
-        field_name = params["name"]
-        if "filename" in params:
-            files.append((field_name, UploadedFile(params["filename"], content_type, content)))
+        _check_count(len(self.fields) + len(self.files) + 1, self.limits)
+        self.name = params["name"]
+        if "filename" in params:  # a file, even an empty one (an empty file input sends "")
+            limits = self.limits
+            self.upload = UploadedFile(
+                params["filename"], content_type, max_memory=limits.max_file_memory,
+                hold=self.hold, directory=limits.upload_dir,
+            )  # fmt: skip
+            self.files.append((self.name, self.upload))
         else:
-            charset = parse_content_type(content_type)[1].get("charset", "utf-8")
-            try:
-                fields.append((field_name, content.decode(charset)))
-            except (LookupError, UnicodeDecodeError):
-                raise FormDataError(
-                    f"form field {field_name!r} is not valid {charset}: {content[:40]!r}"
-                ) from None
+            self.upload = None
+            self.charset = parse_content_type(content_type)[1].get("charset", "utf-8")
+
+    def part_data(self, data: bytes) -> None:
+        if self.upload is not None:
+            self.upload.write(data)
+            return
+        self.text_bytes += len(data)
+        if self.text_bytes > self.limits.max_urlencoded:
+            raise FormDataError(
+                f"the text fields of a multipart form hold more than {self.limits.max_urlencoded} "
+                "bytes (FormLimits.max_urlencoded); files have no such limit",
+                status=413,
+            )
+        if self.hold is not None and not self.hold(len(data)):
+            raise FormDataError(
+                "the server holds as many request bodies in memory as it may; try again soon",
+                status=503,
+            )
+        self.text += data
+
+    def end_part(self) -> None:
+        if self.upload is not None:
+            self.upload.finish()
+            return
+        content, self.text = bytes(self.text), bytearray()
+        try:
+            self.fields.append((self.name, content.decode(self.charset)))
+        except (LookupError, UnicodeDecodeError):
+            raise FormDataError(
+                f"form field {self.name!r} is not valid {self.charset}: {content[:40]!r}"
+            ) from None
+
+
+def _multipart(
+    boundary: str, limits: FormLimits, hold: Hold | None
+) -> tuple[MultipartParser, _FormParts]:
+    parts = _FormParts(limits, hold)
+    try:
+        return MultipartParser(boundary, parts, limits.max_part_header), parts
+    except MultipartError as err:
+        raise FormDataError(str(err)) from None
+
+
+def parse_multipart(
+    body: bytes, boundary: str, limits: FormLimits = FormLimits()
+) -> tuple[list[tuple[str, str]], list[tuple[str, UploadedFile]]]:
+    """Split a whole ``multipart/form-data`` body (RFC 7578, RFC 2046 §5.1.1) into fields
+    and files (:func:`read_form` does it as the body arrives).
+
+    Returns ``(fields, files)``: text fields as ``(name, str)``, file fields as
+    ``(name, UploadedFile)``. A part with a ``filename`` parameter is a file, even an empty
+    one (a file input left empty sends ``filename=""``).
+    """
+    parser, parts = _multipart(boundary, limits, None)
+    try:
+        try:
+            parser.feed(body)
+            parser.close()
+        except MultipartError as err:
+            raise FormDataError(str(err)) from None
+    except BaseException:
+        close_all(parts.files)
+        raise
+    return parts.fields, parts.files
+
+
+async def read_form(
+    ctx: Context, content_type: str, limits: FormLimits = FormLimits()
+) -> tuple[MultiDict, MultiDict, bytes | None]:
+    """The form of a request whose body is a form: ``(form, files, body)``.
+
+    A multipart body is parsed as it arrives (``ctx.stream()``): text fields are kept,
+    files go to :class:`~pyweb.app.uploads.UploadedFile` (on disk past
+    ``max_file_memory`` or when the server's memory budget is spent), so the body is never
+    held whole (``body`` is then ``None``). An url-encoded body is read whole (it is at most
+    ``max_urlencoded``) and parsed with :func:`form_from`. On any error the temporary files
+    made so far are removed. The caller closes the files when the request ends
+    (:func:`~pyweb.app.uploads.close_all`).
+    """
+    media, params = parse_content_type(content_type)
+    if media != "multipart/form-data":
+        body = await ctx.body()
+        form, files = form_from(ctx.request.query, body, content_type, limits)
+        return form, files, body
+    if "boundary" not in params:
+        raise FormDataError(f"multipart/form-data without a boundary: {content_type!r}")
+    parser, parts = _multipart(params["boundary"], limits, getattr(ctx, "hold", None))
+    try:
+        try:
+            async for piece in ctx.stream():
+                parser.feed(piece)
+            parser.close()
+        except MultipartError as err:
+            raise FormDataError(str(err)) from None
+    except BaseException:
+        close_all(parts.files)
+        raise
+    form, files = _form_of(ctx.request.query, parts.fields, parts.files, limits)
+    return form, files, None
 
 
 def form_from(
@@ -298,7 +368,7 @@ def form_from(
     Body variables come after the query's, so for a name given in both ``form[name]``
     (the last value) is the body's: what the user typed wins over the action URL.
     """
-    pairs: list[tuple[str, object]] = list(parse_urlencoded(query, limits)) if query else []
+    fields: list[tuple[str, str]] = []
     files: list[tuple[str, UploadedFile]] = []
     if body and content_type:
         media, params = parse_content_type(content_type)
@@ -309,15 +379,30 @@ def form_from(
                 raise FormDataError(
                     f"an urlencoded body must be ASCII (non-ASCII is %-escaped): {body[:40]!r}"
                 ) from None
-            pairs.extend(parse_urlencoded(text, limits))
+            fields = parse_urlencoded(text, limits)
         elif media == "multipart/form-data":
             if "boundary" not in params:
                 raise FormDataError(f"multipart/form-data without a boundary: {content_type!r}")
             fields, files = parse_multipart(body, params["boundary"], limits)
-            pairs.extend(fields)
-    _check_count(len(pairs) + len(files), limits)
-    if not limits.allow_control_chars:
-        _check_controls(pairs)
+    return _form_of(query, fields, files, limits)
+
+
+def _form_of(
+    query: str,
+    fields: list[tuple[str, str]],
+    files: list[tuple[str, UploadedFile]],
+    limits: FormLimits,
+) -> tuple[MultiDict, MultiDict]:
+    """The query's variables then the body's, checked (count, control characters)."""
+    try:
+        pairs: list[tuple[str, object]] = list(parse_urlencoded(query, limits)) if query else []
+        pairs.extend(fields)
+        _check_count(len(pairs) + len(files), limits)
+        if not limits.allow_control_chars:
+            _check_controls(pairs)
+    except BaseException:
+        close_all(files)
+        raise
     return MultiDict(pairs), MultiDict(files)
 
 

@@ -64,7 +64,7 @@ from pyweb.regions import _with_banner as with_banner
 
 from . import blocking, csrf, pages, unawaited
 from .conn import Conn, PageExit, RequestError, _current
-from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body
+from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body, read_form
 from .routes import Pattern, Router, script_pattern
 from .services import JSONFieldErrors, Service
 from .sessions import COOKIE_NAME, DEFAULT_IDLE, SessionStore
@@ -72,6 +72,7 @@ from .static import StaticFiles
 from .stats import stats_json, stats_page
 from .templates import Templates
 from .traps import Trap
+from .uploads import close_all
 from .websockets import WebSocketRoute
 
 __all__ = ["Site", "SiteError", "Problem", "check_site"]
@@ -818,12 +819,10 @@ class Site:
                 too_large = self._urlencoded_too_large(request, content_type)
                 if too_large is not None:
                     return too_large
-                # A multipart body is parsed into copies of its files: the budget counts
-                # both (the raw body stays readable as conn.body()).
-                copies = 2 if "multipart" in (content_type or "").lower() else 1
-                body = await ctx.body(copies) if copies > 1 else await ctx.body()
-            if request.query or body:
-                form, files = form_from(request.query, body, content_type, self.form_limits)
+                # (a multipart body is parsed as it arrives, its big files go to disk)
+                form, files, body = await read_form(ctx, content_type or "", self.form_limits)
+            elif request.query:
+                form, files = form_from(request.query, None, content_type, self.form_limits)
             else:
                 form, files = _EMPTY, _EMPTY
         except FormDataError as err:
@@ -831,7 +830,7 @@ class Site:
                 return self._form_errors_page(
                     [forms.FormError(err.field, err.value, CONTROL_EXPECTED)]
                 )
-            return self.error_page(400, detail=str(err))
+            return self.error_page(err.status, detail=str(err))
         if params:  # the getters read path parameters too; the path wins (the last value)
             form = MultiDict([*form.multi_items(), *params.items()])
         conn = Conn(
@@ -863,6 +862,8 @@ class Site:
         try:
             response = await self._page_outcome(ctx, conn, run, page, filename, timed, traps)
         finally:
+            if files:
+                close_all(files.multi_items())  # uploads not moved: their temporary files go
             forms.current_form.reset(form_token)
             _current.reset(conn_token)
             unawaited.stop_collecting(unawaited_token)

@@ -168,16 +168,25 @@ class Server:
     def _layers(self, config: ServerConfig, handler: Handler) -> Handler:
         """The site's handler with the server's own layers around it: the status page
         (its counts survive reloads) and the ``max_requests`` counter."""
-        if config.status:
-            from .status import StatusHandler
+        # Each layer is made anew for the new settings and site, never changed in place:
+        # a connection keeps the handler it started with (and so its site's dev flag).
+        from .status import StatusHandler, guard_operator_pages
 
+        site = handler
+        if config.status:
             if self.status is None:
                 self.status = StatusHandler(handler, self, config.status_token)
-            self.status.inner, self.status.token = handler, config.status_token
+            else:  # the counts go on across reloads
+                self.status = self.status.renewed(handler, config.status_token)
             handler = self.status
-        from .status import guard_operator_pages
 
-        handler = guard_operator_pages(handler, self)
+        def refuse() -> Response:
+            return self.error_page(
+                403, dev=config.dev, site=site,
+                detail="the operator pages answer loopback clients and token holders",
+            )  # fmt: skip
+
+        handler = guard_operator_pages(handler, config.status_token, refuse)
         if config.max_requests is None:
             return handler
         jitter = config.max_requests_jitter
@@ -201,13 +210,15 @@ class Server:
 
         return counted
 
-    def error_page(self, status: int, *, dev: bool | None = None, **details: Any) -> Response:
+    def error_page(
+        self, status: int, *, dev: bool | None = None, site: Handler | None = None, **details: Any
+    ) -> Response:
         """The page for an error the server answers itself (a bad request, 408, 413, ...):
         the handler's own ``error_page`` when it has one (a site's ``templates/_404.html``,
         its traceback pages), else :func:`~pyweb.protocol.errorpage.error_response`.
-        ``dev``: the connection's setting (settings are per connection); default the
-        server's."""
-        draw = getattr(self.site_handler, "error_page", None)
+        ``dev`` and ``site``: the connection's (settings are per connection, and a site
+        carries its own dev flag); default the server's current ones."""
+        draw = getattr(self.site_handler if site is None else site, "error_page", None)
         if draw is not None:
             try:
                 response = draw(status, **details)

@@ -119,7 +119,7 @@ class Connection:
     end and closes the socket."""
 
     __slots__ = (
-        "server", "config", "sock", "fd", "peer", "parser", "deadline", "phase", "handler",
+        "server", "config", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "site",
         "log", "port", "request_evt", "fresh", "watch", "replies", "via_proxy", "served",
         "opened_at", "evicted", "in_stream_budget", "reserved", "client",
     )  # fmt: skip
@@ -129,6 +129,9 @@ class Connection:
         self.config = config = server.config
         """The settings this connection started with, kept to its end (Marlow §6)."""
         self.handler = server.handler
+        self.site = server.site_handler
+        """The site this connection started with: it draws the server's error pages with
+        its own dev flag (a reload gives new connections a new site)."""
         log = server.log
         assert log is not None, "connections exist only while the server serves"
         self.log = log
@@ -428,7 +431,7 @@ class Connection:
         the replies get this method too), through the server: a site may draw its own
         (templates/_404.html...). ``details`` are ``error_response``'s: ``detail``, ``exc``,
         ``offending``; shown in development mode (this connection's setting) only."""
-        return self.server.error_page(status, dev=self.config.dev, **details)
+        return self.server.error_page(status, dev=self.config.dev, site=self.site, **details)
 
     async def reject(self, err: ProtocolError, request: Request | None) -> None:
         """Marlow's ``Left resp``: answer a protocol error with its status, then close

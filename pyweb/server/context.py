@@ -75,6 +75,13 @@ class RequestContext:
         """The request body piece by piece, as it arrives (for uploads too large to hold)."""
         return self.request_body.stream()
 
+    def hold(self, n: int) -> bool:
+        """Count ``n`` bytes the handler keeps in memory from :meth:`stream` against the
+        process's ``max_body_memory`` (negative: give them back); False, nothing counted,
+        when they do not fit (the handler spools them to disk or answers 503). Given back
+        when the handler is done (``body.py``)."""
+        return self.request_body.hold(n)
+
     def client_gone_evt(self) -> Event[None]:
         """An event (:mod:`pyweb.events`) enabled once the client has closed or reset its
         connection while this request is being answered: put it in a choice so that a

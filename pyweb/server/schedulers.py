@@ -42,15 +42,18 @@ import trio
 from .connection import Connection
 from .listener import accept as socket_accept
 from .listener import close_socket
-from .slots import FRESH_GRACE, has_bytes
+from .slots import has_bytes
 
 if TYPE_CHECKING:
     from . import Server
 
 ADMIT_RETRIES = 3
-MAX_WAITING_TO_SPEAK = 256
-"""Newcomers at once that may wait their grace for a slot (past it they get the 503)."""
-"""Scheduling rounds a newcomer at the limit waits for a slot before its fast 503."""
+"""Scheduling rounds a newcomer at the limit waits for a slot, once its grace to speak is
+over, before its fast 503 (connections accepted in the same burst may not have reached
+their first wait yet, where they can be told apart: idle, silent, long-poll)."""
+ACCEPTS_IN_A_ROW = 1024
+"""Connections accepted before the accept loop lets other tasks run (accept only waits,
+and so yields, when none is queued)."""
 
 __all__ = ["Scheduler", "OneToOneScheduler", "PoolScheduler", "NoThreadScheduler", "make_scheduler"]
 
@@ -129,6 +132,7 @@ class OneToOneScheduler(Scheduler):
         assert listener is not None, "the schedulers run while the server listens"
         slots = server.slots
         port = server.broadcast.port()  # SHUTDOWN wakes the loop in accept (control.py)
+        in_a_row = 0
         with self.cancel_scope:
             while True:
                 try:
@@ -141,42 +145,41 @@ class OneToOneScheduler(Scheduler):
                 if accepted is None:  # SHUTDOWN
                     return
                 sock, peer = accepted
-                if not slots.admit(peer):
-                    # Full. Connections accepted just before may not have run yet (accept
-                    # does not yield while connections keep coming): let them reach their
-                    # first wait, where they can be told apart (idle, long-poll), and ask
-                    # again. Still full of requests in progress: a fast 503.
-                    for _ in range(ADMIT_RETRIES):
-                        await trio.lowlevel.checkpoint()
-                        if slots.admit(peer):
-                            break
-                    else:
-                        # Still full, of connections within their grace. Give the newcomer
-                        # that grace to speak, off the accept loop: one whose request is
-                        # here may take the slot of the oldest connection that sent nothing.
-                        nursery.start_soon(self._admit_when_it_speaks, server, nursery, sock, peer)
-                        continue
-                self.spawn(nursery, Connection(server, sock, peer))
+                if slots.admit(peer) or (slots.full() and slots.admit(peer, has_bytes(sock))):
+                    self.spawn(nursery, Connection(server, sock, peer))
+                else:
+                    # Full of connections that may not be told apart yet: the newcomer
+                    # waits for a slot in a task of its own, so the accept loop drains
+                    # the backlog at once (a client that speaks must not queue behind a
+                    # crowd of silent ones).
+                    nursery.start_soon(self._admit_when_it_speaks, server, nursery, sock, peer)
+                in_a_row += 1
+                if in_a_row >= ACCEPTS_IN_A_ROW:
+                    in_a_row = 0
+                    await trio.lowlevel.checkpoint()
 
     async def _admit_when_it_speaks(
         self, server: Server, nursery: trio.Nursery, sock: socket.socket, peer: str
     ) -> None:
+        """A newcomer at the limit waits for its request (slots.py), then may take the
+        slot of a connection that is only waiting; none after a few scheduling rounds:
+        the fast 503. Silent for ``first_byte_timeout``: closed, as it would be in a slot."""
         slots = server.slots
         try:
-            if slots.waiting_to_speak < MAX_WAITING_TO_SPEAK:
-                slots.waiting_to_speak += 1
-                try:
-                    with trio.move_on_after(FRESH_GRACE):
-                        await trio.lowlevel.wait_readable(sock)
-                finally:
-                    slots.waiting_to_speak -= 1
+            if not await slots.wait_to_speak(sock):
+                close_socket(sock)
+                return
+            for _ in range(ADMIT_RETRIES):
+                if slots.admit(peer, speaking=True):
+                    break
+                await trio.lowlevel.checkpoint()
+            else:
+                slots.refuse(sock, nursery)
+                return
         except BaseException:  # the server is stopping
             close_socket(sock)
             raise
-        if slots.admit(peer, speaking=has_bytes(sock)):
-            await self._serve(Connection(server, sock, peer))
-        else:
-            slots.refuse(sock, nursery)
+        await self._serve(Connection(server, sock, peer))
 
     def spawn(self, nursery: trio.Nursery, connection: Connection) -> None:
         nursery.start_soon(self._serve, connection)

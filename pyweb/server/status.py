@@ -17,6 +17,7 @@ and the server's memory, stay bounded (Marlow's constant memory).
 
 from __future__ import annotations
 
+import copy
 import hmac
 import ipaddress
 import json
@@ -29,6 +30,7 @@ from urllib.parse import unquote
 
 from pyweb.handler import Context
 from pyweb.protocol.response import Response
+from pyweb.runtime import current
 
 if TYPE_CHECKING:
     from . import Server
@@ -90,19 +92,25 @@ def _operator_path(path: str) -> bool:
 
 
 def guard_operator_pages(
-    handler: Callable[[Context], Awaitable[Response]], server: Server
+    handler: Callable[[Context], Awaitable[Response]],
+    token: str | None,
+    refuse: Callable[[], Response],
 ) -> Callable[[Context], Awaitable[Response]]:
     """``handler`` with every ``/_pyweb/`` page (the site's ``/_pyweb/stats`` with
-    ``--profile-alloc`` too) answering only :func:`operator_allowed` clients (else 403)."""
+    ``--profile-alloc`` too) answering only :func:`operator_allowed` clients (``token``:
+    the ``status_token`` of the settings it was made with), else ``refuse()``'s 403."""
 
-    async def guarded(ctx: Context) -> Response:
-        if _operator_path(ctx.request.path) and not operator_allowed(
-            ctx, server.config.status_token
-        ):
-            return server.error_page(
-                403, detail="the operator pages answer loopback clients and token holders"
-            )
-        return await handler(ctx)
+    async def refused() -> Response:
+        return refuse()
+
+    def guarded(ctx: Context) -> Awaitable[Response]:
+        # Not a coroutine itself: it hands back the handler's own awaitable, so the guard
+        # costs every request one call, not a second coroutine (docs/request-path.md).
+        path = ctx.request.path
+        if (path.startswith(OPERATOR_PREFIX) or "%" in path) and _operator_path(path):
+            if not operator_allowed(ctx, token):
+                return refused()
+        return handler(ctx)
 
     return guarded
 
@@ -120,8 +128,21 @@ class StatusHandler:
         self.server = server
         self.token = token
         self.started = time.time()
-        self.requests = 0
         self.pages: dict[str, PageStats] = {}
+
+    def renewed(
+        self, inner: Callable[[Context], Awaitable[Response]], token: str | None
+    ) -> StatusHandler:
+        """The handler for the connections after a reload: the new site and token, the same
+        counts (the connections opened before keep the handler they started with)."""
+        new = copy.copy(self)  # shares ``pages`` and ``started``
+        new.inner, new.token = inner, token
+        return new
+
+    @property
+    def requests(self) -> int:
+        """Requests passed on so far (each is counted under its page, or ``(other)``)."""
+        return sum(stats.requests for stats in self.pages.values())
 
     def _stats_for(self, path: str) -> PageStats:
         stats = self.pages.get(path)
@@ -137,7 +158,6 @@ class StatusHandler:
         request = ctx.request
         if request.path == STATUS_PATH:
             return self.answer(ctx)
-        self.requests += 1
         stats = self._stats_for(request.path)
         stats.requests += 1
         start = time.perf_counter()
@@ -179,6 +199,7 @@ class StatusHandler:
             "pid": os.getpid(),
             "worker": os.environ.get("PYWEB_WORKER_ID"),
             "workers": worker_table(),
+            "loop": current().name,  # the loop serving (trio, asyncio)
             "scheduler": config.scheduler,
             "uptime_s": round(time.time() - self.started, 3),
             "connections_open": len(server.connections),

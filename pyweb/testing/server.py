@@ -144,7 +144,8 @@ class ServerThread:
         await self.server.start()
         self._ready.set()
         await self._stop_asked.wait()
-        await self.server.shutdown()
+        self.server.shutdown()  # graceful: wait_closed() returns when requests are done
+        await self.server.wait_closed()
         self.returned.set()
 
     def _asyncio_crash(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

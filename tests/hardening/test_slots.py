@@ -59,7 +59,8 @@ def server():
 def test_idle_keep_alive_connections_make_room(server):
     hold = []
     try:
-        for _ in range(2 * SLOTS):  # each answered, then idle on keep-alive
+        for _ in range(3 * SLOTS):  # each answered, then idle on keep-alive (the slots
+            # and the room for as many idle connections again: the last third evicts)
             s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
             hold.append(s)
             s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -74,7 +75,7 @@ def test_idle_keep_alive_connections_make_room(server):
 
 def test_silent_connections_make_room(server):
     hold = crowd(server.port, 2 * SLOTS)  # connect, send nothing (a first-byte attack)
-    time.sleep(0.3)  # (a new connection is safe for slots.FRESH_GRACE: its request may come)
+    time.sleep(0.3)  # (the crowd is in its slots and the waiting room)
     try:
         for _ in range(5):
             assert normal_get(server.port)[0] == 200

@@ -18,35 +18,27 @@ SCENARIOS = [
     ("long-polls", 1000),
     ("big-posts", 40),
 ]
-WORST = 3.0
-"""Seconds: the bound asserted (the goal, and what a quiet machine shows, is under 1 s; the
-suite runs beside seven others on two cores)."""
-BUDGET_MB = 256
-"""The default ``max_body_memory`` (in MB): 40 posts of 16 MB do not fit, some get 503."""
+WORST = 1.0
+"""Seconds: the longest a normal client may wait for its reply while the attack is in
+place."""
+WORST_OPENING = 3.0
+"""Seconds: the same while the hostile connections are being opened (100 every 50 ms).
+For ``idle-keepalive`` that is a flood of 2,000 real requests in a second, another attack
+(bounded by the fast 503 when every slot has a request in progress): on this shared
+two-core machine the server gets a third of a core, and the requests queued ahead of the
+normal client take it up to about 1.5 s; the steady state is the scenario."""
 
 
-KNOWN_GAPS = {
-    "idle": pytest.mark.xfail(
-        strict=False,
-        reason="2,000 silent connections reconnecting as fast as they are closed: now and then "
-        "every slot is held by a newcomer still within its 0.25 s grace when the normal client "
-        "arrives before its request does, and it gets a 503 with Retry-After (about 1 request "
-        "in 50); no resets any more",
-    ),
-}
-"""Scenarios where the normal client is not yet always served: written down, not hidden."""
-
-
-@pytest.mark.parametrize(
-    ("scenario", "n"),
-    [pytest.param(s, n, id=s, marks=KNOWN_GAPS.get(s, ())) for s, n in SCENARIOS],
-)
+@pytest.mark.parametrize(("scenario", "n"), [pytest.param(s, n, id=s) for s, n in SCENARIOS])
 def test_a_normal_client_is_served_during(scenario, n):
     r = attacks.run(scenario, attacks.HERE, n, SECONDS, client_timeout=15.0, server_args=[])
+    r["errors"] = r["errors"][:3]
     print(f"{scenario}: {r}")
     assert r["requests"] >= 5, r
     assert r["failures"] == 0, r
     assert r["busy_503"] == 0, r
     assert r["worst"] < WORST, r
-    if scenario == "big-posts":
-        assert r["rss_mb"] < 60 + BUDGET_MB + 100, r  # start-up RSS + the budget + 100 MB
+    assert r["worst_opening"] < WORST_OPENING, r
+    if scenario == "big-posts":  # the uploads go to disk as they arrive: no budget used
+        assert r["posts"].get("200", 0) >= 20, r
+        assert r["rss_mb"] < 60 + 100, r  # start-up RSS + 100 MB

@@ -12,7 +12,6 @@ import trio
 
 from pyweb.server.logging import AccessRecord, ServerLog, format_access, format_error, log_time
 from tests.helpers import until_async
-from tests.loops import asyncio_lacks
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
@@ -356,7 +355,6 @@ def test_format_access_without_request_line():
     assert line == '127.0.0.1 - - [14/Nov/2023:22:13:20 +0000] "-" 400 120 "-" "-"\n'
 
 
-@asyncio_lacks("access log")
 def test_integration_server_writes_combined_log(tmp_path):
     import pyweb.testing
 

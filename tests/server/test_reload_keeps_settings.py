@@ -73,3 +73,38 @@ def test_the_old_connection_refuses_what_its_limits_refuse(kit):
         assert old.request().body == b"hello"
         reload(srv, kit, **NEW)
         assert old.request("POST", "/echo", body=b"x" * 500).status == 413
+
+
+def _site(root, dev: bool):
+    from pyweb.app.site import Site
+
+    return Site(root, dev=dev)
+
+
+@pytest.mark.parametrize("status", [False, True])
+def test_the_old_connection_keeps_its_site_and_its_dev_flag(kit, tmp_path, status):
+    """The dev flag lives in the Site too (its error pages show tracebacks): a reload gives
+    new connections the new Site, while an old connection's pages, and the error pages the
+    server draws for it, come from the Site it started with. With and without the status
+    page, whose counts survive the reload."""
+    (tmp_path / "hello.py").write_text("conn.return_('hello')\n")
+    (tmp_path / "boom.py").write_text("raise ValueError('kaboom-in-a-page')\n")
+    old_site, new_site = _site(tmp_path, dev=False), _site(tmp_path, dev=True)
+    with kit.running(old_site, dev=False, status=status) as srv, srv.connect() as old:
+        assert old.request().status == 200
+        config = ServerConfig(
+            port=0, access_log=None, error_log=srv.error_log, dev=True, status=status
+        )
+        trio.from_thread.run_sync(srv.server.reconfigure, config, new_site, trio_token=srv.token)
+        with srv.connect() as new:
+            # a page that raises: the traceback only under the new Site (dev)
+            assert b"kaboom-in-a-page" in new.request("GET", "/boom").body
+            page = old.request("GET", "/boom")
+            assert page.status == 500 and b"kaboom-in-a-page" not in page.body
+            # an error the server answers itself, drawn by the connection's own Site
+            bad = b"GET / HTTP/1.1\r\nHost: test\r\nBad Header: x\r\n\r\n"
+            new.send(bad)
+            assert b"Bad Header" in new.read_response().body
+            old.send(bad)
+            page = old.read_response()
+            assert page.status == 400 and b"Bad Header" not in page.body

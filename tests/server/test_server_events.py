@@ -116,7 +116,6 @@ def test_hang_up_behind_a_pipelined_request_is_still_noticed(kit):
         assert waits.finished.wait(5) and waits.outcomes == ["gone"]
 
 
-@asyncio_lacks("error log")
 def test_log_error_writes_the_message_the_request_and_the_traceback(kit):
     async def handler(ctx):
         try:
@@ -133,7 +132,6 @@ def test_log_error_writes_the_message_the_request_and_the_traceback(kit):
     assert "KeyError: 'missing'" in text and "Traceback" in text
 
 
-@asyncio_lacks("error log")
 def test_python_logging_records_reach_the_error_log_while_the_server_runs(kit):
     lib = logging.getLogger("pyweb.testlib")
 

@@ -126,7 +126,6 @@ def test_at_the_limit_with_every_slot_busy_a_newcomer_gets_a_fast_503(kit):
         second.close()
 
 
-@asyncio_lacks("unread body")
 def test_a_stalled_unread_body_after_the_reply_is_closed_without_a_second_reply(kit):
     with kit.running(**SHORT) as srv, srv.connect() as c:
         c.send(kit.build("POST", "/ignore", [("Content-Length", "10")]) + b"abc")
