@@ -7,10 +7,8 @@ from __future__ import annotations
 import time
 
 import pytest
-import trio
 
 from pyweb.server import ServerConfig
-from tests.loops import asyncio_lacks
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
@@ -20,7 +18,7 @@ NEW = {"dev": True, "max_body": 10_000, "body_timeout": 0.3}
 
 def reload(srv, kit, **settings) -> None:
     config = ServerConfig(port=0, access_log=None, error_log=srv.error_log, **settings)
-    trio.from_thread.run_sync(srv.server.reconfigure, config, kit.app, trio_token=srv.token)
+    srv.call(srv.server.reconfigure, config, kit.app)
 
 
 def slow_post(c, pause: float):
@@ -43,7 +41,6 @@ def _build(kit):
     kit_build = kit.build
 
 
-@asyncio_lacks("reload")
 def test_a_connection_opened_before_a_reload_keeps_its_settings(kit):
     with kit.running(None, **OLD) as srv, srv.connect() as old:
         assert old.request().body == b"hello"  # accepted and served before the reload
@@ -67,7 +64,6 @@ def test_a_connection_opened_before_a_reload_keeps_its_settings(kit):
             assert old2.read_response().status == 200
 
 
-@asyncio_lacks("reload")
 def test_the_old_connection_refuses_what_its_limits_refuse(kit):
     with kit.running(None, **OLD) as srv, srv.connect() as old:
         assert old.request().body == b"hello"
@@ -95,7 +91,7 @@ def test_the_old_connection_keeps_its_site_and_its_dev_flag(kit, tmp_path, statu
         config = ServerConfig(
             port=0, access_log=None, error_log=srv.error_log, dev=True, status=status
         )
-        trio.from_thread.run_sync(srv.server.reconfigure, config, new_site, trio_token=srv.token)
+        srv.call(srv.server.reconfigure, config, new_site)
         with srv.connect() as new:
             # a page that raises: the traceback only under the new Site (dev)
             assert b"kaboom-in-a-page" in new.request("GET", "/boom").body

@@ -11,7 +11,6 @@ import threading
 import time
 
 import pytest
-import trio
 
 from pyweb import runtime
 from pyweb.events import select, timeout, wrap
@@ -59,7 +58,6 @@ def long_wait_handler(waits: Waits):
     return handler
 
 
-@asyncio_lacks("client gone")
 def test_closing_the_socket_frees_the_waiting_handler_at_once(kit):
     waits = Waits()
     with kit.running(long_wait_handler(waits)) as srv:
@@ -73,7 +71,6 @@ def test_closing_the_socket_frees_the_waiting_handler_at_once(kit):
         until(lambda: not srv.server.connections, "the connection to close")
 
 
-@asyncio_lacks("client gone")
 def test_a_reset_counts_as_gone(kit):
     waits = Waits()
     with kit.running(long_wait_handler(waits)) as srv:
@@ -105,7 +102,6 @@ def test_a_pipelined_request_is_not_mistaken_for_a_hang_up(kit):
         assert c.read_response().body == b"hello"
 
 
-@asyncio_lacks("client gone")
 def test_hang_up_behind_a_pipelined_request_is_still_noticed(kit):
     waits = Waits()
     with kit.running(long_wait_handler(waits)) as srv:
@@ -154,11 +150,10 @@ def test_python_logging_records_reach_the_error_log_while_the_server_runs(kit):
     )
 
 
-@asyncio_lacks("reload")
 def test_reload_message_leaves_idle_connections_open_and_shutdown_closes_them(kit):
     with kit.running(None, keepalive_timeout=60.0) as srv, srv.connect() as c:
         assert c.request().body == b"hello"
-        trio.from_thread.run_sync(srv.server.broadcast.send, RELOAD, trio_token=srv.token)
+        srv.call(srv.server.broadcast.send, RELOAD)
         assert not c.closed_by_server(timeout=0.3)
         assert c.request().body == b"hello"
         srv.shutdown()

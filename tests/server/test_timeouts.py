@@ -111,7 +111,6 @@ def test_at_the_limit_an_idle_connection_makes_room_for_a_newcomer(kit):
         second.close()
 
 
-@asyncio_lacks("slots")
 def test_at_the_limit_with_every_slot_busy_a_newcomer_gets_a_fast_503(kit):
     with kit.running(max_connections=1) as srv:
         busy = srv.connect()
