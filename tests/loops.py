@@ -23,7 +23,15 @@ LOOPS = ("trio", "asyncio")
 
 ASYNCIO_LACKS: dict[str, str] = {
     # the name the marks use -> what the asyncio server does not do yet
-    # (the logs, unread bodies, handler results and failing streams have landed)
+    # (landed: the logs, unread bodies, handler results and failing streams)
+    "websockets": "WebSockets",
+    "slots": "the connection slots (max_connections: the backlog, an idle connection making "
+    "room, the fast 503)",
+    "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
+    "fresh connection at shutdown": "answering the first request of a connection accepted "
+    "just before a graceful shutdown (with Connection: close)",
+    "reply checks": "a 500 for a reply that cannot be framed (a body that is not bytes, a "
+    "head larger than the arena)",
 }
 
 
