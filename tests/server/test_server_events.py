@@ -17,7 +17,6 @@ from pyweb.events import select, timeout, wrap
 from pyweb.protocol.response import Response
 from pyweb.server.control import RELOAD
 from tests.helpers import until
-from tests.loops import asyncio_lacks
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
@@ -161,7 +160,6 @@ def test_reload_message_leaves_idle_connections_open_and_shutdown_closes_them(ki
         assert srv.returned.wait(5)
 
 
-@asyncio_lacks("fresh connection at shutdown")
 def test_a_fresh_connection_is_served_even_if_shutdown_comes_first(kit):
     """A client that has connected but not yet sent its request is not an idle keep-alive
     connection: graceful shutdown waits for its request and answers it (Connection: close)."""

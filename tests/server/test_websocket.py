@@ -26,7 +26,6 @@ from wsproto.events import CloseConnection, Ping, TextMessage
 import pyweb.testing
 from pyweb.protocol.messages import Request
 from pyweb.protocol.websocket import HandshakeError, check_handshake, same_origin
-from tests.loops import asyncio_lacks
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
@@ -210,7 +209,6 @@ def url(client, path: str) -> str:
     return f"ws://127.0.0.1:{client.server.port}{path}"
 
 
-@asyncio_lacks("websockets")
 def test_echo_text_and_binary(site):
     with connect(url(site, "/echo")) as ws:
         ws.send("hello")
@@ -222,7 +220,6 @@ def test_echo_text_and_binary(site):
         assert ws.recv(timeout=5) == big
 
 
-@asyncio_lacks("websockets")
 def test_select_on_a_message_or_a_timeout_then_close_with_a_code(site):
     with connect(url(site, "/idle")) as ws:
         assert ws.recv(timeout=5) == "idle"
@@ -231,7 +228,6 @@ def test_select_on_a_message_or_a_timeout_then_close_with_a_code(site):
         assert caught.value.rcvd.code == 4001 and caught.value.rcvd.reason == "bye"
 
 
-@asyncio_lacks("websockets")
 def test_select_on_a_message_or_a_multicast_port(site):
     with connect(url(site, "/news")) as a, connect(url(site, "/news")) as b:
         assert a.recv(timeout=5) == "ready" and b.recv(timeout=5) == "ready"
@@ -241,7 +237,6 @@ def test_select_on_a_message_or_a_multicast_port(site):
         assert a.recv(timeout=5) == b.recv(timeout=5) == "from a post"
 
 
-@asyncio_lacks("websockets")
 def test_the_peers_close_code_reaches_the_handler(site):
     with connect(url(site, "/record")) as ws:
         ws.send("x")
@@ -249,7 +244,6 @@ def test_the_peers_close_code_reaches_the_handler(site):
     pyweb_until(lambda: 4002 in site.get("/closes").json()["closes"], "the close code")
 
 
-@asyncio_lacks("websockets")
 def test_a_handler_that_raises_closes_with_1011_and_is_logged(site):
     with connect(url(site, "/broken")) as ws:
         ws.send("go")
@@ -258,7 +252,6 @@ def test_a_handler_that_raises_closes_with_1011_and_is_logged(site):
         assert caught.value.rcvd.code == 1011
 
 
-@asyncio_lacks("websockets")
 def test_a_message_over_the_limit_closes_with_1009(site):
     with connect(url(site, "/small")) as ws:
         ws.send("y" * 1000)
@@ -269,7 +262,6 @@ def test_a_message_over_the_limit_closes_with_1009(site):
         assert caught.value.rcvd.code == 1009
 
 
-@asyncio_lacks("websockets")
 def test_origin_checks(site):
     port = site.server.port
     with connect(url(site, "/echo"), origin=f"http://127.0.0.1:{port}") as ws:
@@ -282,7 +274,6 @@ def test_origin_checks(site):
         assert ws.recv(timeout=5) == "hi"
 
 
-@asyncio_lacks("websockets")
 def test_a_websocket_counts_against_the_stream_budget_not_the_request_slots(tmp_path):
     (tmp_path / "sockets.py").write_text(SITE)
     with pyweb.testing.serve(tmp_path, max_streams=1) as client:
@@ -351,7 +342,6 @@ def masked_text(text: str) -> bytes:
     return WSConnection(ConnectionType.CLIENT).send(TextMessage(data=text))
 
 
-@asyncio_lacks("websockets")
 def test_a_frame_sent_right_behind_the_handshake_is_not_lost(site):
     raw = RawClient(site, "/echo", first_frame=masked_text("eager"))
     got = raw.events(time.monotonic() + 2)
@@ -359,7 +349,6 @@ def test_a_frame_sent_right_behind_the_handshake_is_not_lost(site):
     raw.sock.close()
 
 
-@asyncio_lacks("websockets")
 def test_the_server_pings_and_drops_a_silent_peer(site):
     raw = RawClient(site, "/pinged")
     got = raw.events(time.monotonic() + 3)  # interval 0.2 s: pinged, then dropped
@@ -368,7 +357,6 @@ def test_the_server_pings_and_drops_a_silent_peer(site):
     raw.sock.close()
 
 
-@asyncio_lacks("websockets")
 def test_a_peer_that_answers_pings_stays(site):
     raw = RawClient(site, "/pinged")
     end = time.monotonic() + 1.5
@@ -391,7 +379,6 @@ def test_an_unmasked_client_frame_is_a_protocol_error(site):
     raw.sock.close()
 
 
-@asyncio_lacks("websockets")
 def test_a_graceful_shutdown_closes_websockets_with_1001(tmp_path):
     (tmp_path / "sockets.py").write_text(SITE)
     serving = pyweb.testing.serve(tmp_path)
@@ -417,7 +404,6 @@ def pyweb_until(predicate, what: str, limit: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-@asyncio_lacks("websockets")
 def test_many_sockets_each_get_their_own_answers(site):
     with contextlib.ExitStack() as stack:
         sockets = [stack.enter_context(connect(url(site, "/echo"))) for _ in range(20)]
