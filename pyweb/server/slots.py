@@ -205,6 +205,11 @@ class Slots:
                 self.waiting_to_speak -= 1
         return has_bytes(sock)
 
+    def evict_waiting(self) -> bool:
+        """Close the connection waiting longest for a newcomer (the pool and nothread
+        schedulers' door); False when none waits."""
+        return self._evict_one()
+
     def _evict_one(self) -> bool:
         """Close the connection waiting longest, idle ones first; False when none waits."""
         for waiting in (self.idle, self.heads):
