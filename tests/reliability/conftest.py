@@ -2,8 +2,7 @@
 deaths, with a normal client beside them (benchmarks/attacks.py does the attacking).
 
 Short versions run in ``make test``; ``make soak`` runs them longer and bigger
-(``PYWEB_SOAK=1``: every scenario for 60 s). Waits are bounded generously (the machine is
-shared): the numbers to read are the ones ``make soak`` prints.
+(``PYWEB_SOAK=1``: every scenario for 60 s); ``make soak`` prints the numbers.
 """
 
 from __future__ import annotations
