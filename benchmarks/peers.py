@@ -384,9 +384,11 @@ class RunningServer:
         command: list[str] | None = None,
         cwd: Path = APPS,
         env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
     ) -> None:
         """Start ``name`` (``server_command``), or ``command`` with ``{port}`` in its
-        arguments replaced by the chosen port (other benchmarks' servers, table1.py)."""
+        arguments replaced by the chosen port (other benchmarks' servers, table1.py);
+        ``prefix`` goes before it (valgrind, for peers_callgrind.py)."""
         self.name = name
         self.port = free_port()
         self.log_path = log_path
@@ -394,6 +396,7 @@ class RunningServer:
             argv = server_command(name, self.port)
         else:
             argv = [arg.replace("{port}", str(self.port)) for arg in command]
+        argv = [*(prefix or []), *argv]
         environment = dict(os.environ, BENCH_SITE_DIR=site_dir, PYTHONPATH=str(APPS), **(env or {}))
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
