@@ -14,6 +14,8 @@ import pyweb.testing
 from pyweb.events import select, timeout
 from pyweb.protocol.response import Response
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 SLOTS = 40
 
 

@@ -11,7 +11,9 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.timeout(30)
+from tests.loops import asyncio_lacks
+
+pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 SHORT = dict(
     header_timeout=0.3, keepalive_timeout=0.3, body_timeout=0.3, send_timeout=0.3,
@@ -79,6 +81,7 @@ def test_a_stuck_client_does_not_block_others(kit):
         assert not stuck.closed_by_server(timeout=0.1)  # still waiting, not dropped
 
 
+@asyncio_lacks("slots")
 def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
     # The pool scheduler's limit is its number of tasks (Hop §2.4.5); a newcomer in the
     # backlog no longer waits for the idle connection's keep-alive timeout (schedulers.py).
@@ -94,6 +97,7 @@ def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
         second.close()
 
 
+@asyncio_lacks("slots")
 def test_at_the_limit_an_idle_connection_makes_room_for_a_newcomer(kit):
     # one-to-one (slots.py): the idle keep-alive connection is closed, the newcomer served
     with kit.running(max_connections=1, keepalive_timeout=60.0) as srv:
