@@ -97,7 +97,6 @@ def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
         second.close()
 
 
-@asyncio_lacks("slots")
 def test_at_the_limit_an_idle_connection_makes_room_for_a_newcomer(kit):
     # one-to-one (slots.py): the idle keep-alive connection is closed, the newcomer served
     with kit.running(max_connections=1, keepalive_timeout=60.0) as srv:
