@@ -99,8 +99,9 @@ def test_an_idle_connection_makes_room_for_a_newcomer() -> None:
             sock.close()
 
 
-def test_a_full_server_answers_a_fast_503_with_retry_after() -> None:
-    with AioThread(handler, max_connections=2) as srv:
+@pytest.mark.parametrize("standard_loop", [False, True], ids=["uvloop", "standard"])
+def test_a_full_server_answers_a_fast_503_with_retry_after(standard_loop) -> None:
+    with AioThread(handler, max_connections=2, standard_loop=standard_loop) as srv:
         busy = [srv.connect(), srv.connect()]
         for sock in busy:
             sock.sendall(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")

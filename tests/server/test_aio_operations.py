@@ -66,8 +66,9 @@ def until(predicate, seconds: float = 5.0) -> bool:
     return False
 
 
-def test_the_access_log_has_a_combined_line_per_request() -> None:
-    with AioThread(handler) as srv:
+@pytest.mark.parametrize("standard_loop", [False, True], ids=["uvloop", "standard"])
+def test_the_access_log_has_a_combined_line_per_request(standard_loop) -> None:
+    with AioThread(handler, standard_loop=standard_loop) as srv:
         conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
         conn.request("GET", "/hello", headers={"User-Agent": "probe/1", "Referer": "http://r/"})
         assert conn.getresponse().read() == b"hello"
@@ -161,9 +162,10 @@ def big_file(tmp_path) -> str:
     return FILE
 
 
-def test_a_large_file_reaches_a_slow_reader_whole(big_file) -> None:
+@pytest.mark.parametrize("standard_loop", [False, True], ids=["uvloop", "standard"])
+def test_a_large_file_reaches_a_slow_reader_whole(big_file, standard_loop) -> None:
     expected = open(big_file, "rb").read()
-    with AioThread(handler) as srv, srv.connect() as raw:
+    with AioThread(handler, standard_loop=standard_loop) as srv, srv.connect() as raw:
         raw.sendall(b"GET /file HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         time.sleep(0.5)  # the kernel buffers fill: the rest must wait for the reader
         data = bytearray()

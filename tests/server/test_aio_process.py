@@ -147,3 +147,12 @@ def test_sigusr1_reopens_the_access_log(site: Path, tmp_path: Path) -> None:
         assert "again" not in (tmp_path / "access.log.1").read_text()
     finally:
         assert stop(proc) == 0
+
+
+def test_a_trio_scheduler_on_asyncio_is_a_warning_not_an_error(site: Path) -> None:
+    proc, port = start(site, "--scheduler", "pool")
+    try:
+        assert request(port, "/hello") == (200, b"version 1")
+    finally:
+        assert stop(proc) == 0
+    assert "warning: --scheduler pool is for the trio server" in proc.stderr.read()  # type: ignore[union-attr]
