@@ -28,6 +28,8 @@ ASYNCIO_LACKS: dict[str, str] = {
     "slots": "the connection slots (max_connections: the backlog, an idle connection making "
     "room, the fast 503)",
     "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
+    "chat long polls": "the chat example's long polls (pages/chat.py: a poll never shows as "
+    "waiting in /chat?waiting, so its wake-up, close and shutdown go unobserved)",
     "reply checks": "a 500 for a head larger than the reply arena (the asyncio server has no "
     "arena: it sends such a head)",
 }
