@@ -77,7 +77,7 @@ class Script:
             "conn": conn,
         }
         result = eval(self.code, scope)  # noqa: S307 - this *is* the page
-        return result if self.is_async else _DONE
+        return result if self.is_async else DONE
 
 
 class _Done:
@@ -89,7 +89,8 @@ class _Done:
         return iter(())  # type: ignore[return-value]
 
 
-_DONE = _Done()
+DONE = _Done()
+"""What :meth:`Script.run` returns for a script that has run (the site need not await it)."""
 
 
 def compile_script(path: str, name: str, source: bytes | None = None) -> Script:

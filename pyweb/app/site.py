@@ -945,7 +945,7 @@ class Site:
                     conn.deadline_scope = None
                     if scope.cancelled_caught:
                         return self._too_long(ctx, page)
-                else:
+                elif answer is not pages.DONE:  # (DONE: a script without await has run)
                     await answer
             except forms.FormErrors as exc:
                 return self._bad_form(conn, errors + [e for e in exc.errors if e not in errors])
