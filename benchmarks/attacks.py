@@ -182,6 +182,13 @@ def normal_client(port: int, stop: threading.Event, out: Waits, timeout: float) 
 # ---- the attackers (asyncio: thousands of sockets in one thread) --------------------------
 
 
+@dataclass
+class Until:
+    """When the attackers stop (moved once every connection has been opened)."""
+
+    at: float
+
+
 async def _open(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
     try:
         return await asyncio.open_connection("127.0.0.1", port)
@@ -189,11 +196,11 @@ async def _open(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] 
         return None
 
 
-async def _hold(port: int, first: bytes, trickle: bytes, every: float, end: float,
+async def _hold(port: int, first: bytes, trickle: bytes, every: float, end: Until,
                 reconnect: bool = True) -> None:  # fmt: skip
     """One hostile connection: send ``first``, then ``trickle`` every ``every`` s; when the
     server closes it, open another (an attacker keeps the pressure up)."""
-    while time.monotonic() < end:
+    while time.monotonic() < end.at:
         opened = await _open(port)
         if opened is None:
             await asyncio.sleep(0.1)
@@ -203,7 +210,7 @@ async def _hold(port: int, first: bytes, trickle: bytes, every: float, end: floa
             if first:
                 writer.write(first)
                 await writer.drain()
-            while time.monotonic() < end:
+            while time.monotonic() < end.at:
                 if trickle:
                     writer.write(trickle)
                     await writer.drain()
@@ -226,7 +233,7 @@ POSTS: Counter[str] = Counter()
 """The big posts' replies by status (``200``, ``503``, ...; ``error``: no reply)."""
 
 
-async def _big_post(port: int, end: float, size: int) -> None:
+async def _big_post(port: int, end: Until, size: int) -> None:
     # an upload (multipart): url-encoded forms have a 1 MiB limit of their own
     part = b'--b\r\nContent-Disposition: form-data; name="f"; filename="f.bin"\r\n\r\n'
     body = part + b"x" * (size - len(part) - 9) + b"\r\n--b--\r\n"
@@ -235,7 +242,7 @@ async def _big_post(port: int, end: float, size: int) -> None:
         b"Content-Type: multipart/form-data; boundary=b\r\n"
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
     )
-    while time.monotonic() < end:
+    while time.monotonic() < end.at:
         opened = await _open(port)
         if opened is None:
             await asyncio.sleep(0.1)
@@ -253,7 +260,7 @@ async def _big_post(port: int, end: float, size: int) -> None:
 
 
 async def attack(name: str, port: int, n: int, seconds: float) -> None:
-    end = time.monotonic() + seconds
+    end = Until(time.monotonic() + seconds + 60.0)  # set for real once the crowd is open
     get = b"GET /hello HTTP/1.1\r\nHost: x\r\n"
     if name == "slow-headers":
         jobs = [_hold(port, get, b"X: y\r\n", 1.0, end) for _ in range(n)]
@@ -283,6 +290,7 @@ async def attack(name: str, port: int, n: int, seconds: float) -> None:
             await asyncio.sleep(0.05)
     await asyncio.sleep(0.5)  # (the last ones connect, and send what they send first)
     OPENED.set()
+    end.at = time.monotonic() + seconds  # the attack lasts ``seconds`` once in place
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
@@ -337,7 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--n", type=int, default=None, help="hostile connections (default 1000; 40 for big-posts)"
     )
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--seconds", type=float, default=20.0, help="how long each attack lasts once in place"
+    )
     parser.add_argument("--client-timeout", type=float, default=30.0)
     parser.add_argument("--server-arg", action="append", default=[], help="passed to pyweb serve")
     args = parser.parse_args(argv)

@@ -1,7 +1,8 @@
 """Whole-server comparison of pyweb with its peers (Hop §4.3, Marlow §7).
 
-Runs each server as a subprocess pinned to one core (``taskset -c 0``) with wrk pinned to
-the other (``taskset -c 1``), and measures these scenarios against every server:
+Runs each server as a subprocess pinned to one core (``taskset -c 1``) with wrk pinned to
+the other (``taskset -c 0``; ``wrk -t1 -c32``, 2 s of warm-up, then 6 s measured), and
+measures these scenarios against every server (the first six by default):
 
 * ``hello``: "Hello, world!" on keep-alive connections;
 * ``hello-close``: the same, with ``Connection: close``, so one TCP connection per request;
@@ -21,9 +22,9 @@ RSGI interface, a minimal hand-written trio server (``raw-trio``) and a minimal 
 Protocol server on uvloop (``raw-uvloop``): the upper bounds of a Python server on each
 loop. hypercorn (trio worker) and gunicorn + Flask can be added with ``--servers``. The
 peers are installed by this script into their own venv, ``benchmarks/.venv-peers``, never
-into the project's; pyweb runs on the project's venv. A peer that cannot be installed or
-started is reported as missing, not fatal. Every server runs one worker process with access
-logs off.
+into the project's; pyweb runs on the project's venv. A peer that cannot be installed is
+reported as missing, one that fails to start as failed; neither stops the run. Every server
+runs one worker process with access logs off.
 
 Rounds are interleaved (round 1 measures every server on every scenario, then round 2, ...),
 each server is started fresh in each round, and the tables report medians over rounds, and

@@ -55,6 +55,25 @@ def control(flag: str, pids: list[int]) -> None:
         subprocess.run(["callgrind_control", flag, str(pid)], capture_output=True, timeout=60)
 
 
+def wait_for_dumps(out_dir: Path, name: str, count: int, timeout: float = 60.0) -> None:
+    """Until ``count`` dumps of ``name`` exist: the server writes them from its own thread,
+    after ``callgrind_control`` returns, and slowly under valgrind on a busy machine."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        dumps = list(out_dir.glob(f"{name}.*.out.*"))
+        # a dump is complete once its last line, "totals: N", is written
+        if len(dumps) >= count and all(_complete(path) for path in dumps):
+            return
+        time.sleep(0.2)
+
+
+def _complete(path: Path) -> bool:
+    try:
+        return "\ntotals:" in path.read_text(errors="replace")[-200:]
+    except OSError:
+        return False
+
+
 def dumped_total(out_dir: Path, name: str) -> int:
     """The instructions of the newest dump of each process of ``name``, added up."""
     newest: dict[str, tuple[int, Path]] = {}
@@ -94,14 +113,18 @@ def measure_server(args: argparse.Namespace, name: str, site: str, work: Path) -
             pids = group_pids(server.proc.pid)
             control("-z", pids)
             numbers = wrk(server.port, sc, args.seconds)
+            before = len(list(work.glob(f"{name}.*.out.*")))
             control("-d", pids)
-            time.sleep(0.5)  # the dump is written by the server's own thread
+            wait_for_dumps(work, name, before + len(pids))
             requests = int(numbers.get("requests", 0))
             total = dumped_total(work, name)
             if requests and total:
                 out[sc.name] = total / requests
                 print(f"{name:<22} {sc.name:<14} {requests:>7} requests "
                       f"{total / requests:>10,.0f} instructions each", flush=True)  # fmt: skip
+            else:
+                print(f"{name} {sc.name}: NOT MEASURED ({requests} requests, {total} "
+                      f"instructions dumped)", flush=True)  # fmt: skip
     except peers.ServerFailed as exc:
         print(f"{name}: FAILED to start under valgrind: {exc}\n{server.log_tail()}", flush=True)
     finally:

@@ -21,17 +21,18 @@ import trio.testing
 import pyweb.testing
 from pyweb.events import never
 from tests.helpers import until
+from tests.loops import asyncio_lacks
 
 from .csrf_helpers import csrf_token
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 
 
 @pytest.fixture(scope="module")
-def chat():
-    with pyweb.testing.serve(PAGES) as client:
+def chat(loop):
+    with pyweb.testing.serve(PAGES, loop=loop) as client:
         yield client
 
 
@@ -89,6 +90,7 @@ def test_the_page_and_its_form(chat):
     assert moved.status == 303 and moved.headers["location"] == "/chat"
 
 
+@asyncio_lacks("chat long polls")
 def test_a_closed_tab_frees_its_waiter_at_once(chat):
     base = waiting(chat)
     sock = open_long_poll(chat, latest(chat))
@@ -98,6 +100,7 @@ def test_a_closed_tab_frees_its_waiter_at_once(chat):
     until(lambda: waiting(chat) == base, "the waiter to be freed", limit=10)
 
 
+@asyncio_lacks("chat long polls")
 def test_a_message_wakes_every_waiting_poll(chat):
     base = waiting(chat)
     after = latest(chat)
@@ -139,6 +142,7 @@ def load_chat_library():
     return module
 
 
+@pytest.mark.loops("trio")  # on trio's virtual clock (MockClock): about the events, not the server
 def test_the_poll_timeout_on_virtual_time():
     room = load_chat_library()
 
@@ -151,6 +155,7 @@ def test_the_poll_timeout_on_virtual_time():
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
+@pytest.mark.loops("trio")  # on trio's virtual clock (MockClock): about the events, not the server
 def test_exactly_one_branch_commits_per_poll():
     """A message and the timeout due at the same moment: the poll takes one of them, and the
     message is never lost (the next poll after the same seq sees it)."""
@@ -182,6 +187,7 @@ def test_page_exceptions_reach_the_error_log(tmp_path):
     assert "(request: GET /oops HTTP/1.1)" in text and "Traceback" in text
 
 
+@asyncio_lacks("chat long polls")
 def test_long_poll_thread_safety_smoke(chat):
     """Several posters and pollers at once: every poll answers with a list."""
     after = latest(chat)
@@ -231,6 +237,7 @@ def test_server_sent_events_stream_news_and_end_when_the_tab_closes(chat):
     until(lambda: waiting(chat) == base, "the stream to end with the closed tab")
 
 
+@asyncio_lacks("chat long polls")
 def test_a_graceful_shutdown_answers_the_waiting_polls_at_once(tmp_path):
     serving = pyweb.testing.serve(PAGES)
     client = serving.__enter__()

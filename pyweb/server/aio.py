@@ -23,13 +23,18 @@ connection slots (``slots.py``: idle connections closed first for a newcomer,
 task, the same access and error lines), the status page (``status.py``), and the
 keep-alive limits (``keepalive_requests``, ``keepalive_time``). Timeouts are the same
 settings: ``first_byte_timeout``, ``header_timeout`` (408), ``keepalive_timeout``,
-``body_timeout``, ``send_timeout``, ``close_grace`` on shutdown. The process around it
-(signals, SIGHUP reload, ``--workers``) is ``aio_main.py``.
+``body_timeout``, ``send_timeout``, ``close_grace`` on shutdown. A WebSocket is
+``websocket.py``'s session, fed by this protocol (``aio_websocket.py``). The process around
+it (signals, SIGHUP reload, ``--workers``) is ``aio_main.py``.
+
+What it does not do: assemble replies in a reply arena (``writelines`` hands the head and
+the body to the transport together, and uvloop sends them with one ``writev``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import time
 from typing import Any
@@ -39,12 +44,14 @@ from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import RequestParser
 from pyweb.protocol.response import Response
+from pyweb.protocol.websocket import WebSocketUpgrade
 
 from . import Server
 from .aio_body import Evicted
 from .aio_context import AioContext
 from .aio_reply import AioReplies
 from .aio_slots import PeekSocket, refuse
+from .aio_websocket import run_aio_session
 from .budget import BUDGET
 from .logging import ServerLog, access_record
 from .proxy import peer_host
@@ -52,6 +59,8 @@ from .reply import ReplyAborted, request_line
 from .slots import LINGER
 
 __all__ = ["AsyncioServer", "HttpProtocol", "new_loop", "serve_asyncio"]
+
+_INF = math.inf
 
 # What the connection is waiting for (the same phases as connection.py's).
 IDLE = 0  # the first byte of a request: close silently on timeout or shutdown
@@ -191,10 +200,14 @@ class HttpProtocol(asyncio.Protocol):
         self._body_waiter: asyncio.Future[bool] | None = None
         self._drain_waiter: asyncio.Future[bool] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._deadline = 0.0
+        self._timer_at = 0.0  # when the timer fires (loop time)
+        self._deadline = _INF  # when this wait ends (loop time); inf: no wait
         self._writable = True
         self._reading = True
         self._speaking = False  # a newcomer in its grace to speak (counted in the slots)
+        self.eof = False
+        self.ws_chunks: list[bytes] | None = None
+        """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
         self._lingering = False  # refused, and counted among the lingering (slots.py)
 
     # ------------------------------------------------------------------ the loop's callbacks
@@ -223,22 +236,36 @@ class HttpProtocol(asyncio.Protocol):
             self._refuse()
 
     def data_received(self, data: bytes) -> None:
+        if self.busy:
+            self._data_while_busy(data)
+            return
         if self.refused:
             return  # a refused connection's bytes are dropped while it lingers
         self.parser.feed(data)
-        if self.busy:
-            self._wake_body(True)
-            if self.parser.buffered > READ_AHEAD and self._reading:
-                self._reading = False
-                self.transport.pause_reading()
-        elif self.admitted:
+        if self.admitted:
             self._next_request()
         else:
             self._decide(speaking=True)
 
+    def _data_while_busy(self, data: bytes) -> None:
+        """Bytes for the handler (its body, or its WebSocket), or a pipelined request:
+        kept, and the reading paused when too much is waiting (READ_AHEAD)."""
+        chunks = self.ws_chunks
+        if chunks is None:
+            self.parser.feed(data)
+            held = self.parser.buffered
+        else:
+            chunks.append(data)
+            held = len(chunks) * len(data)  # (an estimate: the pieces are alike)
+        self._wake_body(True)
+        if held > READ_AHEAD and self._reading:
+            self._reading = False
+            self.transport.pause_reading()
+
     def eof_received(self) -> bool | None:
         if self.refused:
             return True
+        self.eof = True
         self._client_left()  # a half-close counts as gone (gone.py)
         self.parser.feed(b"")
         if self.busy:
@@ -253,6 +280,7 @@ class HttpProtocol(asyncio.Protocol):
         self.closing = True
         self._client_left()
         self._disarm()
+        self._cancel_timer()
         reset = ConnectionResetError("the client closed the connection")
         self._wake_body(reset)
         self._wake_drain(reset)
@@ -357,21 +385,40 @@ class HttpProtocol(asyncio.Protocol):
 
     # ------------------------------------------------------------------------ timeouts
 
+    # One timer per connection, moved lazily: a keep-alive connection re-arms its deadline
+    # for every request, but the timer is only replaced when the new deadline comes
+    # *sooner*; a timer that fires before the deadline just sets itself again. So a busy
+    # connection costs a float store per request, not a timer made and cancelled.
+
     def _arm(self, seconds: float) -> None:
-        self._disarm()
         loop = asyncio.get_running_loop()
-        self._deadline = loop.time() + seconds
-        self._timer = loop.call_at(self._deadline, self._timed_out)
+        self._deadline = deadline = loop.time() + seconds
+        if self._timer is not None:
+            if self._timer_at <= deadline:
+                return  # it fires first, and sets itself again for the rest
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = loop.call_at(deadline, self._timed_out)
 
     def _disarm(self) -> None:
+        self._deadline = _INF  # (a timer that still fires does nothing)
+
+    def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     def _timed_out(self) -> None:
         self._timer = None
-        if self.busy or self.closing:
+        deadline = self._deadline
+        if deadline == _INF or self.busy or self.closing:
             return
+        loop = asyncio.get_running_loop()
+        if loop.time() < deadline:  # the deadline moved on since the timer was set
+            self._timer_at = deadline
+            self._timer = loop.call_at(deadline, self._timed_out)
+            return
+        self._deadline = _INF
         if not self.admitted and not self.refused:
             self._decide(speaking=False)  # its grace to speak is over
         elif self.phase == HEAD and not self.refused:  # half a head: tell the client why
@@ -409,7 +456,7 @@ class HttpProtocol(asyncio.Protocol):
             self._reading = True
             self.transport.resume_reading()
         phase = HEAD if self.parser.buffered else IDLE
-        if phase != self.phase or self._timer is None:
+        if phase != self.phase or self._deadline == _INF:
             self.phase = phase
             patience = self._patience()
             if patience <= 0:
@@ -462,6 +509,9 @@ class HttpProtocol(asyncio.Protocol):
             return
         if self.closing:  # the client left while its page ran: nobody to answer
             return
+        if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
+            await self._websocket(request, response, ctx.received_at)
+            return
         body = ctx.request_body
         keep_alive = body.settle(self.may_keep_alive(request))
         try:
@@ -508,6 +558,41 @@ class HttpProtocol(asyncio.Protocol):
             return self.error_page(500, detail=str(exc), exc=exc)
         finally:
             self.release_body()  # the page is done with its body: out of the budget
+
+    async def _websocket(
+        self, request: Request, upgrade: WebSocketUpgrade, received_at: float
+    ) -> None:
+        """The handler accepted a WebSocket: a long wait, so it moves to the stream budget
+        (a 503 when that is full); the ``101`` is logged, then the session has the
+        connection to itself until it closes (as on trio: connection.py)."""
+        log_access = self.server.access_enabled
+        try:
+            if not self.server.slots.to_streams(self):
+                page = self.error_page(503, detail="every stream place is taken (max_streams)")
+                status, sent, _ = await self.replies.send(request, page, False)
+                if log_access:
+                    self.log_access(request, status, sent, received_at)
+                return
+            if log_access:
+                self.log_access(request, 101, 0, received_at)
+            first = bytes(self.parser._buf)  # frames sent right behind the handshake
+            self.ws_chunks = []
+            await run_aio_session(self, request, upgrade, first)
+        finally:
+            self.closing = True
+            self.transport.close()
+
+    async def ws_receive(self) -> bytes:
+        """The WebSocket's next bytes (``b""``: the peer closed its side)."""
+        chunks = self.ws_chunks
+        assert chunks is not None
+        while not chunks:
+            if self.eof:
+                return b""
+            await self.wait_for_bytes(3600.0)  # (the session's keeper watches for silence)
+        data = b"".join(chunks)
+        chunks.clear()
+        return data
 
     def may_keep_alive(self, request: Request) -> bool:
         """The client asks for it, the server is not stopping, and the connection has not

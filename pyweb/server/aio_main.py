@@ -39,6 +39,11 @@ def serve_asyncio(
 ) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit status. ``reload(server)`` runs on
     SIGHUP; ``banner(server)`` is printed after the status line (``--dev``)."""
+    if config.scheduler != "one-to-one":  # Hop's schedulers are the trio server's
+        _say(
+            f"warning: --scheduler {config.scheduler} is for the trio server; on asyncio "
+            "each connection is a protocol and each request a task"
+        )
     loop, name = new_loop()
     asyncio.set_event_loop(loop)
     server = AsyncioServer(config, handler)

@@ -77,10 +77,15 @@ class AioReplies:
         connection). The head may still say close (HTTP/1.0, a close-delimited stream)."""
         body = response.body
         if isinstance(body, Fragments):
-            data = bytes(body)
-            if len(data) != body.length:  # a hand-made Fragments with a wrong length
-                problem = f"bad reply body: {len(data)} bytes, not {body.length}"
-                return await self._send_500(request, problem, keep_alive)
+            try:
+                data = bytes(body)
+                problem = (
+                    "" if len(data) == body.length else f"{len(data)} bytes, not {body.length}"
+                )
+            except (TypeError, ValueError) as exc:  # a piece that is not a str, bad UTF-8
+                problem = str(exc)
+            if problem:  # (a hand-made Fragments): nothing is sent, a 500 instead
+                return await self._send_500(request, f"bad reply body: {problem}", keep_alive)
             body = data
         if not isinstance(body, _SIZED):
             if isinstance(body, FileBody):

@@ -302,7 +302,7 @@ class Connection:
             return self.config.header_timeout
         if self.fresh:  # a new connection that has sent nothing yet (slots.py)
             return self.config.first_byte_timeout
-        return self.config.keepalive_timeout
+        return self.server.slots.keepalive(self.config.keepalive_timeout)  # (spread in a crowd)
 
     def _deadline_evt(self) -> Event[None]:
         # The guard of request_evt: the deadline of *this* wait, set by the loop.

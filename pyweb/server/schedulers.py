@@ -34,6 +34,7 @@ where idle and slow connections could keep them for as long as they liked.)
 
 from __future__ import annotations
 
+import select
 import socket
 from typing import TYPE_CHECKING
 
@@ -194,6 +195,54 @@ class OneToOneScheduler(Scheduler):
         self.cancel_scope.cancel()
 
 
+DOOR_PERIOD = 0.05
+"""Seconds between the door's looks at the backlog while every task is busy."""
+DOOR_PATIENCE = 1.0
+"""Seconds a newcomer may wait in the backlog for one of the pool's tasks, with nothing to
+evict, before the door answers it with the fast 503."""
+
+
+async def _door(
+    server: Server, nursery: trio.Nursery, accept_lock: trio.Lock, patience: float | None
+) -> None:
+    """The pool's and nothread's fixed number of tasks is their connection limit, and a
+    newcomer used to wait in the listen backlog until one of them was free, for as long as
+    idle keep-alive connections held them all. While every task is busy (none waits at
+    ``accept``) and a newcomer waits in the backlog, the door closes the connection waiting
+    longest (idle first, as :class:`~pyweb.server.slots.Slots` does for one-to-one), whose
+    task then accepts the newcomer; with nothing to close for ``patience`` seconds, it
+    answers the newcomers with the fast 503 itself (``None``: never, for nothread, whose
+    point is one request at a time)."""
+    listener = server.listener
+    assert listener is not None, "the schedulers run while the server listens"
+    slots = server.slots
+    stuck_since: float | None = None
+    while not server.closing:
+        await trio.sleep(DOOR_PERIOD)
+        if accept_lock.locked() or not _backlog(listener):
+            stuck_since = None  # a task is free, or nobody waits
+        elif slots.evict_waiting():
+            stuck_since = None  # its task accepts the newcomer next
+        elif stuck_since is None:
+            stuck_since = trio.current_time()
+        elif patience is not None and trio.current_time() - stuck_since >= patience:
+            while _backlog(listener):
+                try:
+                    sock, _ = listener.accept()
+                except OSError:  # (a task took it meanwhile, or out of descriptors)
+                    break
+                sock.setblocking(False)
+                slots.refuse(sock, nursery)
+
+
+def _backlog(listener: socket.socket) -> bool:
+    """Does a connection wait in the listen backlog? (No wait: a zero-timeout poll.)"""
+    try:
+        return bool(select.select([listener], [], [], 0)[0])
+    except (OSError, ValueError):  # closed under us: the server is stopping
+        return False
+
+
 class PoolScheduler(Scheduler):
     """``size`` long-lived tasks, each running the accept loop itself (Hop §2.4.5)::
 
@@ -202,7 +251,8 @@ class PoolScheduler(Scheduler):
              (spawn S stage-accept)))
 
     A persistent connection stays with the task that accepted it; the pool size is
-    therefore also the number of connections served at once.
+    therefore also the number of connections served at once (at the limit, the
+    :func:`_door` makes the idle ones give way, or answers a fast 503 after a second).
     """
 
     name = "pool"
@@ -214,6 +264,7 @@ class PoolScheduler(Scheduler):
     async def accept(self, server: Server, nursery: trio.Nursery) -> None:
         for _ in range(self.size):
             self.spawn(nursery, server)
+        nursery.start_soon(_door, server, nursery, self.accept_lock, DOOR_PATIENCE)
 
     def spawn(self, nursery: trio.Nursery, server: Server) -> None:
         nursery.start_soon(self.serve_connections_in_a_row, server, self.accept_lock)
@@ -229,7 +280,9 @@ class NoThreadScheduler(Scheduler):
     name = "nothread"
 
     async def accept(self, server: Server, nursery: trio.Nursery) -> None:
-        nursery.start_soon(self.serve_connections_in_a_row, server, trio.Lock())
+        accept_lock = trio.Lock()
+        nursery.start_soon(self.serve_connections_in_a_row, server, accept_lock)
+        nursery.start_soon(_door, server, nursery, accept_lock, None)
 
     def stop(self) -> None:
         pass  # closing the listener wakes the accepting task

@@ -12,6 +12,10 @@ backlog. :class:`Slots` decides who gets a slot, as nginx does:
   has been idle longest is closed to make room (it has no request in progress: nothing is
   lost, a browser simply reconnects next time). A connection that has sent nothing at all
   also gets a short deadline of its own (``first_byte_timeout``), not the header timeout;
+* **a crowd does not come back together.** While many connections are idle, their
+  keep-alive timeouts are spread (up to twice ``keepalive_timeout``): those opened
+  together would otherwise close together, and a crowd that reconnects at once is a flood
+  of requests;
 * **room for the idle.** An idle or silent connection costs a socket and a waiting task,
   not work: up to ``max_connections`` of them more are kept (the Apache event MPM likewise
   keeps idle keep-alive connections apart from its workers). A crowd of 2,000 idle
@@ -42,6 +46,7 @@ request with its own timer, counted in :attr:`Slots.waiting_to_speak`.
 
 from __future__ import annotations
 
+import random
 import socket
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -69,6 +74,9 @@ BUSY_503 = (
 )
 """The whole reply to a connection refused for lack of a slot, written without parsing
 anything: it must cost less than serving the request would."""
+
+CROWD = 100
+"""Idle connections from which their keep-alive timeouts are spread (:meth:`Slots.keepalive`)."""
 
 LINGER = 1.0
 """Seconds a refused connection is read from (and the bytes dropped) before it is closed:
@@ -125,6 +133,16 @@ class Slots:
         self.busy += 1
         self.clients[host] += 1
         return True
+
+    def keepalive(self, timeout: float) -> float:
+        """How long an idle keep-alive connection waits for its next request: ``timeout``,
+        or, while a crowd is idle (CROWD connections or more), up to twice as long, at
+        random. A crowd that arrived together would otherwise time out together and come
+        back together: 2,000 connections reconnecting and sending a request within a
+        second kept a normal client waiting 1.5 s (the same cure as max_requests_jitter)."""
+        if len(self.idle) < CROWD:
+            return timeout
+        return timeout * (1.0 + random.random())
 
     def full(self) -> bool:
         """No slot for a newcomer unless a waiting connection is closed: ``max_connections``
@@ -204,6 +222,11 @@ class Slots:
             if speakers.pop(sock, None) is not None:
                 self.waiting_to_speak -= 1
         return has_bytes(sock)
+
+    def evict_waiting(self) -> bool:
+        """Close the connection waiting longest for a newcomer (the pool and nothread
+        schedulers' door); False when none waits."""
+        return self._evict_one()
 
     def _evict_one(self) -> bool:
         """Close the connection waiting longest, idle ones first; False when none waits."""

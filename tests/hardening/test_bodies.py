@@ -17,6 +17,8 @@ import pyweb.testing
 from pyweb.protocol.response import Response
 from pyweb.server.budget import BUDGET
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 FORM = "application/x-www-form-urlencoded"
 
 
@@ -125,7 +127,7 @@ def test_a_page_that_does_not_read_its_body_is_answered_at_once(tmp_path):
 def test_bodies_held_at_once_fit_max_body_memory(tmp_path):
     # The page holds its form for a moment: a second one that does not fit gets a 503.
     (tmp_path / "hold.py").write_text(
-        "import trio\nawait trio.sleep(1.0)\nconn.return_(str(len(conn.form['data'])))\n"
+        "from pyweb import runtime\nawait runtime.sleep(1.0)\nconn.return_(str(len(conn.form['data'])))\n"
     )
     with pyweb.testing.serve(site(tmp_path), max_body_memory=1_000_000) as c:
         body = b"data=" + b"x" * 600_000

@@ -1,7 +1,8 @@
 """A normal client keeps being served during each attack of the hardening issue: 1,000 slow
 heads, 1,000 slow bodies, a chunked body that never ends, 2,000 idle connections, 1,000
-long-polls, 40 concurrent 16 MB posts; the server's memory stays under the body budget plus
-100 MB. (The normal client: a new connection and a GET every 50 ms, benchmarks/attacks.py.)"""
+long-polls, 40 concurrent 16 MB posts (their files stream to disk: the server's memory
+stays under its start-up size plus 100 MB). The normal client, a new connection and a GET
+every 50 ms (benchmarks/attacks.py), waits at most 1 s once the attack is in place."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ when installed), for tests that drive it with plain blocking sockets.
 
 ``AioThread(handler, **config)`` builds an :class:`~pyweb.server.aio.AsyncioServer` on
 127.0.0.1, port 0, with its access and error logs in StringIOs (``access_log``,
-``error_log``); ``start()`` returns once it listens; ``call(fn, *args)`` runs ``fn`` on the
+``error_log``), on uvloop when installed or on asyncio's own loop (``standard_loop=True``); ``start()`` returns once it listens; ``call(fn, *args)`` runs ``fn`` on the
 server's loop and returns its result; ``stop()`` shuts it down gracefully and waits.
 """
 
@@ -20,7 +20,7 @@ from pyweb.server.aio import AsyncioServer, new_loop
 
 
 class AioThread:
-    def __init__(self, handler: Any, **options: Any) -> None:
+    def __init__(self, handler: Any, *, standard_loop: bool = False, **options: Any) -> None:
         self.access_log = io.StringIO()
         self.error_log = io.StringIO()
         settings: dict[str, Any] = {
@@ -31,7 +31,11 @@ class AioThread:
         }
         settings.update(options)
         self.server = AsyncioServer(ServerConfig(**settings), handler)
-        self.loop, self.loop_name = new_loop()
+        # uvloop when installed (as `pyweb serve`), or asyncio's own loop (standard_loop)
+        if standard_loop:
+            self.loop, self.loop_name = asyncio.SelectorEventLoop(), "asyncio"
+        else:
+            self.loop, self.loop_name = new_loop()
         self.returned = threading.Event()
         self._ready = threading.Event()
         self._error: BaseException | None = None

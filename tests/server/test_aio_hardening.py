@@ -99,8 +99,9 @@ def test_an_idle_connection_makes_room_for_a_newcomer() -> None:
             sock.close()
 
 
-def test_a_full_server_answers_a_fast_503_with_retry_after() -> None:
-    with AioThread(handler, max_connections=2) as srv:
+@pytest.mark.parametrize("standard_loop", [False, True], ids=["uvloop", "standard"])
+def test_a_full_server_answers_a_fast_503_with_retry_after(standard_loop) -> None:
+    with AioThread(handler, max_connections=2, standard_loop=standard_loop) as srv:
         busy = [srv.connect(), srv.connect()]
         for sock in busy:
             sock.sendall(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -149,7 +150,9 @@ def test_a_long_poll_moves_to_the_stream_budget() -> None:
         with srv.connect() as other:  # the only ordinary slot is free for this one
             assert request(other).endswith(b"hello")
         poller.close()  # the client leaves: the poll ends at once (client_gone_evt)
-        assert until(lambda: srv.call(lambda: (slots.streams, len(srv.server.connections))) == (0, 0))
+        assert until(
+            lambda: srv.call(lambda: (slots.streams, len(srv.server.connections))) == (0, 0)
+        )
 
 
 def test_a_trickled_body_hits_its_whole_body_deadline() -> None:
@@ -179,7 +182,9 @@ def test_a_trickled_body_hits_its_whole_body_deadline() -> None:
 
 def test_bodies_held_together_stay_under_max_body_memory() -> None:
     with AioThread(handler, max_body_memory=10_000) as srv, srv.connect() as sock:
-        sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + b"y" * 5000)
+        sock.sendall(
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + b"y" * 5000
+        )
         assert read_reply(sock).endswith(b"got:5000")  # fits
         sock.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n")
         assert read_reply(sock).startswith(b"HTTP/1.1 503")  # refused before it was sent

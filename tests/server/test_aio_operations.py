@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import os
 import re
 import sys
@@ -33,6 +34,10 @@ async def handler(ctx) -> Response:
         raise ValueError("kaboom")
     if path == "/echo":
         return Response(200, TEXT, b"got:" + await ctx.body())
+    if path == "/warn":  # a library's warning, from the loop's thread and from another
+        logging.getLogger("pyweb.test").warning("from the loop")
+        await runtime.to_thread(logging.getLogger("pyweb.test").warning, "from a thread")
+        return Response(200, TEXT, b"warned")
     if path == "/who":
         return Response(200, TEXT, f"{ctx.peer} {ctx.scheme}".encode())
     if path == "/sleep":
@@ -66,8 +71,9 @@ def until(predicate, seconds: float = 5.0) -> bool:
     return False
 
 
-def test_the_access_log_has_a_combined_line_per_request() -> None:
-    with AioThread(handler) as srv:
+@pytest.mark.parametrize("standard_loop", [False, True], ids=["uvloop", "standard"])
+def test_the_access_log_has_a_combined_line_per_request(standard_loop) -> None:
+    with AioThread(handler, standard_loop=standard_loop) as srv:
         conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
         conn.request("GET", "/hello", headers={"User-Agent": "probe/1", "Referer": "http://r/"})
         assert conn.getresponse().read() == b"hello"
@@ -161,9 +167,10 @@ def big_file(tmp_path) -> str:
     return FILE
 
 
-def test_a_large_file_reaches_a_slow_reader_whole(big_file) -> None:
+@pytest.mark.parametrize("standard_loop", [False, True], ids=["uvloop", "standard"])
+def test_a_large_file_reaches_a_slow_reader_whole(big_file, standard_loop) -> None:
     expected = open(big_file, "rb").read()
-    with AioThread(handler) as srv, srv.connect() as raw:
+    with AioThread(handler, standard_loop=standard_loop) as srv, srv.connect() as raw:
         raw.sendall(b"GET /file HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         time.sleep(0.5)  # the kernel buffers fill: the rest must wait for the reader
         data = bytearray()
@@ -187,3 +194,12 @@ def test_head_of_a_file_sends_no_body(big_file) -> None:
         conn.request("GET", "/hello")
         assert conn.getresponse().read() == b"hello"  # the connection is still in step
         conn.close()
+
+
+def test_pyweb_loggers_reach_the_error_log_from_any_thread() -> None:
+    with AioThread(handler) as srv:
+        assert get(srv.port, "/warn") == (200, b"warned")
+        assert until(lambda: "from a thread" in srv.error_log.getvalue())
+    errors = srv.error_log.getvalue()
+    assert "[warning] pyweb.test: from the loop" in errors
+    assert "[warning] pyweb.test: from a thread" in errors
