@@ -445,7 +445,7 @@ class HttpProtocol(asyncio.Protocol):
         if self.server.closing:  # an idle connection during shutdown: its close_grace
             since = asyncio.get_running_loop().time() - self.server.closing_since
             return max(0.0, config.close_grace - since)
-        return config.keepalive_timeout
+        return self.server.slots.keepalive(config.keepalive_timeout)  # (spread in a crowd)
 
     def server_closing(self) -> None:
         """The server began a graceful shutdown: an idle keep-alive connection gets
