@@ -186,9 +186,10 @@ class RequestParser:
     #    request line (RFC 9112 §3) → fields (§5) → target (§3.2) → framing (§6)
 
     def _next_head(self) -> Request | ConnectionClosed | object:
-        head = self._take_head()
-        if type(head) is not str:
-            return head  # NEED_DATA or ConnectionClosed
+        raw = self._take_head()
+        if type(raw) is not bytearray:
+            return raw  # NEED_DATA or ConnectionClosed
+        head = raw.decode("latin-1")
         limits = self.limits
         head_len = len(head) + 4
         lines = head.split("\r\n")
@@ -207,10 +208,16 @@ class RequestParser:
             raise HeadersTooLarge(
                 f"more than {limits.max_headers} header fields", offending=head[:100]
             )
-        headers = _parse_fields(head, lines, len(lines), "header") if lines else []
+        headers = _parse_fields(raw, lines, len(lines), "header") if lines else []
         fields = FieldSummary(headers, version)
-        path, query, host = _target(method, target, version, fields.host, line)
-        chunked = _framing(version, fields, line, limits)
+        if target[0] == "/" and fields.host is not None and method != "CONNECT":
+            path, _, query = target.partition("?")  # origin-form and Host: the everyday case
+            host = fields.host
+        else:
+            path, query, host = _target(method, target, version, fields.host, line)
+        chunked = False  # no framing field: no body, the everyday case
+        if fields.te is not None or fields.content_length is not None:
+            chunked = _framing(version, fields, line, limits)
         # What comes next: a chunked body, a Content-Length body, or the EndOfMessage.
         self._keep_alive = fields.keep_alive
         self._head_bytes = head_len
@@ -228,8 +235,8 @@ class RequestParser:
             fields.content_length, chunked, fields.expect_continue,
         )  # fmt: skip
 
-    def _take_head(self) -> str | ConnectionClosed | object:
-        """The request head (Latin-1, without its final CRLF CRLF), taken out of the
+    def _take_head(self) -> bytearray | ConnectionClosed | object:
+        """The request head's bytes (without its final CRLF CRLF), taken out of the
         buffer; or NEED_DATA while it is incomplete, ConnectionClosed at a clean EOF."""
         buf = self._buf
         # RFC 9112 §2.2: ignore (a bounded number of) empty lines before the request line.
@@ -257,7 +264,7 @@ class RequestParser:
         if end < 0:
             self._head_incomplete()
             return NEED_DATA
-        head = buf[:end].decode("latin-1")
+        head = buf[:end]
         del buf[: end + 4]
         self._scan = 0
         self._line_seen = False
@@ -426,7 +433,8 @@ class RequestParser:
             return None
         if end + 4 > budget:
             raise HeadersTooLarge(too_large, offending=bytes(buf[:100]))
-        block = buf[:end].decode("latin-1")
+        raw = buf[:end]
+        block = raw.decode("latin-1")
         del buf[: end + 4]
         self._scan = 0
         lines = block.split("\r\n")
@@ -434,7 +442,7 @@ class RequestParser:
             raise HeadersTooLarge(
                 f"more than {limits.max_headers} header and trailer fields", offending=block[:100]
             )
-        return _parse_fields(block, lines, len(lines) - 1, "trailer")
+        return _parse_fields(raw, lines, len(lines) - 1, "trailer")
 
     def _end_of_message(self, trailers: list[tuple[str, str]]) -> EndOfMessage:
         self._state = _HEAD if self._keep_alive else _DONE
@@ -704,18 +712,29 @@ GOOD_HOSTS = BoundedCache("Host values that match the grammar", 1024)
 _SPLIT_COLON = methodcaller("split", ":", 1)
 _CTL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]").search
 """Control characters that no field line may hold (HTAB, CR and LF are checked apart)."""
+_CTL_BYTES = bytes((*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F))
+"""The same characters as bytes, for the fast check of a whole block."""
 
 
-def _parse_fields(text: str, lines: list[str], crlfs: int, what: str) -> list[tuple[str, str]]:
+def _parse_fields(
+    raw: bytearray, lines: list[str], crlfs: int, what: str
+) -> list[tuple[str, str]]:
     """Validate field lines (RFC 9112 §5, RFC 9110 §5.5) and return (lower name, value).
 
-    ``text`` is the block the lines were split from on CRLF (``crlfs`` of them). The checks are arranged so
-    that the common case runs in C: the forbidden characters are looked for in the whole
-    block at once (a CR or LF that is not part of a CRLF shows up as a count mismatch),
-    names come from a cache of known tokens, and OWS is stripped with ``str.strip``.
-    Everything else (new names, errors) goes through the regex in ``_fields_slow``.
+    ``raw`` is the block the lines were decoded and split from on CRLF (``crlfs`` of them).
+    The checks are arranged so that the common case runs in C: the forbidden characters
+    are looked for in the whole block at once, in its bytes (a CR or LF that is not part
+    of a CRLF shows up as a count mismatch; deleting the control characters leaves the
+    block shorter: a third of a regex search's cost on a short head, a quarter on a
+    browser's), names come from a cache of known tokens, and OWS is stripped with
+    ``str.strip``. Everything else (new names, errors) goes through the regex in
+    ``_fields_slow``.
     """
-    if text.count("\r") != crlfs or text.count("\n") != crlfs or _CTL(text):
+    if (
+        raw.count(b"\r") != crlfs
+        or raw.count(b"\n") != crlfs
+        or len(raw.translate(None, _CTL_BYTES)) != len(raw)
+    ):
         return _fields_slow(lines, what)
     cache = FIELD_NAMES
     try:
