@@ -78,7 +78,7 @@ from pyweb.protocol.parser import RequestParser
 from pyweb.protocol.response import Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
-from .body import DRAIN_LIMIT, RequestBody
+from .body import DRAIN_LIMIT
 from .budget import BUDGET
 from .context import RequestContext
 from .control import SHUTDOWN
@@ -219,7 +219,7 @@ class Connection:
             if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
                 return await self.websocket(request, response, ctx.received_at)
             body = ctx.request_body  # None: no body, and the handler asked for none
-            keep_alive = self.may_keep_alive(request, body)
+            keep_alive = self.may_keep_alive(ctx)
             try:
                 status, sent, keep_alive = await self.replies.send(request, response, keep_alive)
             except ReplyAborted as abort:  # a stream that broke: the client sees it cut
@@ -233,7 +233,7 @@ class Connection:
             if not keep_alive or (body is not None and body.must_drain and not await body.drain()):
                 return
 
-    def may_keep_alive(self, request: Request, body: RequestBody | None) -> bool:
+    def may_keep_alive(self, ctx: RequestContext) -> bool:
         """Whether the connection may stay open after this request: the client asks for
         it, the server is not stopping, the connection has not served
         ``keepalive_requests`` requests or lived ``keepalive_time`` (nginx's two limits:
@@ -243,11 +243,12 @@ class Connection:
         self.served += 1
         config = self.config
         keep_alive = (
-            request.keep_alive
+            ctx.request.keep_alive
             and not self.server.closing
             and self.served < config.keepalive_requests
-            and time.time() - self.opened_at < config.keepalive_time
+            and ctx.received_at - self.opened_at < config.keepalive_time
         )
+        body = ctx.request_body
         if body is None:  # a request without a body: the parser's EndOfMessage, at once
             self.parser.next_event()
             return keep_alive
