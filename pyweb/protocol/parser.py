@@ -209,30 +209,29 @@ class RequestParser:
                 f"more than {limits.max_headers} header fields", offending=head[:100]
             )
         headers = _parse_fields(raw, lines, len(lines), "header") if lines else []
-        fields = FieldSummary(headers, version)
-        if target[0] == "/" and fields.host is not None and method != "CONNECT":
+        host, content_length, te, keep_alive, expect_continue = _read_fields(headers, version)
+        if target[0] == "/" and host is not None and method != "CONNECT":
             path, _, query = target.partition("?")  # origin-form and Host: the everyday case
-            host = fields.host
         else:
-            path, query, host = _target(method, target, version, fields.host, line)
+            path, query, host = _target(method, target, version, host, line)
         chunked = False  # no framing field: no body, the everyday case
-        if fields.te is not None or fields.content_length is not None:
-            chunked = _framing(version, fields, line, limits)
+        if te is not None or content_length is not None:
+            chunked = _framing(version, te, content_length, line, limits)
         # What comes next: a chunked body, a Content-Length body, or the EndOfMessage.
-        self._keep_alive = fields.keep_alive
+        self._keep_alive = keep_alive
         self._head_bytes = head_len
         self._head_fields = len(headers)
         if chunked:
             self._state = _CHUNK_SIZE
             self._body_total = 0
-        elif fields.content_length:
+        elif content_length:
             self._state = _CL_BODY
-            self._remaining = fields.content_length
+            self._remaining = content_length
         else:
             self._state = _EOM
         return Request(
-            method, target, version, headers, path, query, host, fields.keep_alive,
-            fields.content_length, chunked, fields.expect_continue,
+            method, target, version, headers, path, query, host, keep_alive, content_length,
+            chunked, expect_continue,
         )  # fmt: skip
 
     def _take_head(self) -> bytearray | ConnectionClosed | object:
@@ -485,48 +484,49 @@ def _request_line(line: str) -> tuple[str, str, str]:
     return method, target, "1.0" if minor == "0" else "1.1"
 
 
-class FieldSummary:
+Fields = tuple[str | None, int | None, list[str] | None, bool, bool]
+"""What :func:`_read_fields` finds: (host, content_length, te, keep_alive, expect_continue)."""
+
+
+def _read_fields(headers: list[tuple[str, str]], version: str) -> Fields:
     """What the parser itself reads from the header fields (every other field is just
-    passed along): Host, the framing fields, keep-alive and ``Expect: 100-continue``."""
-
-    __slots__ = ("host", "content_length", "te", "keep_alive", "expect_continue")
-
-    def __init__(self, headers: list[tuple[str, str]], version: str) -> None:
-        self.host: str | None = None
-        self.content_length: int | None = None
-        self.te: list[str] | None = None
-        """The Transfer-Encoding codings, every field's list joined; None without one."""
-        close = keep_alive_option = expect = False
-        for name, value in headers:
-            if name not in _SPECIAL:
-                continue
-            if name == "host":
-                if self.host is not None:
-                    raise BadRequest("more than one Host header field", offending=value)
-                if value not in GOOD_HOSTS:  # a server sees the same few hosts again and again
-                    if g.HOST.fullmatch(value) is None:
-                        raise BadRequest(f"invalid Host header field {value!r}", offending=value)
-                    GOOD_HOSTS.add(value, value)
-                self.host = value
-            elif name == "content-length":
-                n = _content_length(value)
-                if self.content_length is not None and n != self.content_length:
-                    raise BadRequest("Content-Length fields with different values", offending=value)
-                self.content_length = n
-            elif name == "transfer-encoding":
-                self.te = (self.te or []) + value.split(",")
-            elif name == "connection":
-                says_close, says_keep_alive = _connection_options(value)
-                close = close or says_close
-                keep_alive_option = keep_alive_option or says_keep_alive
-            elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
-                expect = expect or any(
-                    e.strip(" \t") == "100-continue" for e in value.lower().split(",")
-                )
-        # RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
-        # RFC 9110 §10.1.1: Expect is ignored in HTTP/1.0 requests.
-        self.keep_alive = not close if version == "1.1" else keep_alive_option and not close
-        self.expect_continue = expect and version == "1.1"
+    passed along): Host, the framing fields (``te``: the Transfer-Encoding codings, every
+    field's list joined; None without one), keep-alive and ``Expect: 100-continue``. A
+    function returning a tuple, not an object: a third cheaper, on every request."""
+    host: str | None = None
+    content_length: int | None = None
+    te: list[str] | None = None
+    close = keep_alive_option = expect = False
+    for name, value in headers:
+        if name not in _SPECIAL:
+            continue
+        if name == "host":
+            if host is not None:
+                raise BadRequest("more than one Host header field", offending=value)
+            if value not in GOOD_HOSTS.entries:  # a server sees the same few hosts again and again
+                if g.HOST.fullmatch(value) is None:
+                    raise BadRequest(f"invalid Host header field {value!r}", offending=value)
+                GOOD_HOSTS.add(value, value)
+            host = value
+        elif name == "content-length":
+            n = _content_length(value)
+            if content_length is not None and n != content_length:
+                raise BadRequest("Content-Length fields with different values", offending=value)
+            content_length = n
+        elif name == "transfer-encoding":
+            te = (te or []) + value.split(",")
+        elif name == "connection":
+            says_close, says_keep_alive = _connection_options(value)
+            close = close or says_close
+            keep_alive_option = keep_alive_option or says_keep_alive
+        elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
+            expect = expect or any(
+                e.strip(" \t") == "100-continue" for e in value.lower().split(",")
+            )
+    # RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
+    # RFC 9110 §10.1.1: Expect is ignored in HTTP/1.0 requests.
+    keep_alive = not close if version == "1.1" else keep_alive_option and not close
+    return host, content_length, te, keep_alive, expect and version == "1.1"
 
 
 def _connection_options(value: str) -> tuple[bool, bool]:
@@ -588,11 +588,11 @@ def _absolute_form(target: str, line: str) -> tuple[str, str, str]:
     return path or "/", query, authority
 
 
-def _framing(version: str, fields: FieldSummary, line: str, limits: Limits) -> bool:
+def _framing(
+    version: str, te: list[str] | None, content_length: int | None, line: str, limits: Limits
+) -> bool:
     """RFC 9112 §6: how the body is delimited. Returns True for chunked (Content-Length
     otherwise, or no body); refuses ambiguous framing and bodies over the limit."""
-    te = fields.te
-    content_length = fields.content_length
     if te is not None:
         if version == "1.0":
             # RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 means the framing is faulty.
@@ -684,25 +684,26 @@ def _explain_request_line(line: str) -> NoReturn:
     )
 
 
-class BoundedCache(dict[str, str]):
-    """A dict that stops growing at ``size`` entries: what the parser remembers about
-    strings it has already checked, so that checking them again is one lookup. Bounded,
-    because the strings come from clients: a client sending ever new names must not grow
-    the process. Once full it keeps what it has (the common names come first)."""
+class BoundedCache:
+    """What the parser remembers about strings it has already checked, so that checking
+    them again is one lookup in :attr:`entries` (a plain dict: the parser reads it on
+    every request, and a dict subclass costs a third more per lookup). Bounded, because
+    the strings come from clients: a client sending ever new names must not grow the
+    process. Once full it keeps what it has (the common names come first)."""
 
-    __slots__ = ("name", "size")
+    __slots__ = ("name", "size", "entries")
 
     def __init__(self, name: str, size: int) -> None:
-        super().__init__()
         self.name = name
         self.size = size
+        self.entries: dict[str, str] = {}
 
     def add(self, key: str, value: str) -> None:
-        if len(self) < self.size:
-            self[key] = value
+        if len(self.entries) < self.size:
+            self.entries[key] = value
 
     def __repr__(self) -> str:
-        return f"<BoundedCache {self.name}: {len(self)} of {self.size}>"
+        return f"<BoundedCache {self.name}: {len(self.entries)} of {self.size}>"
 
 
 FIELD_NAMES = BoundedCache("field names proven to be tokens, to their lower case", 1024)
@@ -736,7 +737,7 @@ def _parse_fields(
         or len(raw.translate(None, _CTL_BYTES)) != len(raw)
     ):
         return _fields_slow(lines, what)
-    cache = FIELD_NAMES
+    cache = FIELD_NAMES.entries
     try:
         # A line without a colon makes split() return one item: ValueError on unpacking.
         return [(cache[name], value.strip(" \t")) for name, value in map(_SPLIT_COLON, lines)]

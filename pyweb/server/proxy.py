@@ -30,10 +30,13 @@ _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 class TrustedProxies:
     """The parsed ``forwarded_allow_ips``: ``proxies.trusts("10.0.0.7")``."""
 
-    __slots__ = ("text", "_any", "_networks")
+    __slots__ = ("text", "_any", "_networks", "_known")
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self._known: dict[str, bool] = {}
+        """Hosts already judged (a connection's peer is judged when it connects: parsing
+        the address each time cost a new connection more than its request)."""
         self._any = False
         self._networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
         for item in text.split(","):
@@ -53,8 +56,17 @@ class TrustedProxies:
     def trusts(self, host: str) -> bool:
         if self._any:
             return True
-        address = _address(host)
-        return address is not None and any(address in net for net in self._networks)
+        known = self._known.get(host)
+        if known is None:
+            address = _address(host)
+            known = address is not None and any(address in net for net in self._networks)
+            if len(self._known) < _KNOWN_HOSTS:  # bounded: the hosts come from clients
+                self._known[host] = known
+        return known
+
+
+_KNOWN_HOSTS = 1024
+"""How many hosts :meth:`TrustedProxies.trusts` remembers its answer for."""
 
 
 def _address(host: str) -> _Address | None:
