@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz fuzz-atheris soak docs lab clean test-cluster bench-push
+.PHONY: run test install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz fuzz-atheris soak docs lab clean test-cluster bench-push
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -124,6 +124,10 @@ bench-peers: dev
 
 bench-peers-short: dev
 	$(PY) benchmarks/peers.py --short $(BENCH_PEERS_ARGS)
+
+## the same servers and URLs under callgrind: instructions per request (steady on a busy machine)
+bench-peers-callgrind: dev
+	$(PY) benchmarks/peers_callgrind.py $(BENCH_PEERS_CALLGRIND_ARGS)
 
 ## CML event benchmarks (CML §5 Tables 3-5 on trio)
 bench-events: dev

@@ -191,13 +191,17 @@ def measure_database(
             try:
                 for page in PAGES_MEASURED:
                     wrk(args.wrk_cpu, port, "/" + page, 1)  # warm-up: connections, caches
+                    before = peers.CpuSample.take(proc.pid)
                     result = wrk(args.wrk_cpu, port, "/" + page, args.duration)
+                    used, _, _ = peers.CpuSample.take(proc.pid).since(before)
+                    rps = float(result.get("rps", 0))
+                    result["cpu_us"] = used / rps * 1e6 if rps else 0.0
                     results.setdefault((dialect, page, server), {})[rnd] = result
                     bad = int(result.get("non2xx", 0)) + int(result.get("err_timeout", 0))
                     print(
                         f"[{dialect} round {rnd}] {server:<14} {page:<6} "
                         f"{float(result.get('rps', 0)):>8.0f} req/s  p99 "
-                        f"{float(result.get('p99_ms', 0)):6.1f} ms"
+                        f"{float(result.get('p99_ms', 0)):6.1f} ms  server CPU {used:4.2f}"
                         + (f"  !! {bad} errors" if bad else ""),
                         flush=True,
                     )
@@ -218,7 +222,9 @@ def table(args: argparse.Namespace, results: Results) -> str:
         f"Table 1's database pages: median req/s of {args.rounds} interleaved round(s) of "
         f"{args.duration} s, wrk -t1 -c{CONNECTIONS} on CPU {args.wrk_cpu}, each server on CPU "
         f"{args.server_cpu}; [×] is the median of the same-round ratios to uvicorn + Starlette "
-        f"on asyncpg (pool of {POOL_SIZE}, as a pyweb page's pool); p99 in ms.",
+        f"on asyncpg (pool of {POOL_SIZE}, as a pyweb page's pool); p99 in ms; CPU: the "
+        "server's CPU time per request in µs (the database's own is not in it), steadier than "
+        "req/s on a shared machine.",
         "",
         "| database | page | " + " | ".join(args.servers) + " | errors |",
         "|---|---|" + "---:|" * (len(args.servers) + 1),
@@ -236,7 +242,8 @@ def table(args: argparse.Namespace, results: Results) -> str:
                 errors += sum(int(r.get("non2xx", 0)) + int(r.get("err_timeout", 0))
                               for r in rs.values())  # fmt: skip
                 ratio = f" [{same_round(rs, base)}]" if base else ""
-                cells.append(f"{med(rs, 'rps'):,.0f}{ratio}, p99 {med(rs, 'p99_ms'):.1f}")
+                cells.append(f"{med(rs, 'rps'):,.0f}{ratio}, p99 {med(rs, 'p99_ms'):.1f}, "
+                             f"CPU {med(rs, 'cpu_us'):.0f}")  # fmt: skip
             if any_result:
                 lines.append(f"| {dialect} | {page} | " + " | ".join(cells) + f" | {errors} |")
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Whole-server comparison of pyweb with its peers (Hop §4.3, Marlow §7).
 
-Runs each server as a subprocess pinned to one core (``taskset -c 0``) with wrk pinned to
-the other (``taskset -c 1``), and measures these scenarios against every server:
+Runs each server as a subprocess pinned to one core (``taskset -c 1``) with wrk pinned to
+the other (``taskset -c 0``; ``wrk -t1 -c32``, 2 s of warm-up, then 6 s measured), and
+measures these scenarios against every server (the first six by default):
 
 * ``hello``: "Hello, world!" on keep-alive connections;
 * ``hello-close``: the same, with ``Connection: close``, so one TCP connection per request;
@@ -21,9 +22,9 @@ RSGI interface, a minimal hand-written trio server (``raw-trio``) and a minimal 
 Protocol server on uvloop (``raw-uvloop``): the upper bounds of a Python server on each
 loop. hypercorn (trio worker) and gunicorn + Flask can be added with ``--servers``. The
 peers are installed by this script into their own venv, ``benchmarks/.venv-peers``, never
-into the project's; pyweb runs on the project's venv. A peer that cannot be installed or
-started is reported as missing, not fatal. Every server runs one worker process with access
-logs off.
+into the project's; pyweb runs on the project's venv. A peer that cannot be installed is
+reported as missing, one that fails to start as failed; neither stops the run. Every server
+runs one worker process with access logs off.
 
 Rounds are interleaved (round 1 measures every server on every scenario, then round 2, ...),
 each server is started fresh in each round, and the tables report medians over rounds, and
@@ -384,9 +385,11 @@ class RunningServer:
         command: list[str] | None = None,
         cwd: Path = APPS,
         env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
     ) -> None:
         """Start ``name`` (``server_command``), or ``command`` with ``{port}`` in its
-        arguments replaced by the chosen port (other benchmarks' servers, table1.py)."""
+        arguments replaced by the chosen port (other benchmarks' servers, table1.py);
+        ``prefix`` goes before it (valgrind, for peers_callgrind.py)."""
         self.name = name
         self.port = free_port()
         self.log_path = log_path
@@ -394,6 +397,7 @@ class RunningServer:
             argv = server_command(name, self.port)
         else:
             argv = [arg.replace("{port}", str(self.port)) for arg in command]
+        argv = [*(prefix or []), *argv]
         environment = dict(os.environ, BENCH_SITE_DIR=site_dir, PYTHONPATH=str(APPS), **(env or {}))
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
@@ -710,6 +714,7 @@ class Summary:
     errors: int
     failed: int
     noisy: int
+    cpu_us: float  # the server's CPU time per request, µs (median over the rounds used)
 
 
 def summarize(results: list[Measurement]) -> dict[tuple[str, str], Summary | None]:
@@ -737,8 +742,16 @@ def summarize(results: list[Measurement]) -> dict[tuple[str, str], Summary | Non
             errors=sum(m.errors + m.non2xx for m in good),
             noisy=sum(m.noisy for m in good),
             failed=len(ms) - len(good),
+            cpu_us=statistics.median(cpu_per_request(m) for m in used),
         )
     return out
+
+
+def cpu_per_request(m: Measurement) -> float:
+    """µs of the server's CPU per request: cores used / req/s. Steadier than req/s on a
+    shared machine (a server that gets half a core answers half as many requests, at about
+    the same cost each); kernel work done in interrupts is not charged to the server."""
+    return m.server_cpu / m.rps * 1e6 if m.rps else 0.0
 
 
 def ratio(a: Summary | None, b: Summary | None) -> float | None:
@@ -807,15 +820,15 @@ def details(args: argparse.Namespace, results: list[Measurement]) -> list[str]:
     """Every cell with its spread over rounds, p99, errors and how many rounds were quiet."""
     s, rounds = summarize(results), by_round(results)
     lines = [
-        "| scenario | server | req/s | spread | p99 ms | × uvicorn | errors | rounds |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| scenario | server | req/s | spread | p99 ms | × uvicorn | CPU µs/req | errors | rounds |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for sc in args.scenarios:
         for name in args.servers:
             x = s.get((sc, name))
             if x is None:
                 what = _cell(x, (sc, name), s, args.missing)
-                lines.append(f"| {sc} | {name} | {what} | | | | | |")
+                lines.append(f"| {sc} | {name} | {what} | | | | | | |")
                 continue
             spread = (x.rps_max - x.rps_min) / x.rps if x.rps else 0.0
             errs = str(x.errors) + (f" ({x.failed} failed)" if x.failed else "")
@@ -824,7 +837,8 @@ def details(args: argparse.Namespace, results: list[Measurement]) -> list[str]:
             )
             lines.append(
                 f"| {sc} | {name} | {x.rps:,.0f} | {spread:.0%} | {x.p99_ms:.2f} "
-                f"| {fmt_ratio(same_round_ratio(rounds, sc, name, BASELINE))} | {errs} | {used} |"
+                f"| {fmt_ratio(same_round_ratio(rounds, sc, name, BASELINE))} | {x.cpu_us:.1f} "
+                f"| {errs} | {used} |"
             )
     return lines
 
@@ -854,6 +868,21 @@ def alongside(args: argparse.Namespace, results: list[Measurement]) -> list[str]
     return lines
 
 
+def cpu_table(args: argparse.Namespace, results: list[Measurement]) -> list[str]:
+    """µs of server CPU per request, one row per server: what each request costs the
+    server, whatever share of its core the machine gave it."""
+    s = summarize(results)
+    lines = ["| server | " + " | ".join(args.scenarios) + " |",
+             "|---|" + "---:|" * len(args.scenarios)]  # fmt: skip
+    for name in args.servers:
+        cells = []
+        for sc in args.scenarios:
+            x = s.get((sc, name))
+            cells.append(_cell(x, (sc, name), s, args.missing) if x is None else f"{x.cpu_us:.1f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def report(args: argparse.Namespace, results: list[Measurement]) -> str:
     lines = [
         f"Median req/s of {args.rounds} interleaved round(s) of {args.duration} s after a "
@@ -867,6 +896,14 @@ def report(args: argparse.Namespace, results: list[Measurement]) -> str:
     ]
     if more := alongside(args, results):
         lines += ["", "Same-round ratios of pyweb's rows to their bounds and peers:", "", *more]
+    lines += [
+        "",
+        "The server's CPU time per request, µs (its CPU seconds over the requests answered; "
+        "steadier than req/s when other processes take CPU; with one connection per request "
+        "part of the kernel's work is not charged to the server):",
+        "",
+        *cpu_table(args, results),
+    ]
     if any(n in args.servers for n in PYWEB_ROWS):
         lines += ["", targets(args, results)]
     lines += [
@@ -881,38 +918,51 @@ def report(args: argparse.Namespace, results: list[Measurement]) -> str:
 
 
 def targets(args: argparse.Namespace, results: list[Measurement]) -> str:
-    """The issue's targets for pyweb's pages (measured here, never asserted in tests)."""
+    """The issue's targets for pyweb's pages (measured here, never asserted in tests).
+
+    Each ratio is given twice: from req/s in the same round, and from the servers' CPU time
+    per request (the other's µs over pyweb's: the ratio of what each would answer with a
+    whole core). On a quiet machine the two agree; on a busy one the second is steadier."""
     s, rounds = summarize(results), by_round(results)
 
-    def r(sc: str, a: str, b: str) -> float | None:
-        return same_round_ratio(rounds, sc, a, b)
+    def by_cpu(sc: str, a: str, b: str) -> float | None:
+        x, y = s.get((sc, a)), s.get((sc, b))
+        return y.cpu_us / x.cpu_us if x and y and x.cpu_us and y.cpu_us else None
 
-    def at_least(label: str, value: float | None, bound: float) -> str:
-        shown = "n/a" if value is None else f"{value:.2f}"
-        verdict = "n/a" if value is None else ("met" if value >= bound else "NOT met")
-        return f"| {label} | {shown} | {verdict} |"
+    def row(label: str, values: list[tuple[float | None, float | None]], bound: float) -> str:
+        def worst(i: int) -> float | None:
+            known = [v[i] for v in values if v[i] is not None]
+            return min(known) if known else None
 
-    def p99_ratio(name: str) -> float | None:
+        rps, cpu = worst(0), worst(1)
+        shown = ["n/a" if v is None else f"{v:.2f}" for v in (rps, cpu)]
+        verdict = "n/a" if rps is None else ("met" if rps >= bound else "NOT met")
+        return f"| {label} | {shown[0]} | {shown[1]} | {verdict} |"
+
+    def pair(sc: str, a: str, b: str) -> tuple[float | None, float | None]:
+        return same_round_ratio(rounds, sc, a, b), by_cpu(sc, a, b)
+
+    def p99_ratio(name: str) -> str:
         a, b = s.get(("hello-close", name)), s.get(("hello-close", BASELINE))
-        return a.p99_ms / b.p99_ms if a and b and b.p99_ms else None
+        if not (a and b and b.p99_ms):
+            return f"| {name}: one connection each, p99 / uvicorn's ≤ 1.0 | n/a | | n/a |"
+        value = a.p99_ms / b.p99_ms
+        verdict = "met" if value <= 1.0 else "NOT met"
+        return f"| {name}: one connection each, p99 / uvicorn's ≤ 1.0 | {value:.2f} | | {verdict} |"
 
-    ahead = [r(sc, "pyweb-asyncio", "granian-rsgi") for sc in args.scenarios]
-    known = [x for x in ahead if x is not None]
+    aio, trio_ = "pyweb-asyncio", "pyweb"
     rows = [
-        "| target | measured | |",
-        "|---|---:|---|",
-        at_least("asyncio: hello ≥ 0.6× raw-uvloop", r("hello", "pyweb-asyncio", "raw-uvloop"), 0.6),
-        at_least("asyncio: 984 B page ≥ 1.5× uvicorn", r("dynamic", "pyweb-asyncio", BASELINE), 1.5),
-        at_least("asyncio: ahead of granian-rsgi, every scenario (lowest ratio)",
-                 min(known) if known else None, 1.0),
-        at_least("trio: hello ≥ 0.75× raw-trio", r("hello", "pyweb", "raw-trio"), 0.75),
-        at_least("trio: 984 B page ≥ 0.75× raw-trio", r("dynamic", "pyweb", "raw-trio"), 0.75),
+        "| target | by req/s | by CPU per request | verdict (by req/s) |",
+        "|---|---:|---:|---|",
+        row("asyncio: hello ≥ 0.6× raw-uvloop", [pair("hello", aio, "raw-uvloop")], 0.6),
+        row("asyncio: 984 B page ≥ 1.5× uvicorn", [pair("dynamic", aio, BASELINE)], 1.5),
+        row("asyncio: ahead of granian-rsgi, every scenario (the lowest)",
+            [pair(sc, aio, "granian-rsgi") for sc in args.scenarios], 1.0),
+        row("trio: hello ≥ 0.75× raw-trio", [pair("hello", trio_, "raw-trio")], 0.75),
+        row("trio: 984 B page ≥ 0.75× raw-trio", [pair("dynamic", trio_, "raw-trio")], 0.75),
+        p99_ratio(trio_),
+        p99_ratio(aio),
     ]  # fmt: skip
-    for name in PYWEB_ROWS:
-        value = p99_ratio(name)
-        shown = "n/a" if value is None else f"{value:.2f}"
-        verdict = "n/a" if value is None else ("met" if value <= 1.0 else "NOT met")
-        rows.append(f"| {name}: one connection each, p99 / uvicorn's ≤ 1.0 | {shown} | {verdict} |")
     return "\n".join(rows)
 
 
@@ -946,6 +996,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--warmup", type=int, help=f"seconds of warm-up (default {WARMUP_SECONDS}; --short 1)"
     )
     parser.add_argument("--markdown", metavar="FILE", help="also write the tables to FILE")
+    parser.add_argument(
+        "--from-json",
+        metavar="FILE",
+        help="measure nothing: print the tables of a saved run (benchmarks/results/*.json)",
+    )
     parser.add_argument("--server-cpu", default="1", help="CPU for the servers (taskset -c)")
     parser.add_argument("--wrk-cpu", default="0", help="CPU for wrk (taskset -c)")
     parser.add_argument("--no-pin", action="store_true", help="do not use taskset")
@@ -990,11 +1045,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def markdown_page(meta: dict, table: str) -> str:
     """The tables with what made them: the command, the date, the machine, the versions."""
-    command = " ".join(["benchmarks/peers.py", *sys.argv[1:]])
+    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    command = meta.get("command") or " ".join(["benchmarks/peers.py", *sys.argv[1:]])
     m, peers = meta["machine"], meta["peers"]
     return "\n".join(
         [
-            f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{command}` "
+            f"Measured {meta.get('date', now)} with `{command}` "
             f"on {m['cpus']} × {m['cpu']} (Linux {m['kernel']}); {meta['wrk']}.",
             "",
             table,
@@ -1011,14 +1067,34 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def tables_of_saved_run(args: argparse.Namespace) -> int:
+    """``--from-json FILE``: the tables of an earlier run, made again by this code."""
+    data = json.loads(Path(args.from_json).read_text())
+    saved = data["meta"]["args"]
+    for key in ("servers", "scenarios", "rounds", "duration", "retries", "server_cpu",
+                "wrk_cpu", "missing"):  # fmt: skip
+        setattr(args, key, saved.get(key, getattr(args, key)))
+    args.warmup = saved.get("warmup", 1)
+    results = [Measurement(**m) for m in data["results"]]
+    table = report(args, results)
+    print(table)
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_page(data["meta"], table))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        return tables_of_saved_run(args)
     # Ctrl-C and SIGTERM both unwind through the finally blocks that stop the servers.
     signal.signal(signal.SIGTERM, _interrupt)
     wrk = ensure_wrk()
     peers = ensure_peers_venv()
     args.missing = missing_peers(args.servers)
     meta = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": " ".join(["benchmarks/peers.py", *(sys.argv[1:] if argv is None else argv)]),
         "args": {k: v for k, v in vars(args).items()},
         "machine": machine(),
         "wrk": wrk,

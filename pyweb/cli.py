@@ -445,17 +445,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # Say once why every line will end with alloc=- (not in each worker).
                 why = (regions and regions.alloc_message) or "--profile-alloc was not given"
                 _say(f"warning: the access log's alloc field will be '-': {why}")
+        if args.workers > 1 and args.listen_fd is None:
+            return supervise(args, argv)  # (the workers run on the loop the flags say)
+        started = {"db": args.db, "cache": args.cache}  # what a reload cannot change
         if config.loop == "asyncio":
-            if args.workers > 1:
-                print("pyweb: error: --loop asyncio does not run --workers yet", file=sys.stderr)
-                return 2
             from pyweb.server.aio import serve_asyncio
 
-            return serve_asyncio(config, site, args.dir)
-        if args.workers > 1 and args.listen_fd is None:
-            return supervise(args, argv)
+            return serve_asyncio(
+                config,
+                site,
+                args.dir,
+                reload=lambda server: reload(server, argv, started),
+                banner=learning_banner if config.dev else None,
+            )
         server = Server(config, site)
-        started = {"db": args.db, "cache": args.cache}  # what a reload cannot change
         try:
             return trio.run(serve_until_signalled, server, argv, started)
         except BaseException as exc:  # typically: the port is in use, or the host is not ours

@@ -13,8 +13,9 @@ examples, for a long local or nightly run.
 
 The loops: a module marked ``pytest.mark.loops("trio", "asyncio")`` runs each test once per
 loop selected by ``--loops`` (default both; ``PYWEB_TEST_LOOPS`` sets the default), with the
-``loop`` fixture naming it; every test runs inside ``pyweb.testing.use_loop(loop)``, so the
-servers it starts through pyweb.testing run on that loop. See tests/loops.py.
+``loop`` fixture naming it; every test (and every fixture of its module) runs inside
+``pyweb.testing.use_loop(loop)``, so the servers it starts through pyweb.testing run on
+that loop. See tests/loops.py.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from pyweb.testing.server import use_loop
+from pyweb.testing.server import running_servers, use_loop
 from tests.loops import selected, xfail_on_asyncio
 
 settings.register_profile(
@@ -62,30 +63,50 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """One run per loop for the tests marked ``loops(...)``, the asyncio run of a test
-    marked ``asyncio_lacks(...)`` being a strict xfail."""
+    """One run per loop for the tests marked ``loops(...)``."""
     mark = metafunc.definition.get_closest_marker("loops")
     if mark is None or "loop" not in metafunc.fixturenames:
         return
     chosen = selected(metafunc.config.getoption("--loops"))
-    lacks = tuple(f for m in metafunc.definition.iter_markers("asyncio_lacks") for f in m.args)
-    params = []
-    for name in (n for n in mark.args if n in chosen):
-        marks = [xfail_on_asyncio(lacks)] if name == "asyncio" and lacks else []
-        params.append(pytest.param(name, id=name, marks=marks))
+    params = [pytest.param(name, id=name) for name in mark.args if name in chosen]
     if not params:  # e.g. a trio-only test in a run on asyncio alone
         params = [pytest.param(mark.args[0], id=mark.args[0], marks=pytest.mark.skip(
             reason=f"runs on {', '.join(mark.args)} only; --loops chose {', '.join(chosen)}"))]
     metafunc.parametrize("loop", params, indirect=True, scope="module")
 
 
-@pytest.fixture(scope="module")
-def loop(request: pytest.FixtureRequest) -> str:
-    """The loop this test's servers run on: its parameter, or trio for unmarked tests."""
-    return str(getattr(request, "param", "trio"))
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The asyncio run of a test marked ``asyncio_lacks(...)`` (on the test, or on one of
+    its ``pytest.param``s) is a strict xfail."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or callspec.params.get("loop") != "asyncio":
+            continue
+        lacks = tuple(f for m in item.iter_markers("asyncio_lacks") for f in m.args)
+        if lacks:
+            item.add_marker(xfail_on_asyncio(lacks))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def loop(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The loop this test's servers run on: its parameter, or trio for unmarked tests.
+
+    Module-scoped and autouse, so that it is in place before any other fixture of the
+    module (a module-scoped server fixture starts its server on the right loop too)."""
+    name = str(getattr(request, "param", "trio"))
+    with use_loop(name):
+        yield name
 
 
 @pytest.fixture(autouse=True)
-def _servers_on_loop(loop: str) -> Iterator[None]:
-    with use_loop(loop):
-        yield
+def _servers_on_the_tests_loop(loop: str) -> Iterator[None]:
+    """A server a test used must run on the test's loop. The trap this catches: a
+    module-scoped fixture that starts a server without depending on ``loop`` is built once
+    and kept for both runs, so the asyncio run would quietly test the trio server."""
+    yield
+    wrong = [s for s in running_servers() if s.loop != loop]
+    if wrong:
+        pytest.fail(
+            f"a server on {wrong[0].loop} is running in a test on {loop}: a fixture that "
+            "starts a server and outlives a test must take the `loop` fixture", pytrace=False
+        )

@@ -23,12 +23,13 @@ LOOPS = ("trio", "asyncio")
 
 ASYNCIO_LACKS: dict[str, str] = {
     # the name the marks use -> what the asyncio server does not do yet
-    "error log": "handler errors and refused requests written to the server's error log",
-    "unread body": "answering before an unread request body arrives (a small one drained, "
-    "a large one closing the connection)",
-    "handler result": "a 500 when a handler returns something other than a Response",
-    "stream failure": "a body stream failing midway (logged, the connection cut)",
-    "access log": "the access log",
+    # (landed: the logs, unread bodies, handler results, failing streams, WebSockets, a
+    # fresh connection at shutdown, unframeable Fragments, the chat's long polls)
+    "slots": "the connection slots (max_connections: the backlog, an idle connection making "
+    "room, the fast 503)",
+    "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
+    "reply checks": "a 500 for a head larger than the reply arena (the asyncio server has no "
+    "arena: it sends such a head)",
 }
 
 

@@ -24,14 +24,14 @@ from tests.helpers import until
 
 from .csrf_helpers import csrf_token
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 
 
 @pytest.fixture(scope="module")
-def chat():
-    with pyweb.testing.serve(PAGES) as client:
+def chat(loop):
+    with pyweb.testing.serve(PAGES, loop=loop) as client:
         yield client
 
 
@@ -139,6 +139,7 @@ def load_chat_library():
     return module
 
 
+@pytest.mark.loops("trio")  # on trio's virtual clock (MockClock): about the events, not the server
 def test_the_poll_timeout_on_virtual_time():
     room = load_chat_library()
 
@@ -151,6 +152,7 @@ def test_the_poll_timeout_on_virtual_time():
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
+@pytest.mark.loops("trio")  # on trio's virtual clock (MockClock): about the events, not the server
 def test_exactly_one_branch_commits_per_poll():
     """A message and the timeout due at the same moment: the poll takes one of them, and the
     message is never lost (the next poll after the same seq sees it)."""

@@ -59,3 +59,26 @@ def test_current_picks_the_running_loop():
     assert runtime.get("asyncio").name == "asyncio"
     with pytest.raises(ValueError, match="unknown runtime 'curio'"):
         runtime.get("curio")
+
+
+def test_asyncio_semaphore_survives_a_release_between_cancel_and_wakeup():
+    # The broken order: a waiter's task is cancelled (its future is cancelled at once), then
+    # release() runs before the task wakes: release() skips the cancelled future and drops
+    # it from the queue, so the waiter must not try to remove it again (ValueError before).
+    import asyncio
+
+    from pyweb.runtime import _asyncio
+
+    async def main() -> None:
+        sem = _asyncio.Semaphore(0)
+        waiter = asyncio.ensure_future(sem.acquire())
+        await asyncio.sleep(0)  # the waiter is queued
+        waiter.cancel()
+        sem.release()  # before the waiter runs again
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert sem.value == 1  # the unit was not lost to the cancelled waiter
+        await sem.acquire()
+        assert sem.value == 0
+
+    asyncio.run(main())

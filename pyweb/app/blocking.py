@@ -70,7 +70,9 @@ class Blocked:
 
 @dataclass
 class PageRun:
-    """A page being run, as the watchdog sees it (registered by :meth:`Watchdog.begin`)."""
+    """A page that held the loop, as the watchdog saw it (made by the watching thread, the
+    first time it finds the page holding the loop: a page that never does costs no
+    PageRun)."""
 
     page: str
     root: str
@@ -87,18 +89,22 @@ class Watchdog:
         self.ticked = time.monotonic()
         self.ticks = 0
         self.loop_thread = threading.get_ident()
-        self.running: dict[types.FrameType, PageRun] = {}
+        self.running: dict[types.FrameType, tuple[str, str]] = {}
+        """The pages running now: frame → (page, site directory)."""
+        self.held: dict[types.FrameType, PageRun] = {}
+        """The running pages that have held the loop (filled by the watching thread)."""
         self.reported: set[tuple[str, str, int]] = set()
         """(page, file, line) already named in the error log: once per page and cause."""
         self._stop = threading.Event()
 
-    def begin(self, frame: types.FrameType, page: str, root: str) -> PageRun:
-        run = PageRun(page, root)
-        self.running[frame] = run
-        return run
+    def begin(self, frame: types.FrameType, page: str, root: str) -> None:
+        """A page starts to run in ``frame`` (one dictionary entry: it is on every request)."""
+        self.running[frame] = (page, root)
 
-    def end(self, frame: types.FrameType) -> None:
-        self.running.pop(frame, None)
+    def end(self, frame: types.FrameType) -> PageRun | None:
+        """The page in ``frame`` has ended: what the watchdog saw it hold, if anything."""
+        self.running.pop(frame, None)  # first: the thread adds to held only while running
+        return self.held.pop(frame, None) if self.held else None
 
     async def tick(self) -> None:
         """The loop's heartbeat (a background task: it ends with the loop)."""
@@ -135,15 +141,16 @@ class Watchdog:
     def _sample(self, step: int, seconds: float) -> None:
         frame = sys._current_frames().get(self.loop_thread)
         own: types.FrameType | None = None
-        run: PageRun | None = None
+        page: tuple[str, str] | None = None
         f = frame
         while f is not None:
-            run = self.running.get(f)
-            if run is not None:
+            page = self.running.get(f)
+            if page is not None:
                 break
             f = f.f_back
-        if run is None or frame is None:
+        if page is None or frame is None or f is None:
             return  # not a page (the framework itself, or a library's start-up)
+        run = self._held_run(f, *page)
         prefix = run.root + os.sep
         f = frame
         while f is not None and own is None:
@@ -161,6 +168,17 @@ class Watchdog:
             return
         source = linecache.getline(filename, line).strip()
         run.blocked.append(Blocked(filename, line, source, seconds, step))
+
+    def _held_run(self, frame: types.FrameType, page: str, root: str) -> PageRun:
+        """The PageRun of the page in ``frame`` (made on its first hold). Set before the
+        check that the page still runs, which :meth:`end` clears in the other order: a page
+        that ends meanwhile never leaves an entry behind."""
+        run = self.held.get(frame)
+        if run is None:
+            run = self.held[frame] = PageRun(page, root)
+            if frame not in self.running:
+                self.held.pop(frame, None)
+        return run
 
     def start(self) -> None:
         runtime.spawn_background(self.tick)
@@ -181,8 +199,6 @@ _WATCHDOGS: dict[object, Watchdog] = {}
 # How to ask whether each loop still runs: a process may have run trio and asyncio loops
 # (the test suite does), and each runtime knows only its own kind of loop.
 _ALIVE: dict[object, Callable[[object], bool]] = {}
-
-
 
 
 def watchdog() -> Watchdog:

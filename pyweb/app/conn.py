@@ -32,6 +32,7 @@ import mimetypes
 import os
 import re
 import sys
+import types
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import unquote
@@ -116,15 +117,30 @@ def parse_cookies(header: str) -> dict[str, str]:
     return cookies
 
 
-def _page_line(filename: str | None) -> int | None:
-    """The line of the page's code that called us (for 'already returned at line N')."""
+def _page_frame(filename: str | None, depth: int) -> types.FrameType | None:
+    """The frame of the page's code that called us: the first frame in ``filename`` from
+    ``depth`` frames above our caller (0: the caller itself) upwards."""
     if filename is None:
         return None
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(depth + 1)
     while frame is not None:
         if frame.f_code.co_filename == filename:
-            return frame.f_lineno
-        frame = frame.f_back  # type: ignore[assignment]
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _page_line(filename: str | None, depth: int = 1) -> int | None:
+    """The line of the page's code that called us (for 'already returned at line N')."""
+    frame = _page_frame(filename, depth + 1)
+    return frame.f_lineno if frame is not None else None
+
+
+def _line_at(code: types.CodeType, offset: int) -> int | None:
+    """The source line of the instruction at ``offset`` in ``code``."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line
     return None
 
 
@@ -169,23 +185,30 @@ class Conn:
         self._site_root = site_root
         self._templates = templates
         self._body = body
-        self._query: MultiDict | None = None
-        self._headers: Headers | None = None
-        self._cookies: dict[str, str] | None = None
         self._set_cookies: list[tuple[str, str]] = []
-        self.response: Response | None = None
-        """The response given by ``return_`` (None until then)."""
-        self._returned_at: int | None = None
         self.path_params: dict[str, str] = path_params if path_params is not None else {}
         """The parts of the path matched by a ``[name]`` file or folder or a ``{name}`` in a
         service's path (``/todo/3`` → ``{"id": "3"}``), as sent (the getters parse them)."""
-        self._session: Session | None = None
+        # Every field a request may set is set here first, in one order: an attribute
+        # added later makes Python give this conn a dictionary of its own, which costs
+        # more than all of these together (docs/performance.md).
+        self.response: Response | None = None
+        """The response given by ``return_`` (None until then)."""
+        self._returned_at: tuple[types.CodeType, int] | None = None
         self.login_url = "/login"
         """Where ``require_login()`` sends strangers (the ``login_url`` setting)."""
+        self._session: Session | None = None
         self.deadline_scope: Any = None
         """The page deadline's cancel scope while the page runs (``--page-timeout``)."""
-        self.exited_at: int | None = None
-        """The line where the page called :meth:`exit` (None if it did not)."""
+        self._query: MultiDict | None = None
+        self._headers: Headers | None = None
+        self._cookies: dict[str, str] | None = None
+
+    # Set by the few pages that go wrong: class attributes until then.
+    exited_at: int | None = None
+    """The line where the page called :meth:`exit` (None if it did not)."""
+    unawaited: list[Any] | None = None
+    """Coroutines the page made and dropped (:mod:`pyweb.app.unawaited` notes them)."""
 
     # ---- the request ------------------------------------------------------------------
 
@@ -304,15 +327,25 @@ class Conn:
     # ---- the one response -------------------------------------------------------------
 
     def _claim(self, what: str) -> None:
-        line = _page_line(self._filename)
         if self.response is not None:
-            first = f" at line {self._returned_at}" if self._returned_at else ""
+            line = _page_line(self._filename, 2)
+            first = f" at line {self._returned_line()}" if self._returned_at else ""
             here = f" (this {what} is at line {line})" if line else ""
             raise ResponseAlreadySent(
                 f"page {self.page} already returned a response{first}; a page answers "
                 f"a request exactly once{here}. Is an 'else' missing?"
             )
-        self._returned_at = line
+        # Where the page answered, for the message above if it answers again: the code and
+        # the instruction, made into a line number only then (a line number costs a walk
+        # through the code's line table, on every request: docs/performance.md).
+        frame = _page_frame(self._filename, 2)
+        if frame is not None:
+            self._returned_at = (frame.f_code, frame.f_lasti)
+
+    def _returned_line(self) -> int | None:
+        if self._returned_at is None:
+            return None
+        return _line_at(*self._returned_at)
 
     def return_(
         self,

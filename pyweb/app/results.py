@@ -65,12 +65,12 @@ def encode_body(
     which the server writes straight into its reply arena (Hop §3.1)."""
     if isinstance(value, str):
         return value.encode("utf-8"), HTML
+    if isinstance(value, bytes):  # before the getattr below: a missing attribute is costly
+        return value, HTML
     html_parts = getattr(value, "html_parts", None)
     if html_parts is not None and hasattr(value, "__html__"):
         parts = html_parts()
         return Fragments(parts, pyweb_regions.utf8_length(parts)), HTML
-    if isinstance(value, bytes):
-        return value, HTML
     if isinstance(value, bytearray | memoryview):
         return bytes(value), HTML
     encode = getattr(value, "encode", None)

@@ -83,6 +83,8 @@ CONTROL_EXPECTED = "text without control characters (NUL, ESC...; tab and newlin
 _DEFAULT_LIMITS = FormLimits()
 _TOO_LONG = "The page took too long to answer, so the server stopped it."
 
+_KNOWN_PATHS = 1024  # paths whose script or service is remembered (Site._remember)
+
 PAGE_TIMEOUT = 30.0
 """Seconds a page or service may run before it is stopped with a 503 (``--page-timeout``)."""
 
@@ -170,6 +172,10 @@ class Site:
         self._security_headers = _security_headers(
             content_type_options, frame_options, referrer_policy, hsts
         )
+        # The headers a page's answer gets when it sets none of them itself, made once:
+        # every HTML answer gets _html_extra, anything else _other_extra (docs/performance.md).
+        self._html_extra = [(n, v) for n, v, _html_only in self._security_headers]
+        self._other_extra = [(n, v) for n, v, html_only in self._security_headers if not html_only]
         self.static = StaticFiles(self.root, hidden=_hidden, dev=dev)
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
@@ -186,6 +192,8 @@ class Site:
         """Scripts whose name has parameters (``todo/[id]``), by URL name."""
         self.traps: list[Trap] = []
         """Traps in registration order."""
+        self._known: dict[str, tuple[pages.Script | Service, list[Trap]]] = {}
+        """URL path (as sent) → the script or service that answered it (``_remember``)."""
         self.problems: list[Problem] = []
         self._broken: dict[str, Problem] = {}  # script path -> its syntax error (dev)
         self._syntax_errors: dict[str, SyntaxError] = {}  # the same, as raised (dev page)
@@ -276,6 +284,7 @@ class Site:
         self.service_routes = Router()
         self.script_routes = Router()
         self.traps = []
+        self._known = {}
         template_dir = os.path.join(self.root, "templates")
         if not os.path.isdir(template_dir):
             self.templates = None
@@ -568,27 +577,45 @@ class Site:
         """The response with the security headers it does not set itself. A new Response:
         a page may return one object built once, which must not change."""
         headers = response.headers
-        names = {name.lower() for name, _ in headers}
-        html = False
-        for name, value in headers:
-            if name.lower() == "content-type":
-                html = value.startswith("text/html")
-                break
-        extra = [
-            (name, value)
-            for name, value, html_only in self._security_headers
-            if (html or not html_only) and name.lower() not in names
-        ]
+        if len(headers) == 1 and headers[0][0] == "Content-Type":
+            # The usual answer (conn.return_, a service's value) has its type and nothing
+            # else, so it lacks every security header: the lists made once do.
+            html = headers[0][1].startswith("text/html")
+            extra = self._html_extra if html else self._other_extra
+        else:
+            extra = self._missing_headers(headers)
         if not extra:
             return response
         if type(response) is not Response:  # a WebSocketUpgrade stays one
             return dataclasses.replace(response, headers=[*headers, *extra])
         return Response(response.status, [*headers, *extra], response.body)
 
+    def _missing_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The security headers that ``headers`` lacks (those for HTML only on HTML)."""
+        names = {name.lower() for name, _ in headers}
+        html = False
+        for name, value in headers:
+            if name.lower() == "content-type":
+                html = value.startswith("text/html")
+                break
+        return [
+            (name, value)
+            for name, value, html_only in self._security_headers
+            if (html or not html_only) and name.lower() not in names
+        ]
+
     async def _route(self, ctx: Context) -> Response:
         request = ctx.request
-        if self.dev and self.refresh() and self.regions is not None:
-            self.regions.reload()
+        if self.dev:
+            if self.refresh() and self.regions is not None:
+                self.regions.reload()
+        else:
+            known = self._known.get(request.path)
+            if known is not None:  # a script or service found for this path before
+                target, traps = known
+                if isinstance(target, pages.Script):
+                    return await self._run_script(ctx, target, None, traps)
+                return await self._run_service(ctx, target, None, traps)
         path = request.path
         decoded = unquote(path) if "%" in path else path
 
@@ -606,6 +633,7 @@ class Site:
             return route.upgrade(request, self.dev)
         svc = self.services.get(decoded)
         if svc is not None:
+            self._remember(path, svc, traps)
             return await self._run_service(ctx, svc, None, traps)
 
         name = decoded[1:]
@@ -625,6 +653,7 @@ class Site:
         if script is not None and "[" in name:
             script = None  # a [param] file is reached through its pattern only
         if script is not None:
+            self._remember(path, script, traps)
             return await self._run_script(ctx, script, None, traps)
 
         if self.templates is not None and "." not in name.rsplit("/", 1)[-1]:
@@ -652,6 +681,14 @@ class Site:
         if traps:
             return await self._trapped_static(ctx, traps)
         return self._static(ctx)
+
+    def _remember(self, path: str, target: pages.Script | Service, traps: list[Trap]) -> None:
+        """Note which script or service answers ``path`` (as sent), so that the next request
+        for it skips the routing above: in production the site's files do not change
+        until it is loaded again (``_load`` forgets them all); development mode looks
+        every time. Bounded: percent-encoded spellings of one path must not fill memory."""
+        if not self.dev and len(self._known) < _KNOWN_PATHS:
+            self._known[path] = (target, traps)
 
     def _run_service(
         self, ctx: Context, svc: Service, params: dict[str, str] | None, traps: list[Trap]
@@ -791,14 +828,12 @@ class Site:
         check_csrf: bool = True,
     ) -> Awaitable[Response]:
         """Run one page (script, service or template) for one request: see the module doc.
-        With regions on, the page runs inside one (:meth:`pyweb.regions.SiteRegions.run`):
-        library state is checked and restored after it, its allocations counted.
+        With regions on, the page runs inside one (:meth:`pyweb.regions.SiteRegions.enter`
+        and ``leave``, in ``_run_page``): library state is checked and restored after it,
+        its allocations counted.
         ``await site.run_page(...)``: it hands back the coroutine that does the work rather
         than being a coroutine itself, one object less on every request (Hop §3.1)."""
-        args = (ctx, run, page, filename, timed, params, traps, check_csrf)
-        if self.regions is None:
-            return self._run_page(*args)
-        return self.regions.run(ctx, page, self._run_page, *args)
+        return self._run_page(ctx, run, page, filename, timed, params, traps, check_csrf)
 
     async def _run_page(
         self,
@@ -812,10 +847,12 @@ class Site:
         check_csrf: bool = True,
     ) -> Response:
         request = ctx.request
-        content_type = request.header("content-type")
+        content_type = None
         body = None
         try:
-            if (request.chunked or request.content_length) and is_form_body(content_type):
+            if request.chunked or request.content_length:  # a body: read now if it is a form
+                content_type = request.header("content-type")
+            if content_type is not None and is_form_body(content_type):
                 too_large = self._urlencoded_too_large(request, content_type)
                 if too_large is not None:
                     return too_large
@@ -853,25 +890,34 @@ class Site:
             why = csrf.missing_token(conn)
             if why is not None:
                 return self._csrf_refused(conn, why)
+        # The guards: the watchdog knows which page this frame runs (to name one that holds
+        # the loop); current_conn() and the forms getters find conn and its form; a
+        # coroutine the page drops unawaited is noted on conn (pyweb.app.unawaited).
         dog = blocking.watchdog()
         frame = sys._getframe()
-        watched = dog.begin(frame, page, self.root)
-        unawaited_list, unawaited_token = unawaited.collecting()
+        dog.begin(frame, page, self.root)
         conn_token = _current.set(conn)
         form_token = forms.current_form.set(form)
+        regions = self.regions  # the page runs in a region: pyweb.regions
+        slot = regions.enter() if regions is not None else None
         try:
             response = await self._page_outcome(ctx, conn, run, page, filename, timed, traps)
         finally:
+            found = regions.leave(ctx, page, slot) if regions is not None else None
             if files:
                 close_all(files.multi_items())  # uploads not moved: their temporary files go
             forms.current_form.reset(form_token)
             _current.reset(conn_token)
-            unawaited.stop_collecting(unawaited_token)
-            dog.end(frame)
-        if unawaited_list:
-            response = self._unawaited_page(ctx, page, filename, unawaited_list)
-        if watched.blocked:
-            response = self._blocked(ctx, watched, dog, response)
+            held = dog.end(frame)
+            # The frame holds itself through this variable: a cycle that would keep conn
+            # and the response alive until the garbage collector runs (docs/performance.md).
+            del frame
+        if regions is not None and found is not None:
+            response = regions.answer(response, page, found)
+        if conn.unawaited:
+            response = self._unawaited_page(ctx, page, filename, conn.unawaited)
+        if held is not None:
+            response = self._blocked(ctx, held, dog, response)
         return response
 
     async def _page_outcome(
@@ -889,17 +935,18 @@ class Site:
         ended: BaseException | None = None  # sys.exit() or KeyboardInterrupt in the page
         with forms.collect() as errors:
             try:
+                answer = _trapped(conn, traps, run) if traps else run(conn)
                 if timed and self.page_timeout is not None:
                     # Marlow §4: a page gets page_timeout seconds, then a 503. A page that
                     # waits on its own events (a long poll) lifts it (Conn._no_deadline).
                     with runtime.current().move_on_after(self.page_timeout) as scope:
                         conn.deadline_scope = scope
-                        await _trapped(conn, traps, run)
+                        await answer
                     conn.deadline_scope = None
                     if scope.cancelled_caught:
                         return self._too_long(ctx, page)
-                else:
-                    await _trapped(conn, traps, run)
+                elif answer is not pages.DONE:  # (DONE: a script without await has run)
+                    await answer
             except forms.FormErrors as exc:
                 return self._bad_form(conn, errors + [e for e in exc.errors if e not in errors])
             except forms.FormError as exc:
@@ -953,8 +1000,9 @@ class Site:
                 return _refusal(
                     conn,
                     RequestError(
-                        404, f"no resource at {conn.path}: {error.name} = {error.value!r} "
-                        f"is not {error.expected}"
+                        404,
+                        f"no resource at {conn.path}: {error.name} = {error.value!r} "
+                        f"is not {error.expected}",
                     ),
                 )
         return self._form_errors_page(errors)
@@ -974,7 +1022,9 @@ class Site:
             parts.append("Secure")
         conn._set_cookies.append(("Set-Cookie", "; ".join(parts)))
         response = conn.response
-        if response is not None and not any(n.lower() == "cache-control" for n, _ in response.headers):
+        if response is not None and not any(
+            n.lower() == "cache-control" for n, _ in response.headers
+        ):
             # a response that sets a session cookie is this browser's only (a new Response:
             # the page's may be an object built once)
             private = [*response.headers, ("Cache-Control", "private, no-store")]
@@ -995,9 +1045,7 @@ class Site:
             _log(ctx, f"{page} raised {type(exc).__name__}: {exc}", exc)
         return self.error_page(status, detail=f"{page} raised {type(exc).__name__}: {exc}", exc=exc)
 
-    def _ended(
-        self, ctx: Context, page: str, filename: str | None, exc: BaseException
-    ) -> Response:
+    def _ended(self, ctx: Context, page: str, filename: str | None, exc: BaseException) -> Response:
         line = _line_in(exc, filename)
         at = f" at line {line}" if line else ""
         if isinstance(exc, SystemExit):

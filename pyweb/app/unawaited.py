@@ -16,14 +16,13 @@ as the student wrote it.
 from __future__ import annotations
 
 import ast
-import contextvars
 import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Unawaited", "install", "collecting", "explain"]
+__all__ = ["Unawaited", "install", "explain"]
 
 
 @dataclass(frozen=True)
@@ -36,20 +35,13 @@ class Unawaited:
     line: int | None
 
 
-_found: contextvars.ContextVar[list[Unawaited] | None] = contextvars.ContextVar(
-    "pyweb_unawaited", default=None
-)
+def _page_conn() -> Any:
+    """The conn of the page running in this context, or None outside a page. A coroutine
+    dropped while it runs is noted on it (``conn.unawaited``), so a page pays nothing for
+    this guard until it drops one (docs/performance.md)."""
+    from .conn import _current  # (here: conn imports this module, through results)
 
-
-def collecting() -> tuple[list[Unawaited], contextvars.Token[list[Unawaited] | None]]:
-    """Start noting the coroutines dropped in this context (a page's run): the list fills
-    while the page runs; reset the token when it ends."""
-    found: list[Unawaited] = []
-    return found, _found.set(found)
-
-
-def stop_collecting(token: contextvars.Token[list[Unawaited] | None]) -> None:
-    _found.reset(token)
+    return _current.get(None)
 
 
 def _console_warning(coro: Any) -> None:
@@ -65,15 +57,17 @@ def _console_warning(coro: Any) -> None:
 
 
 def _warn_unawaited_coroutine(coro: Any) -> None:
-    found = _found.get()
-    if found is None:  # not in a page: Python's warning, unchanged
+    conn = _page_conn()
+    if conn is None:  # not in a page: Python's warning, unchanged
         _console_warning(coro)
         return
     # Called by the interpreter as the coroutine is freed: the frame above is the code that
     # dropped it (often the page's own line). The page's 500 and the error log say it, so
     # no console warning.
     frame = sys._getframe(1)
-    found.append(
+    if conn.unawaited is None:
+        conn.unawaited = []
+    conn.unawaited.append(
         Unawaited(
             getattr(coro, "__name__", "?"),
             getattr(coro, "__qualname__", "?"),
@@ -81,7 +75,6 @@ def _warn_unawaited_coroutine(coro: Any) -> None:
             frame.f_lineno,
         )
     )
-
 
 
 def install() -> None:

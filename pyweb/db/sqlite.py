@@ -42,6 +42,10 @@ CANCEL_GRACE = 5.0
 _memory_ids = itertools.count(1)
 
 
+class _NeverRan(Exception):
+    """Raised in a worker thread whose request was cancelled before the thread began."""
+
+
 def _unavailable(message: str) -> bool:
     """Errors that say "not now" rather than "wrong SQL"."""
     return any(
@@ -67,9 +71,19 @@ class SqliteConnection(Connection):
         if self.broken:
             raise DbUnavailable("sqlite: this connection is closed", sql=sql)
         done = threading.Event()
+        # Whether the worker thread began the statement, or never will: a request cancelled
+        # before its thread started (trio checks for cancellation before it hands the call
+        # over) has nothing to interrupt and nothing to wait for.
+        lock = threading.Lock()
+        began = gave_up = False
 
         def work() -> T:
+            nonlocal began
             try:
+                with lock:
+                    if gave_up:
+                        raise _NeverRan
+                    began = True
                 return fn()
             finally:
                 self._busy = False
@@ -82,6 +96,11 @@ class SqliteConnection(Connection):
         try:
             return await rt.to_thread(work, abandon_on_cancel=True)
         except rt.Cancelled:
+            with lock:
+                gave_up = not began
+            if gave_up:
+                self._busy = False
+                raise
             # The worker still runs the statement: stop it, then wait for the thread so
             # that the connection is idle before anyone else gets it.
             self._conn.interrupt()

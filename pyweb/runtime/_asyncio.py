@@ -330,7 +330,9 @@ class Semaphore:
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
                 self.release()  # handed over just as we were cancelled: pass it on
-            else:
+            elif fut in self._waiters:
+                # Not there when a release() ran between the cancellation and now: it
+                # skipped this cancelled future and dropped it from the queue already.
                 self._waiters.remove(fut)
             raise
 

@@ -2,55 +2,75 @@
 pluggable schedulers), on uvloop when it is installed.
 
 trio is pyweb's default loop and its teaching model; this module is the second scheduler.
-It is an ``asyncio.Protocol``: the loop calls :meth:`HttpProtocol.data_received` with the
-bytes of a connection, and the protocol feeds them to the same sans-IO parser the trio
-server uses (:class:`~pyweb.protocol.parser.RequestParser`), runs the same handler (a
-:class:`~pyweb.app.site.Site`, through the :class:`~pyweb.handler.Context` contract) in a
-task, and writes the reply framed by the same :func:`~pyweb.protocol.response.frame_response`
-straight to the transport: no stream wrappers on the hot path. Marlow's ``talk`` is here
-too, turned inside out by callbacks: a request arrives → the handler runs → the reply is
-written → the next request (already buffered, or the next ``data_received``).
+:class:`AsyncioServer` *is* a :class:`~pyweb.server.Server` (the same settings, handler
+layers, status page, ``max_requests`` recycling, reload and error pages); only how bytes
+move differs. :class:`HttpProtocol` is an ``asyncio.Protocol``: the loop calls
+:meth:`~HttpProtocol.data_received` with the bytes of a connection, and the protocol feeds
+them to the same sans-IO parser the trio server uses, runs the handler in a task with the
+same :class:`~pyweb.server.context.RequestContext` (``aio_context.py``), and writes the reply
+framed by the same :func:`~pyweb.protocol.frame_response` straight to the transport
+(``aio_reply.py``): no stream wrappers on the hot path. Marlow's ``talk`` is here too,
+turned inside out by callbacks: a request arrives → the handler runs → the reply is written
+→ the access record is queued → the next request (already buffered, or the next
+``data_received``).
 
-What it keeps from the trio server: the parser's limits (413/414/431...), the header,
-keep-alive and body timeouts, HEAD/304/chunked framing, ``Expect: 100-continue``, client
-gone (``connection_lost``) and shutdown events for long polls, graceful shutdown on
-SIGINT/SIGTERM (stop accepting, close idle connections, let requests in flight finish).
-What it does not have yet: the access log, SIGHUP reload, ``--workers``, reply arenas and
-sendfile (files are read and written in pieces), the status page.
+What it shares with the trio server, module by module: the parser's limits (413/414/431),
+the body (``body.py``: on demand, ``100 Continue``, the whole-body deadline, the
+``max_body_memory`` budget, draining an unread body; ``aio_body.py`` only waits), the
+connection slots (``slots.py``: idle connections closed first for a newcomer,
+``first_byte_timeout``, the ``max_streams`` budget, ``max_connections_per_client``, the fast
+503; ``aio_slots.py``), proxy headers (``proxy.py``), the logs (``logging.py``: one logging
+task, the same access and error lines), the status page (``status.py``), and the
+keep-alive limits (``keepalive_requests``, ``keepalive_time``). Timeouts are the same
+settings: ``first_byte_timeout``, ``header_timeout`` (408), ``keepalive_timeout``,
+``body_timeout``, ``send_timeout``, ``close_grace`` on shutdown. A WebSocket is
+``websocket.py``'s session, fed by this protocol (``aio_websocket.py``). The process around
+it (signals, SIGHUP reload, ``--workers``) is ``aio_main.py``.
+
+What it does not do: assemble replies in a reply arena (``writelines`` hands the head and
+the body to the transport together, and uvloop sends them with one ``writev``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
+import math
 import socket
-import sys
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
-from pyweb.events import Event, Latch
-from pyweb.handler import Handler
-from pyweb.protocol.errorpage import error_response
+from pyweb.events import Latch
 from pyweb.protocol.errors import ProtocolError
-from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
+from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import RequestParser
-from pyweb.protocol.response import (
-    CONTINUE_100,
-    LAST_CHUNK,
-    FileBody,
-    Fragments,
-    Response,
-    encode_chunk,
-    frame_response,
-)
+from pyweb.protocol.response import Response
+from pyweb.protocol.websocket import WebSocketUpgrade
 
-from .config import ServerConfig
+from . import Server
+from .aio_body import Evicted
+from .aio_context import AioContext
+from .aio_reply import AioReplies
+from .aio_slots import PeekSocket, refuse
+from .aio_websocket import run_aio_session
+from .budget import BUDGET
+from .logging import ServerLog, access_record
+from .proxy import peer_host
+from .reply import ReplyAborted, request_line
+from .slots import LINGER
 
 __all__ = ["AsyncioServer", "HttpProtocol", "new_loop", "serve_asyncio"]
 
-_FILE_CHUNK = 256 * 1024
+_INF = math.inf
+
+# What the connection is waiting for (the same phases as connection.py's).
+IDLE = 0  # the first byte of a request: close silently on timeout or shutdown
+HEAD = 1  # the rest of a request head: 408 on timeout
+HANDLER = 2  # the handler runs (and reads the body on demand)
+
+READ_AHEAD = 256 * 1024
+"""Bytes buffered in the parser while a handler runs before the loop stops reading the
+connection (``pause_reading``): a client sending faster than the page reads is held back
+by TCP, not by the server's memory."""
 
 
 def new_loop() -> tuple[asyncio.AbstractEventLoop, str]:
@@ -62,380 +82,624 @@ def new_loop() -> tuple[asyncio.AbstractEventLoop, str]:
     return uvloop.new_event_loop(), "uvloop"
 
 
-class AsyncioServer:
-    """The listening side: settings, the handler, the open connections, shutdown."""
+class AsyncioServer(Server):
+    """A :class:`~pyweb.server.Server` whose connections are asyncio protocols::
 
-    def __init__(self, config: ServerConfig, handler: Handler) -> None:
-        self.config = config
-        self.handler = handler
-        self.stopping = Latch()
-        self.connections: set[HttpProtocol] = set()
-        self.server: asyncio.base_events.Server | None = None
-        self.port = config.port
+    server = AsyncioServer(config, site)
+    await server.start()          # listening: server.url is valid
+    ...
+    server.shutdown()             # graceful
+    await server.wait_closed()    # requests finished, log written
+    """
+
+    # The trio server's Slots and connection set, holding HttpProtocols: the slots need
+    # only what both kinds of connection have (see slots.py).
+    slots: Any
+    connections: set[Any]
+
+    def __init__(self, config: Any, handler: Any) -> None:
+        super().__init__(config, handler)
+        self.aio_server: asyncio.base_events.Server | None = None
+        self._log_task: asyncio.Task[None] | None = None
+        self._drained: asyncio.Future[None] | None = None
+        self.set_nodelay = True
+        """Whether connections switch Nagle off themselves (not on uvloop: it does)."""
 
     async def start(self, sock: socket.socket | None = None) -> None:
+        """Open the logs and listen (on ``sock``, the supervisor's ``listen_fd``, or a new
+        socket on ``host:port``)."""
+        config = self.config
         loop = asyncio.get_running_loop()
+        self.log = log = ServerLog(
+            config.access_log, config.error_log, access_format=config.access_log_format
+        )
+        self._log_task = loop.create_task(log.run())
+        self._drained = loop.create_future()
+        if sock is None and config.listen_fd is not None:
+            sock = socket.socket(fileno=config.listen_fd)
         if sock is None:
-            sock = socket.create_server((self.config.host, self.config.port), backlog=1024)
+            sock = socket.create_server((config.host, config.port), backlog=config.backlog)
         sock.setblocking(False)
-        self.port = sock.getsockname()[1]
-        self.server = await loop.create_server(lambda: HttpProtocol(self), sock=sock)
+        self.listener = sock
+        self.host, self.port = sock.getsockname()[:2]
+        self.set_nodelay = not type(loop).__module__.startswith("uvloop")
+        self.aio_server = await loop.create_server(
+            lambda: HttpProtocol(self), sock=sock, backlog=config.backlog
+        )
 
-    @property
-    def url(self) -> str:
-        host = self.config.host
-        return f"http://{f'[{host}]' if ':' in host else host}:{self.port}/"
+    def shutdown(self) -> None:
+        """Graceful shutdown: stop accepting, give idle connections ``close_grace`` (a
+        request may be on its way), let requests in flight finish (their replies say
+        ``Connection: close``); :meth:`wait_closed` returns when the last one is done."""
+        if self.closing:
+            return
+        self.closing = True
+        loop = asyncio.get_running_loop()
+        self.closing_since = loop.time()
+        self.stopping.set()  # long waits in handlers (ctx.shutdown_evt()) end now
+        if self.aio_server is not None:
+            self.aio_server.close()
+        for connection in list(self.connections):
+            connection.server_closing()
+        self.connection_ended()
 
-    async def shutdown(self, grace: float = 10.0) -> None:
-        """Stop accepting; idle connections close now, busy ones after their reply."""
-        self.stopping.set()
-        if self.server is not None:
-            self.server.close()
-        for conn in list(self.connections):
-            conn.close_when_idle()
-        deadline = time.monotonic() + grace
-        while self.connections and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        for conn in list(self.connections):
-            conn.abort()
+    def connection_ended(self) -> None:
+        """A connection has closed: the last one during shutdown ends :meth:`wait_closed`."""
+        if self.closing and not self.connections:
+            drained = self._drained
+            if drained is not None and not drained.done():
+                drained.set_result(None)
 
+    async def wait_closed(self) -> None:
+        """Wait for :meth:`shutdown` and the last connection, then write the log out."""
+        if self._drained is not None:
+            await self._drained
+        if self.log is not None:
+            self.log.close()
+        if self._log_task is not None:
+            await self._log_task
 
-class AioContext:
-    """One request on the asyncio server: the handler contract (:class:`pyweb.handler.Context`)."""
-
-    __slots__ = ("request", "peer", "scheme", "dev", "received_at", "alloc", "_conn",
-                 "_continue_sent", "body_done")  # fmt: skip
-
-    def __init__(self, conn: HttpProtocol, request: Request) -> None:
-        self.request = request
-        self.peer = conn.peer
-        self.scheme = "http"  # (no proxy headers on this server yet)
-        self.dev = conn.config.dev
-        self.received_at = time.time()
-        self.alloc: tuple[int, int] | None = None
-        self._conn = conn
-        self._continue_sent = False
-        self.body_done = False
-
-    @property
-    def server_port(self) -> int:
-        return self._conn.server.port
-
-    async def body(self, copies: int = 1) -> bytes:
-        # (no body budget on this server yet: ``copies`` is accepted for the contract)
-        return b"".join([piece async for piece in self.stream()])
-
-    async def stream(self) -> AsyncIterator[bytes]:
-        conn = self._conn
-        while not self.body_done:
-            event = conn.parser.next_event()
-            if event is NEED_DATA:
-                if not self._continue_sent and self.request.expect_continue:
-                    self._continue_sent = True
-                    conn.transport.write(CONTINUE_100)
-                await conn.more_body()
-            elif type(event) is Data:
-                yield event.data
-            elif type(event) is EndOfMessage:
-                self.body_done = True
-
-    def client_gone_evt(self) -> Event[None]:
-        return self._conn.gone.evt()
-
-    def shutdown_evt(self) -> Event[None]:
-        return self._conn.server.stopping.evt()
-
-    def log_error(self, message: str, exc: BaseException | None = None) -> None:
-        r = self.request
-        print(f"pyweb: {message} [from {self.peer}] {r.method} {r.target}", file=sys.stderr)
-        if exc is not None and self.dev:
-            import traceback
-
-            traceback.print_exception(exc, file=sys.stderr)
+    def abort_all(self) -> None:
+        """Close every connection now (a second signal)."""
+        for connection in list(self.connections):
+            connection.abort()
 
 
 class HttpProtocol(asyncio.Protocol):
     """One connection: bytes in through the parser, one handler task per request, replies
-    written to the transport."""
+    written to the transport (see the module doc)."""
 
     def __init__(self, server: AsyncioServer) -> None:
         self.server = server
-        self.config = server.config  # frozen for this connection (Marlow §6)
-        self.parser = RequestParser(self.config.limits)
+        self.config = config = server.config  # frozen for this connection (Marlow §6)
+        self.handler = server.handler  # a reload gives new connections a new handler
+        self.site = server.site_handler  # (and its error pages, with its dev flag)
+        log = server.log
+        assert log is not None, "connections exist only while the server serves"
+        self.log = log
+        self.parser = RequestParser(config.limits)
         self.transport: Any = None
-        self.peer = "-"
-        self.gone = Latch()
-        self.busy = False  # a handler runs: the next request waits in the parser
+        self.replies: AioReplies = None  # type: ignore[assignment]
+        self.peer = self.client = "-"
+        self.sock: PeekSocket | None = None
+        self.via_proxy: Any = None
+        self.phase = IDLE
+        self.fresh = True
+        """No request has been read yet (first_byte_timeout; slots.py)."""
+        self.busy = False
+        """A handler runs (or its reply is being sent): the next request waits in the parser."""
         self.closing = False
-        self._waiter: asyncio.Future[None] | None = None  # a body read or a drain
+        self.admitted = False
+        """Holds a connection slot (slots.py)."""
+        self.refused = False
+        """Got the fast 503 and lingers (its bytes are dropped)."""
+        self.evicted = False
+        self.in_stream_budget = False
+        self.reserved = 0
+        self.served = 0
+        self.opened_at = time.time()
+        self.gone: Latch | None = None
+        """Set when the client hangs up (``ctx.client_gone_evt()``), made on first use."""
+        self._body_waiter: asyncio.Future[bool] | None = None
+        self._drain_waiter: asyncio.Future[bool] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0  # when the timer fires (loop time)
+        self._deadline = _INF  # when this wait ends (loop time); inf: no wait
         self._writable = True
+        self._reading = True
+        self._speaking = False  # a newcomer in its grace to speak (counted in the slots)
+        self.eof = False
+        self.ws_chunks: list[bytes] | None = None
+        """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
+        self._lingering = False  # refused, and counted among the lingering (slots.py)
+        self._waiting = False  # registered as waiting for a request in the slots
 
-    # -- the loop's callbacks
+    # ------------------------------------------------------------------ the loop's callbacks
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
         peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "-"
+        self.peer = self.client = f"{peer[0]}:{peer[1]}" if peer else "-"
         sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.server.connections.add(self)
-        self._arm(self.config.keepalive_timeout)
+        server = self.server
+        if sock is not None:
+            self.sock = PeekSocket(sock.fileno())
+            # Nagle off (listener.py says why); uvloop does it for every TCP connection
+            # itself, and a setsockopt through its socket wrapper costs microseconds.
+            if server.set_nodelay and sock.family in (socket.AF_INET, socket.AF_INET6):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        proxies = server.proxies
+        if proxies is not None and proxies.trusts(peer_host(self.peer)):
+            self.via_proxy = proxies.trusts
+        server.connections.add(self)
+        if server.slots.admit(self.peer):
+            self._admitted()
+        elif server.slots.waiting_to_speak < server.slots.limit:
+            server.slots.waiting_to_speak += 1  # it waits for its request (slots.py)
+            self._speaking = True
+            self._arm(server.slots.patience)
+        else:
+            self._refuse()
 
     def data_received(self, data: bytes) -> None:
-        self.parser.feed(data)
         if self.busy:
-            self._wake()  # the handler waits for its body
-        else:
+            self._data_while_busy(data)
+            return
+        if self.refused:
+            return  # a refused connection's bytes are dropped while it lingers
+        self.parser.feed(data)
+        if self.admitted:
             self._next_request()
+        else:
+            self._decide(speaking=True)
+
+    def _data_while_busy(self, data: bytes) -> None:
+        """Bytes for the handler (its body, or its WebSocket), or a pipelined request:
+        kept, and the reading paused when too much is waiting (READ_AHEAD)."""
+        chunks = self.ws_chunks
+        if chunks is None:
+            self.parser.feed(data)
+            held = self.parser.buffered
+        else:
+            chunks.append(data)
+            held = len(chunks) * len(data)  # (an estimate: the pieces are alike)
+        self._wake_body(True)
+        if held > READ_AHEAD and self._reading:
+            self._reading = False
+            self.transport.pause_reading()
 
     def eof_received(self) -> bool | None:
+        if self.refused:
+            return True
+        self.eof = True
+        self._client_left()  # a half-close counts as gone (gone.py)
         self.parser.feed(b"")
         if self.busy:
-            self._wake()
-        else:
+            self._wake_body(True)
+        elif self.admitted:
             self._next_request()
+        else:
+            self.transport.close()
         return True  # keep our side open until the reply is written
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
-        self.gone.set()
-        self.server.connections.discard(self)
+        self._client_left()
         self._disarm()
-        self._wake(ConnectionResetError("the client closed the connection"))
+        self._cancel_timer()
+        if self._body_waiter is not None or self._drain_waiter is not None:
+            reset = ConnectionResetError("the client closed the connection")
+            self._wake_body(reset)
+            self._wake_drain(reset)
+        server = self.server
+        slots = server.slots
+        self._stop_speaking()
+        if self.admitted:
+            slots.release(self)
+        if self._lingering:
+            slots.lingering -= 1
+        self.release_body()
+        server.connections.discard(self)
+        server.connection_ended()
 
     def pause_writing(self) -> None:
         self._writable = False
 
     def resume_writing(self) -> None:
         self._writable = True
-        self._wake()
+        self._wake_drain(True)
 
-    # -- waiting (the body, a full send buffer)
+    # ------------------------------------------------------------------- slots (slots.py)
 
-    def _wake(self, exc: BaseException | None = None) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            if exc is None:
-                waiter.set_result(None)
-            else:
-                waiter.set_exception(exc)
+    def _admitted(self) -> None:
+        self.admitted = True
+        fd = self.sock.fd if self.sock is not None else -1
+        self.replies = AioReplies(
+            self.transport, fd, self.peer, self.log, self.error_page, self.drain
+        )
+        if self.parser.buffered:  # a newcomer admitted because it spoke: its request is here
+            self._next_request()
+        else:
+            self._wait_for_request()
 
-    async def _wait(self, timeout: float, what: str) -> None:
+    def _stop_speaking(self) -> None:
+        if self._speaking:
+            self._speaking = False
+            self.server.slots.waiting_to_speak -= 1
+
+    def _decide(self, speaking: bool) -> None:
+        """The end of a newcomer's grace to speak: a slot, or the fast 503."""
+        self._stop_speaking()
+        self._disarm()
+        if self.server.slots.admit(self.peer, speaking=speaking):
+            self._admitted()
+        else:
+            self._refuse()
+
+    def _refuse(self) -> None:
+        self.refused = True  # from now on its bytes are dropped
+        self._lingering = refuse(self.server.slots, self.transport)
+        if self._lingering:
+            self._arm(LINGER)  # then _timed_out closes it
+
+    def evict(self) -> None:
+        """Close this waiting connection to make room for a newcomer (slots.py). One
+        waiting for its next request closes quietly; a stalled body ends in a 408."""
+        self.evicted = True
+        if self._body_waiter is not None:
+            self._wake_body(Evicted())
+        else:
+            self.transport.close()
+
+    # ------------------------------------------------------------------------- waiting
+
+    def _wake_body(self, result: bool | BaseException) -> None:
+        _wake(self._body_waiter, result)
+
+    def _wake_drain(self, result: bool | BaseException) -> None:
+        _wake(self._drain_waiter, result)
+
+    async def wait_for_bytes(self, seconds: float) -> bool:
+        """Wait until the loop feeds more bytes to the parser: True; False after
+        ``seconds``. Raises ConnectionResetError if the client left, :class:`Evicted` if
+        the connection was closed for a newcomer."""
         if self.closing:
             raise ConnectionResetError("the connection is closed")
-        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        if not self._reading:
+            self._reading = True
+            self.transport.resume_reading()
+        loop = asyncio.get_running_loop()
+        waiter = self._body_waiter = loop.create_future()
+        timer = loop.call_later(seconds, _wake, waiter, False)
         try:
-            await asyncio.wait_for(waiter, timeout)
-        except TimeoutError:
-            raise TimeoutError(f"{what} timed out after {timeout:g} s") from None
-
-    async def more_body(self) -> None:
-        """Wait for more of the request body (``body_timeout``: then 408 and close)."""
-        await self._wait(self.config.body_timeout, "reading the request body")
+            return await waiter
+        finally:
+            timer.cancel()
+            self._body_waiter = None
 
     async def drain(self) -> None:
+        """Wait while the transport holds more than its high mark; a client that reads
+        nothing for ``send_timeout`` is dropped (TimeoutError)."""
+        if self._writable:
+            return
+        loop = asyncio.get_running_loop()
+        send_timeout = self.config.send_timeout
         while not self._writable:
-            await self._wait(self.config.send_timeout, "sending the reply")
+            if self.closing:
+                raise ConnectionResetError("the connection is closed")
+            waiter = self._drain_waiter = loop.create_future()
+            timer = loop.call_later(send_timeout, _wake, waiter, False)
+            try:
+                if not await waiter:
+                    raise TimeoutError(f"{self.peer} did not read its reply for {send_timeout:g} s")
+            finally:
+                timer.cancel()
+                self._drain_waiter = None
 
-    # -- timeouts
+    # ------------------------------------------------------------------------ timeouts
+
+    # One timer per connection, moved lazily: a keep-alive connection re-arms its deadline
+    # for every request, but the timer is only replaced when the new deadline comes
+    # *sooner*; a timer that fires before the deadline just sets itself again. So a busy
+    # connection costs a float store per request, not a timer made and cancelled.
 
     def _arm(self, seconds: float) -> None:
-        self._disarm()
-        self._timer = asyncio.get_running_loop().call_later(seconds, self._timed_out)
+        loop = asyncio.get_running_loop()
+        self._deadline = deadline = loop.time() + seconds
+        if self._timer is not None:
+            if self._timer_at <= deadline:
+                return  # it fires first, and sets itself again for the rest
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = loop.call_at(deadline, self._timed_out)
 
     def _disarm(self) -> None:
+        self._deadline = _INF  # (a timer that still fires does nothing)
+
+    def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     def _timed_out(self) -> None:
         self._timer = None
-        if self.busy:
+        deadline = self._deadline
+        if deadline == _INF or self.busy or self.closing:
             return
-        if self.parser.buffered:  # half a request head: tell the client why
-            self._reject(ProtocolError("the request head took too long", status=408))
+        loop = asyncio.get_running_loop()
+        if loop.time() < deadline:  # the deadline moved on since the timer was set
+            self._timer_at = deadline
+            self._timer = loop.call_at(deadline, self._timed_out)
+            return
+        self._deadline = _INF
+        if not self.admitted and not self.refused:
+            self._decide(speaking=False)  # its grace to speak is over
+        elif self.phase == HEAD and not self.refused:  # half a head: tell the client why
+            self._send_last_words(self.error_page(408), None)
         else:
-            self.transport.close()
+            self.transport.close()  # idle, silent, or a refused one done lingering
 
-    # -- Marlow's talk, one request at a time
+    def _patience(self) -> float:
+        """How long this wait for a request may last (as connection.py's)."""
+        config = self.config
+        if self.phase == HEAD:
+            return config.header_timeout
+        if self.fresh:
+            return config.first_byte_timeout
+        if self.server.closing:  # an idle connection during shutdown: its close_grace
+            since = asyncio.get_running_loop().time() - self.server.closing_since
+            return max(0.0, config.close_grace - since)
+        return self.server.slots.keepalive(config.keepalive_timeout)  # (spread in a crowd)
+
+    def server_closing(self) -> None:
+        """The server began a graceful shutdown: an idle keep-alive connection gets
+        ``close_grace`` (its next request may be on the wire), then closes."""
+        if self.admitted and not self.busy and self.phase == IDLE and not self.fresh:
+            if self.config.close_grace <= 0:
+                self.transport.close()
+            else:
+                self._arm(min(self.config.close_grace, self._deadline - _time()))
+
+    # ------------------------------------------------------ Marlow's talk, one request at a time
+
+    def _wait_for_request(self) -> None:
+        """No complete request head is buffered: wait (the timer of this phase; the slots
+        may close this connection for a newcomer meanwhile)."""
+        if not self._reading:
+            self._reading = True
+            self.transport.resume_reading()
+        phase = HEAD if self.parser.buffered else IDLE
+        if phase != self.phase or self._deadline == _INF:
+            self.phase = phase
+            patience = self._patience()
+            if patience <= 0:
+                self.transport.close()
+                return
+            self._arm(patience)
+        slots = self.server.slots
+        if self._waiting:  # (a head half here: it moves from idle to the heads)
+            slots.working(self)
+        slots.waiting(self)
+        self._waiting = True
 
     def _next_request(self) -> None:
         if self.closing:
             return
         try:
             event = self.parser.next_event()
-        except ProtocolError as err:
-            self._reject(err)
+        except ProtocolError as err:  # Marlow's ``Left resp``: a page saying why, close
+            self._reject(err, None)
             return
         if event is NEED_DATA:
-            if self.parser.buffered:
-                self._arm(self.config.header_timeout)
+            self._wait_for_request()
             return
         if type(event) is ConnectionClosed:
             self.transport.close()
             return
-        assert type(event) is Request
+        if type(event) is not Request:
+            raise RuntimeError(f"parser produced {event!r} where a request head belongs")
         self._disarm()
+        if self._waiting:
+            self._waiting = False
+            self.server.slots.working(self)
+        self.phase = HANDLER
+        self.fresh = False
         self.busy = True
         asyncio.get_running_loop().create_task(self._respond(event))
 
     async def _respond(self, request: Request) -> None:
+        """Run the handler, send its reply, log it, go on to the next request."""
+        try:
+            await self._talk(request)
+        except (ReplyAborted, TimeoutError, OSError):
+            self.abort()  # a client that left or reads nothing, or a broken stream
+        except Exception as exc:  # a bug in the server itself: log it, keep serving others
+            self.log.error(f"internal error on connection from {self.peer}", exc=exc)
+            self.abort()
+
+    async def _talk(self, request: Request) -> None:
         ctx = AioContext(self, request)
         try:
-            response = await self.server.handler(ctx)
-        except ProtocolError as err:
-            self._reject(err)
+            response = await self.run_handler(ctx)
+        except ProtocolError as err:  # from ctx.body(): a bad, slow or oversized body
+            self._reject(err, request)
             return
-        except (TimeoutError, ConnectionError) as err:
-            if not self.closing:
-                self._reject(ProtocolError(str(err), status=408))
+        if self.closing:  # the client left while its page ran: nobody to answer
             return
-        except Exception as exc:
-            ctx.log_error(f"the handler raised {type(exc).__name__}: {exc}", exc)
-            response = error_response(500, dev=self.config.dev, detail=repr(exc), exc=exc)
-        keep = not self.closing and not self.server.stopping.is_set
+        if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
+            await self._websocket(request, response, ctx.received_at)
+            return
+        body = ctx.request_body
+        keep_alive = body.settle(self.may_keep_alive(request))
         try:
-            if keep and not ctx.body_done:
-                keep = await self._discard_body(ctx)
-            keep = await self._send(request, response, keep)
-        except (TimeoutError, ConnectionError, OSError):
-            self.abort()
-            return
+            status, sent, keep_alive = await self.replies.send(request, response, keep_alive)
+        except ReplyAborted as abort:  # a stream that broke: the client sees it cut
+            if abort.sent is not None and self.server.access_enabled:
+                self.log_access(request, abort.sent[0], abort.sent[1], ctx.received_at)
+            raise
+        finally:
+            if self.in_stream_budget:
+                self.server.slots.from_streams(self)
+        if self.server.access_enabled:
+            self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
+        if keep_alive and body.must_drain:
+            keep_alive = await body.drain()
         self.busy = False
-        if not keep:
-            self.transport.close()
+        if not keep_alive or self.closing:
             self.closing = True
+            self.transport.close()
             return
-        self._arm(self.config.keepalive_timeout)
         self._next_request()  # a pipelined request may already be in the parser
 
-    async def _discard_body(self, ctx: AioContext) -> bool:
-        """Read and drop a body the handler did not want, if it is small and coming."""
-        if ctx.request.expect_continue and not ctx._continue_sent:
-            return False  # the client has not sent it: close rather than ask for it
+    async def run_handler(self, ctx: AioContext) -> Response:
+        """``genResponse``: the handler's response, or a 500 page when it raised or gave
+        something that is not a Response. A ProtocolError (a bad body) goes up."""
         try:
-            async for _ in ctx.stream():
-                pass
-        except (ProtocolError, TimeoutError, ConnectionError):
-            return False
-        return True
-
-    async def _send(self, request: Request, response: Response, keep: bool) -> bool:
-        body = response.body
-        if isinstance(body, Fragments):
-            body = bytes(body)
-        if isinstance(body, bytes | bytearray | memoryview):
-            length: int | None = len(body)
-        elif isinstance(body, FileBody):
-            length = body.length
-        else:
-            length = None
-        try:
-            head = frame_response(request, response.status, response.headers, length, keep_alive=keep)
-        except ValueError as exc:  # a header with a newline: the page's bug, not the client's
-            response = error_response(500, dev=self.config.dev, detail=str(exc), exc=exc)
-            return await self._send(request, response, keep)
-        write = self.transport.write
-        if not head.send_body:
-            write(head.data)
-        elif isinstance(body, bytes | bytearray | memoryview):
-            self.transport.writelines((head.data, body))
-        elif isinstance(body, FileBody):
-            write(head.data)
-            await self._send_file(body)
-        else:
-            write(head.data)
-            async for piece in body:  # type: ignore[union-attr]
-                if piece:
-                    write(encode_chunk(piece) if head.chunked else piece)
-                    await self.drain()
-            if head.chunked:
-                write(LAST_CHUNK)
-        await self.drain()
-        return head.keep_alive
-
-    async def _send_file(self, body: FileBody) -> None:
-        fd = os.open(body.path, os.O_RDONLY)
-        try:
-            left, position = body.length, body.offset
-            while left > 0:
-                piece = os.pread(fd, min(left, _FILE_CHUNK), position)
-                if not piece:
-                    raise OSError(f"{body.path} became shorter while it was being sent")
-                self.transport.write(piece)
-                left -= len(piece)
-                position += len(piece)
-                await self.drain()
+            response = await self.handler(ctx)
+            if not isinstance(response, Response):
+                raise TypeError(
+                    f"a handler must return a pyweb Response, not {type(response).__name__}"
+                )
+            if hasattr(response.body, "__aiter__"):  # a streamed reply: its own budget
+                self.server.slots.to_streams(self)
+            return response
+        except ProtocolError:
+            raise
+        except Exception as exc:
+            if not self.closing:  # (a client that left while its page ran is not an error)
+                self.log.error(
+                    f"handler error for {self.peer}",
+                    request_line=request_line(ctx.request),
+                    exc=exc,
+                )
+            return self.error_page(500, detail=str(exc), exc=exc)
         finally:
-            os.close(fd)
+            self.release_body()  # the page is done with its body: out of the budget
 
-    def _reject(self, err: ProtocolError) -> None:
-        """A request that cannot be served: its error page, then close (RFC 9112 §2.2)."""
-        page = error_response(err.status, dev=self.config.dev, detail=err.message,
-                              offending=err.offending)  # fmt: skip
-        head = frame_response(None, page.status, page.headers, len(page.body), keep_alive=False)  # type: ignore[arg-type]
-        if not self.closing:
-            self.transport.writelines((head.data, page.body))
+    async def _websocket(
+        self, request: Request, upgrade: WebSocketUpgrade, received_at: float
+    ) -> None:
+        """The handler accepted a WebSocket: a long wait, so it moves to the stream budget
+        (a 503 when that is full); the ``101`` is logged, then the session has the
+        connection to itself until it closes (as on trio: connection.py)."""
+        log_access = self.server.access_enabled
+        try:
+            if not self.server.slots.to_streams(self):
+                page = self.error_page(503, detail="every stream place is taken (max_streams)")
+                status, sent, _ = await self.replies.send(request, page, False)
+                if log_access:
+                    self.log_access(request, status, sent, received_at)
+                return
+            if log_access:
+                self.log_access(request, 101, 0, received_at)
+            first = bytes(self.parser._buf)  # frames sent right behind the handshake
+            self.ws_chunks = []
+            await run_aio_session(self, request, upgrade, first)
+        finally:
+            self.closing = True
             self.transport.close()
+
+    async def ws_receive(self) -> bytes:
+        """The WebSocket's next bytes (``b""``: the peer closed its side)."""
+        chunks = self.ws_chunks
+        assert chunks is not None
+        while not chunks:
+            if self.eof:
+                return b""
+            await self.wait_for_bytes(3600.0)  # (the session's keeper watches for silence)
+        data = b"".join(chunks)
+        chunks.clear()
+        return data
+
+    def may_keep_alive(self, request: Request) -> bool:
+        """The client asks for it, the server is not stopping, and the connection has not
+        served ``keepalive_requests`` requests or lived ``keepalive_time`` (as on trio)."""
+        self.served += 1
+        config = self.config
+        return (
+            request.keep_alive
+            and not self.server.closing
+            and self.served < config.keepalive_requests
+            and time.time() - self.opened_at < config.keepalive_time
+        )
+
+    def client_watch(self) -> Latch:
+        """What ``ctx.client_gone_evt()`` waits on: a long wait, so the request moves to
+        the stream budget (slots.py) until its reply is out."""
+        if self.gone is None:
+            self.gone = Latch()
+            if self.closing:
+                self.gone.set()
+        self.server.slots.to_streams(self)
+        return self.gone
+
+    def _client_left(self) -> None:
+        if self.gone is not None and not self.gone.is_set:
+            self.gone.set()
+
+    def release_body(self) -> None:
+        """The request's body is no longer held: its bytes leave the budget (budget.py)."""
+        if self.reserved:
+            BUDGET.release(self.reserved)
+            self.reserved = 0
+
+    # -------------------------------------------------------------------------- errors
+
+    def error_page(self, status: int, **details: Any) -> Response:
+        """The server's own error pages, drawn by the site when it can (this connection's
+        development-mode setting)."""
+        return self.server.error_page(status, dev=self.config.dev, site=self.site, **details)
+
+    def _reject(self, err: ProtocolError, request: Request | None) -> None:
+        """A request that cannot be served: log it, its error page, then close (after a
+        framing error the rest of the byte stream cannot be trusted)."""
+        self.log.error(
+            f"{err.status} for {self.peer}: {err.message}",
+            request_line=(request_line(request) if request else ""),
+        )
+        page = self.error_page(err.status, detail=err.message, offending=err.offending)
+        self._send_last_words(page, request)
+
+    def _send_last_words(self, page: Response, request: Request | None) -> None:
+        if self.replies is None:  # pragma: no cover - only admitted connections get here
+            self.transport.close()
+        elif self.replies.send_closing(page, request) and self.server.access_enabled:
+            self.log_access(request, page.status, len(page.body), time.time())  # type: ignore[arg-type]
         self.closing = True
         self.busy = False
 
-    def close_when_idle(self) -> None:
-        if not self.busy:
-            self.closing = True
-            self.transport.close()
+    def log_access(
+        self,
+        request: Request | None,
+        status: int,
+        sent: int,
+        received_at: float,
+        alloc: tuple[int, int] | None = None,
+    ) -> None:
+        """Queue one access record for the logging task (Marlow's ``logAccess``)."""
+        self.log.access(access_record(self.client, request, status, sent, received_at, alloc))
 
     def abort(self) -> None:
         self.closing = True
+        self.busy = False
         if self.transport is not None:
             self.transport.abort()
 
 
-def serve_asyncio(config: ServerConfig, handler: Handler, site_dir: str) -> int:
-    """Run the server until SIGINT/SIGTERM (graceful; a second signal stops at once)."""
-    loop, name = new_loop()
-    asyncio.set_event_loop(loop)
-    server = AsyncioServer(config, handler)
-    sock = None
-    if config.listen_fd is not None:
-        sock = socket.socket(fileno=config.listen_fd)
-    try:
-        loop.run_until_complete(server.start(sock))
-    except OSError as exc:
-        print(f"pyweb: error: cannot listen on {config.host}:{config.port}: {exc}", file=sys.stderr)
-        return 1
-    print(
-        f"pyweb serving {site_dir} on {server.url} (loop asyncio on {name}, "
-        f"dev mode {'on' if config.dev else 'off'})",
-        flush=True,
-    )
-    done = loop.create_future()
-    signals = 0
+def _wake(waiter: asyncio.Future[bool] | None, result: bool | BaseException) -> None:
+    if waiter is not None and not waiter.done():
+        if isinstance(result, BaseException):
+            waiter.set_exception(result)
+        else:
+            waiter.set_result(result)
 
-    def on_signal(signum: int) -> None:
-        nonlocal signals
-        signals += 1
-        if signals == 1:
-            print(f"pyweb: {signal.Signals(signum).name}, shutting down", file=sys.stderr)
-            task = loop.create_task(server.shutdown())
 
-            def finished(_task: asyncio.Task[None]) -> None:
-                if not done.done():
-                    done.set_result(0)
+def _time() -> float:
+    return asyncio.get_running_loop().time()
 
-            task.add_done_callback(finished)
-        elif not done.done():
-            print("pyweb: second signal, stopping now", file=sys.stderr)
-            done.set_result(1)
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, on_signal, signum)
-    try:
-        return int(loop.run_until_complete(done))
-    finally:
-        for task in asyncio.all_tasks(loop):
-            task.cancel()
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+def serve_asyncio(config: Any, handler: Any, site_dir: str, **options: Any) -> int:
+    """Run the server on asyncio until SIGINT/SIGTERM (see :mod:`pyweb.server.aio_main`)."""
+    from .aio_main import serve_asyncio as serve
+
+    return serve(config, handler, site_dir, **options)

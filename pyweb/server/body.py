@@ -28,14 +28,14 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import trio
 
-from pyweb.events import readable_evt, select, timeout, wrap
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, Data, EndOfMessage, Request
 from pyweb.protocol.response import CONTINUE_100
+from pyweb.runtime import now
 
 from .budget import BUDGET
 from .recvbuf import receive
@@ -91,22 +91,24 @@ class RequestBody:
                 "multipart form is parsed so: see conn.form and conn.files)"
             )
         declared = self.request.content_length
-        if declared is not None:
-            self._reserve(declared * copies)  # refused before a byte of it is read
+        if declared is not None and not BUDGET.fits(declared * copies):
+            self._refuse()  # before a byte of it is read
         out = io.BytesIO()  # getvalue() hands its buffer over: the bytes are held once
         async for piece in self._pieces():
-            if declared is None:
-                self._reserve(len(piece) * copies)
+            # Counted as they arrive, not as declared: a thousand bodies trickled in a byte
+            # at a time hold nothing, and must not fill the budget (each newcomer then got
+            # a 503, reconnected and got another, as fast as the server could answer).
+            if not self.hold(len(piece) * copies):
+                self._refuse()
             out.write(piece)
         return out.getvalue()
 
-    def _reserve(self, n: int) -> None:
-        if not self.hold(n):
-            raise ProtocolError(
-                f"the server holds as many request bodies as max_body_memory allows "
-                f"({BUDGET.limit} bytes); try again soon",
-                status=503,
-            )
+    def _refuse(self) -> NoReturn:
+        raise ProtocolError(
+            f"the server holds as many request bodies as max_body_memory allows "
+            f"({BUDGET.limit} bytes); try again soon",
+            status=503,
+        )
 
     def hold(self, n: int) -> bool:
         """Count ``n`` more bytes of this request as held in memory (a negative ``n`` gives
@@ -125,7 +127,7 @@ class RequestBody:
         """When the whole body must have arrived (trio time)."""
         config = self.connection.config
         if self.started < 0:
-            self.started = trio.current_time()
+            self.started = now()  # the loop's clock (trio's, or asyncio's: aio_body.py)
         deadline = self.started + config.body_timeout + self.received / config.body_min_rate
         return min(deadline, self.until)
 
@@ -160,12 +162,14 @@ class RequestBody:
         watch = connection.watch
         if watch is not None:
             watch.stop()  # one task at a time may wait on the socket: now it is this one
+        waited = False
         while True:
             try:
                 receive(connection.fd, connection.parser)
                 break
             except BlockingIOError:
-                left = self.deadline() - trio.current_time()
+                waited = True
+                left = self.deadline() - now()
                 if left <= 0:
                     raise ProtocolError(
                         f"the request body was too slow: body_timeout ({body_timeout:g} s) "
@@ -178,9 +182,10 @@ class RequestBody:
                     ) from None
         if watch is not None and watch.latch.waiting:
             watch.start()
-        # A large upload whose bytes keep arriving would otherwise never let other
-        # connections run (receive only yields when it has to wait).
-        await trio.lowlevel.checkpoint()
+        if not waited:
+            # A large upload whose bytes keep arriving would otherwise never let other
+            # connections run (receive only yields when it has to wait).
+            await trio.lowlevel.checkpoint()
 
     async def _wait(self, wait: float) -> bool:
         """One wait for body bytes, at most ``wait`` seconds: True if it timed out. While it
@@ -190,7 +195,11 @@ class RequestBody:
         slots = connection.server.slots
         slots.waiting(connection, stalled_body=True)
         try:
-            return bool(await select(readable_evt(connection.sock), wrap(timeout(wait), _true)))
+            # (trio's own wait: a trickled body wakes this once per byte, a thousand
+            # of them hundreds of times a second)
+            with trio.move_on_after(wait) as waited:
+                await trio.lowlevel.wait_readable(connection.sock)
+            return waited.cancelled_caught
         except trio.ClosedResourceError:
             if connection.evicted:
                 raise ProtocolError(
@@ -234,14 +243,10 @@ class RequestBody:
         reply."""
         if not self.must_drain:
             return True
-        self.until = trio.current_time() + DRAIN_TIME  # briefly: then the connection closes
+        self.until = now() + DRAIN_TIME  # briefly: then the connection closes
         try:
             async for _ in self._pieces():
                 pass
         except ProtocolError:
             return False
         return True
-
-
-def _true(_: object) -> bool:
-    return True

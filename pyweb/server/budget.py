@@ -5,7 +5,8 @@ is bounded by ``max_body``, but nothing bounded them together: 60 concurrent 16 
 took a server from 51 MB to 1.33 GB, and the default limits allowed tens of GB. The budget
 is what every body being held counts against: a body whose bytes do not fit is refused
 with ``503 Service Unavailable`` (a client can retry; the server stays up), before any of
-it is read when its ``Content-Length`` says so, else as soon as it goes over. The bytes are
+it is read when its ``Content-Length`` says it cannot fit now, else as soon as it goes
+over. Bytes count as they arrive, not as declared: a body trickled in holds nothing. The bytes are
 given back when the request's reply has been sent. Streamed bodies (``ctx.stream()``) hold
 one piece at a time and are not counted.
 """
@@ -31,6 +32,13 @@ class BodyBudget:
         self.held = 0
         self.refused = 0
         self.peak = 0
+
+    def fits(self, n: int) -> bool:
+        """Would ``n`` more bytes fit now? (Nothing taken; a refusal is counted.)"""
+        if self.held + n > self.limit:
+            self.refused += 1
+            return False
+        return True
 
     def reserve(self, n: int) -> bool:
         """Take ``n`` bytes of the budget; False (nothing taken) if they do not fit."""

@@ -261,9 +261,11 @@ class ServerConfig:
         1000, "connections served at once; at the limit an idle one makes room, else a "
         "fast 503 (default: {default})", parse=positive_int, metavar="N",
     )  # fmt: skip
-    """Connections served at once. At the limit a newcomer takes the slot of the connection
-    idle longest (then of the slowest head or body); when every slot has a request in
-    progress it gets a fast 503 (:mod:`pyweb.server.slots`)."""
+    """Connections served at once. At the limit a newcomer waits for its request without a
+    slot, then takes the slot of the connection idle longest (then of the slowest head or
+    body); when every slot has a request in progress it gets a fast 503. Idle and silent
+    connections may number as many again: they cost a socket, not work
+    (:mod:`pyweb.server.slots`)."""
     max_streams: int = setting(
         1000, "long-polls, event streams and streamed replies served at once, apart from "
         "--max-connections (default: {default})", parse=positive_int, metavar="N",

@@ -7,7 +7,8 @@ write them out in one go, which is likely to be more efficient than writing them
 time." And: "The logging thread is designed to be fault tolerant: if it receives an
 exception of any kind, it attempts to restart itself by re-opening the log file."
 
-pyweb does the same with one trio task:
+pyweb does the same with one task (on trio or asyncio: it waits through ``pyweb.events``
+and writes through ``pyweb.runtime.to_thread``, so both servers share it):
 
 * a connection calls :meth:`ServerLog.access` with an :class:`AccessRecord` (or
   :meth:`ServerLog.error`); that only puts the record in a :class:`~pyweb.events.Mailbox`,
@@ -46,9 +47,11 @@ from typing import Any
 import trio
 
 from pyweb.events import Mailbox
+from pyweb.runtime import current, to_thread
 
 __all__ = [
     "AccessRecord",
+    "access_record",
     "PythonLogBridge",
     "ServerLog",
     "format_access",
@@ -82,6 +85,31 @@ class AccessRecord:
     """Bytes and calls the request's page allocated (``--profile-alloc``, C only:
     :mod:`pyweb.regions`); ``None`` when not counted (no page ran, accounting off or not
     available). Only the ``alloc`` format shows it."""
+
+
+def access_record(
+    client: str,
+    request: Any,
+    status: int,
+    sent: int,
+    received_at: float,
+    alloc: tuple[int, int] | None = None,
+) -> AccessRecord:
+    """The record of one finished request (Marlow's ``logAccess``); ``request`` is a
+    :class:`~pyweb.protocol.messages.Request`, or ``None`` when none could be parsed."""
+    referer = user_agent = ""
+    if request is None:
+        return AccessRecord(client, received_at, "-", "-", "-", status, sent,
+                            duration=time.time() - received_at)  # fmt: skip
+    for name, value in request.headers:  # one pass for both fields
+        if name == "referer":
+            referer = value
+        elif name == "user-agent":
+            user_agent = value
+    return AccessRecord(
+        client, received_at, request.method, request.target, request.http_version, status,
+        sent, referer, user_agent, time.time() - received_at, alloc,
+    )  # fmt: skip
 
 
 # --- formatting ------------------------------------------------------------------------------
@@ -484,7 +512,7 @@ class ServerLog:
                 if batch:
                     # In a thread: a file on a slow disk or a stderr pipe nobody reads would
                     # otherwise stall every connection. While it writes, the next batch grows.
-                    await trio.to_thread.run_sync(self._write_batch, batch)
+                    await to_thread(self._write_batch, batch)
                 batch = []
         finally:
             # Cancelled or closed: the batch in hand and whatever is still queued are
@@ -534,8 +562,9 @@ class PythonLogBridge(pylogging.Handler):
         log.warning("redis unreachable, caching in memory")
 
     and the line lands in the error log as ``[warning] pyweb.cache: redis unreachable...``.
-    Records from another thread (``trio.to_thread``, a database driver's thread) go through
-    the server's trio token, since the log's mailbox belongs to the trio thread. With
+    Records from another thread (a worker thread, a database driver's thread) go through
+    the server's loop (trio's token, or asyncio's ``call_soon_threadsafe``), since the
+    log's mailbox belongs to the loop's thread. With
     several servers in one process (tests), each server's log gets every record.
     """
 
@@ -544,7 +573,7 @@ class PythonLogBridge(pylogging.Handler):
         self.log = log
         self.logger = pylogging.getLogger(name)
         self.thread = threading.get_ident()
-        self.token = trio.lowlevel.current_trio_token()
+        self.call_soon = _call_soon_threadsafe()
         self.logger.addHandler(self)
 
     def remove(self) -> None:
@@ -558,6 +587,15 @@ class PythonLogBridge(pylogging.Handler):
             if threading.get_ident() == self.thread:
                 self.log.error(message, exc=exc, level=level)
             else:
-                self.token.run_sync_soon(lambda: self.log.error(message, exc=exc, level=level))
+                self.call_soon(lambda: self.log.error(message, exc=exc, level=level))
         except Exception:  # the run is over, a bad format string...: logging must not raise
             self.handleError(record)
+
+
+def _call_soon_threadsafe() -> Callable[[Callable[[], Any]], Any]:
+    """How another thread hands a call to the running loop (trio or asyncio)."""
+    if current().name == "trio":
+        return trio.lowlevel.current_trio_token().run_sync_soon
+    import asyncio
+
+    return asyncio.get_running_loop().call_soon_threadsafe

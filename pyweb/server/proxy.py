@@ -30,14 +30,15 @@ _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 class TrustedProxies:
     """The parsed ``forwarded_allow_ips``: ``proxies.trusts("10.0.0.7")``."""
 
-    __slots__ = ("text", "_any", "_networks", "_known")
+    __slots__ = ("text", "_any", "_networks", "_seen")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._known: dict[str, bool] = {}
-        """Hosts already judged (a connection's peer is judged when it connects: parsing
-        the address each time cost a new connection more than its request)."""
         self._any = False
+        self._seen: dict[str, bool] = {}
+        """The answer for hosts asked about lately: parsing an address costs more than
+        the rest of accepting a connection (a flood of reconnects asks thousands of
+        times a second, mostly about the same few hosts)."""
         self._networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
         for item in text.split(","):
             item = item.strip()
@@ -56,17 +57,15 @@ class TrustedProxies:
     def trusts(self, host: str) -> bool:
         if self._any:
             return True
-        known = self._known.get(host)
-        if known is None:
+        seen = self._seen
+        trusted = seen.get(host)
+        if trusted is None:
             address = _address(host)
-            known = address is not None and any(address in net for net in self._networks)
-            if len(self._known) < _KNOWN_HOSTS:  # bounded: the hosts come from clients
-                self._known[host] = known
-        return known
-
-
-_KNOWN_HOSTS = 1024
-"""How many hosts :meth:`TrustedProxies.trusts` remembers its answer for."""
+            trusted = address is not None and any(address in net for net in self._networks)
+            if len(seen) >= 1024:
+                seen.clear()  # (bounded: clients by the thousand come and go)
+            seen[host] = trusted
+        return trusted
 
 
 def _address(host: str) -> _Address | None:

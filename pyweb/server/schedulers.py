@@ -34,6 +34,7 @@ where idle and slow connections could keep them for as long as they liked.)
 
 from __future__ import annotations
 
+import select
 import socket
 from typing import TYPE_CHECKING
 
@@ -42,15 +43,18 @@ import trio
 from .connection import Connection
 from .listener import accept as socket_accept
 from .listener import close_socket
-from .slots import FRESH_GRACE, has_bytes
+from .slots import has_bytes
 
 if TYPE_CHECKING:
     from . import Server
 
 ADMIT_RETRIES = 3
-MAX_WAITING_TO_SPEAK = 256
-"""Newcomers at once that may wait their grace for a slot (past it they get the 503)."""
-"""Scheduling rounds a newcomer at the limit waits for a slot before its fast 503."""
+"""Scheduling rounds a newcomer at the limit waits for a slot, once its grace to speak is
+over, before its fast 503 (connections accepted in the same burst may not have reached
+their first wait yet, where they can be told apart: idle, silent, long-poll)."""
+ACCEPTS_IN_A_ROW = 1024
+"""Connections accepted before the accept loop lets other tasks run (accept only waits,
+and so yields, when none is queued)."""
 
 __all__ = ["Scheduler", "OneToOneScheduler", "PoolScheduler", "NoThreadScheduler", "make_scheduler"]
 
@@ -129,6 +133,7 @@ class OneToOneScheduler(Scheduler):
         assert listener is not None, "the schedulers run while the server listens"
         slots = server.slots
         port = server.broadcast.port()  # SHUTDOWN wakes the loop in accept (control.py)
+        in_a_row = 0
         with self.cancel_scope:
             while True:
                 try:
@@ -141,42 +146,41 @@ class OneToOneScheduler(Scheduler):
                 if accepted is None:  # SHUTDOWN
                     return
                 sock, peer = accepted
-                if not slots.admit(peer):
-                    # Full. Connections accepted just before may not have run yet (accept
-                    # does not yield while connections keep coming): let them reach their
-                    # first wait, where they can be told apart (idle, long-poll), and ask
-                    # again. Still full of requests in progress: a fast 503.
-                    for _ in range(ADMIT_RETRIES):
-                        await trio.lowlevel.checkpoint()
-                        if slots.admit(peer):
-                            break
-                    else:
-                        # Still full, of connections within their grace. Give the newcomer
-                        # that grace to speak, off the accept loop: one whose request is
-                        # here may take the slot of the oldest connection that sent nothing.
-                        nursery.start_soon(self._admit_when_it_speaks, server, nursery, sock, peer)
-                        continue
-                self.spawn(nursery, Connection(server, sock, peer))
+                if slots.admit(peer) or (slots.full() and slots.admit(peer, has_bytes(sock))):
+                    self.spawn(nursery, Connection(server, sock, peer))
+                else:
+                    # Full of connections that may not be told apart yet: the newcomer
+                    # waits for a slot in a task of its own, so the accept loop drains
+                    # the backlog at once (a client that speaks must not queue behind a
+                    # crowd of silent ones).
+                    nursery.start_soon(self._admit_when_it_speaks, server, nursery, sock, peer)
+                in_a_row += 1
+                if in_a_row >= ACCEPTS_IN_A_ROW:
+                    in_a_row = 0
+                    await trio.lowlevel.checkpoint()
 
     async def _admit_when_it_speaks(
         self, server: Server, nursery: trio.Nursery, sock: socket.socket, peer: str
     ) -> None:
+        """A newcomer at the limit waits for its request (slots.py), then may take the
+        slot of a connection that is only waiting; none after a few scheduling rounds:
+        the fast 503. Silent for ``first_byte_timeout``: closed, as it would be in a slot."""
         slots = server.slots
         try:
-            if slots.waiting_to_speak < MAX_WAITING_TO_SPEAK:
-                slots.waiting_to_speak += 1
-                try:
-                    with trio.move_on_after(FRESH_GRACE):
-                        await trio.lowlevel.wait_readable(sock)
-                finally:
-                    slots.waiting_to_speak -= 1
+            if not await slots.wait_to_speak(sock):
+                close_socket(sock)
+                return
+            for _ in range(ADMIT_RETRIES):
+                if slots.admit(peer, speaking=True):
+                    break
+                await trio.lowlevel.checkpoint()
+            else:
+                slots.refuse(sock, nursery)
+                return
         except BaseException:  # the server is stopping
             close_socket(sock)
             raise
-        if slots.admit(peer, speaking=has_bytes(sock)):
-            await self._serve(Connection(server, sock, peer))
-        else:
-            slots.refuse(sock, nursery)
+        await self._serve(Connection(server, sock, peer))
 
     def spawn(self, nursery: trio.Nursery, connection: Connection) -> None:
         nursery.start_soon(self._serve, connection)
@@ -191,6 +195,54 @@ class OneToOneScheduler(Scheduler):
         self.cancel_scope.cancel()
 
 
+DOOR_PERIOD = 0.05
+"""Seconds between the door's looks at the backlog while every task is busy."""
+DOOR_PATIENCE = 1.0
+"""Seconds a newcomer may wait in the backlog for one of the pool's tasks, with nothing to
+evict, before the door answers it with the fast 503."""
+
+
+async def _door(
+    server: Server, nursery: trio.Nursery, accept_lock: trio.Lock, patience: float | None
+) -> None:
+    """The pool's and nothread's fixed number of tasks is their connection limit, and a
+    newcomer used to wait in the listen backlog until one of them was free, for as long as
+    idle keep-alive connections held them all. While every task is busy (none waits at
+    ``accept``) and a newcomer waits in the backlog, the door closes the connection waiting
+    longest (idle first, as :class:`~pyweb.server.slots.Slots` does for one-to-one), whose
+    task then accepts the newcomer; with nothing to close for ``patience`` seconds, it
+    answers the newcomers with the fast 503 itself (``None``: never, for nothread, whose
+    point is one request at a time)."""
+    listener = server.listener
+    assert listener is not None, "the schedulers run while the server listens"
+    slots = server.slots
+    stuck_since: float | None = None
+    while not server.closing:
+        await trio.sleep(DOOR_PERIOD)
+        if accept_lock.locked() or not _backlog(listener):
+            stuck_since = None  # a task is free, or nobody waits
+        elif slots.evict_waiting():
+            stuck_since = None  # its task accepts the newcomer next
+        elif stuck_since is None:
+            stuck_since = trio.current_time()
+        elif patience is not None and trio.current_time() - stuck_since >= patience:
+            while _backlog(listener):
+                try:
+                    sock, _ = listener.accept()
+                except OSError:  # (a task took it meanwhile, or out of descriptors)
+                    break
+                sock.setblocking(False)
+                slots.refuse(sock, nursery)
+
+
+def _backlog(listener: socket.socket) -> bool:
+    """Does a connection wait in the listen backlog? (No wait: a zero-timeout poll.)"""
+    try:
+        return bool(select.select([listener], [], [], 0)[0])
+    except (OSError, ValueError):  # closed under us: the server is stopping
+        return False
+
+
 class PoolScheduler(Scheduler):
     """``size`` long-lived tasks, each running the accept loop itself (Hop §2.4.5)::
 
@@ -199,7 +251,8 @@ class PoolScheduler(Scheduler):
              (spawn S stage-accept)))
 
     A persistent connection stays with the task that accepted it; the pool size is
-    therefore also the number of connections served at once.
+    therefore also the number of connections served at once (at the limit, the
+    :func:`_door` makes the idle ones give way, or answers a fast 503 after a second).
     """
 
     name = "pool"
@@ -211,6 +264,7 @@ class PoolScheduler(Scheduler):
     async def accept(self, server: Server, nursery: trio.Nursery) -> None:
         for _ in range(self.size):
             self.spawn(nursery, server)
+        nursery.start_soon(_door, server, nursery, self.accept_lock, DOOR_PATIENCE)
 
     def spawn(self, nursery: trio.Nursery, server: Server) -> None:
         nursery.start_soon(self.serve_connections_in_a_row, server, self.accept_lock)
@@ -226,7 +280,9 @@ class NoThreadScheduler(Scheduler):
     name = "nothread"
 
     async def accept(self, server: Server, nursery: trio.Nursery) -> None:
-        nursery.start_soon(self.serve_connections_in_a_row, server, trio.Lock())
+        accept_lock = trio.Lock()
+        nursery.start_soon(self.serve_connections_in_a_row, server, accept_lock)
+        nursery.start_soon(_door, server, nursery, accept_lock, None)
 
     def stop(self) -> None:
         pass  # closing the listener wakes the accepting task

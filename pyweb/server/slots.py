@@ -8,10 +8,24 @@ backlog. :class:`Slots` decides who gets a slot, as nginx does:
 
 * **idle first out.** A connection waiting for its next request (an idle keep-alive
   connection, or a fresh one that has sent nothing yet) holds its slot only while nobody
-  else needs it: when a new connection arrives at the limit, the connection that has been
-  idle longest is closed to make room (it has no request in progress: nothing is lost, a
-  browser simply reconnects next time). A connection that has sent nothing at all also
-  gets a short deadline of its own (``first_byte_timeout``), not the header timeout;
+  else needs it: when a new connection's request arrives at the limit, the connection that
+  has been idle longest is closed to make room (it has no request in progress: nothing is
+  lost, a browser simply reconnects next time). A connection that has sent nothing at all
+  also gets a short deadline of its own (``first_byte_timeout``), not the header timeout;
+* **a crowd does not come back together.** While many connections are idle (or silent),
+  their timeouts are spread (up to twice ``keepalive_timeout``, ``first_byte_timeout``):
+  those opened together would otherwise close together, and a crowd that reconnects at
+  once is a flood;
+* **room for the idle.** An idle or silent connection costs a socket and a waiting task,
+  not work: up to ``max_connections`` of them more are kept (the Apache event MPM likewise
+  keeps idle keep-alive connections apart from its workers). A crowd of 2,000 idle
+  keep-alive connections therefore fits beside 1,000 slots and is left alone; a larger one
+  makes the server close and the crowd reopen connections as fast as it can, and a normal
+  client's wait then grows with the size of the excess;
+* **no slot before a request.** A newcomer at the limit waits for its request in a
+  waiting room (a socket and a task, no slot), and only then takes a slot: a crowd that
+  connects and says nothing, however fast it reconnects, closes nobody, and the accept
+  loop never waits for it, so a client that speaks is not queued behind it;
 * **long waits in their own budget.** A request whose page waits for an event with
   ``client_gone_evt()`` (a long-poll, server-sent events) or streams its reply moves to a
   budget of its own, ``max_streams``, so a thousand chat clients do not take the slots of
@@ -23,12 +37,16 @@ backlog. :class:`Slots` decides who gets a slot, as nginx does:
   hold (for a site that runs without a proxy in front; behind one, every client is the
   proxy, so it is off by default).
 
-Only the default scheduler (one-to-one) uses it: the pool and nothread schedulers have a
-fixed number of tasks, which is their own limit (Hop §2.4).
+The default scheduler (one-to-one) uses it; the pool and nothread schedulers have a fixed
+number of tasks, which is their own limit (Hop §2.4). The asyncio server (``aio.py``)
+uses the same policy: what it needs of a connection is its ``peer``, ``phase``, ``fresh``,
+``in_stream_budget``, ``sock`` (for the peek) and ``evict()``; it waits for a newcomer's
+request with its own timer, counted in :attr:`Slots.waiting_to_speak`.
 """
 
 from __future__ import annotations
 
+import random
 import socket
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -57,8 +75,8 @@ BUSY_503 = (
 """The whole reply to a connection refused for lack of a slot, written without parsing
 anything: it must cost less than serving the request would."""
 
-FRESH_GRACE = 0.25
-"""Seconds a new, still silent connection is safe from being closed for a newcomer."""
+CROWD = 100
+"""Idle connections from which their keep-alive timeouts are spread (:meth:`Slots.keepalive`)."""
 
 LINGER = 1.0
 """Seconds a refused connection is read from (and the bytes dropped) before it is closed:
@@ -72,6 +90,8 @@ class Slots:
 
     def __init__(self, config: ServerConfig) -> None:
         self.limit = config.max_connections
+        self.patience = config.first_byte_timeout
+        """How long a newcomer at the limit may wait to send its request."""
         self.stream_limit = config.max_streams
         self.per_client = config.max_connections_per_client
         self.busy = 0
@@ -80,12 +100,12 @@ class Slots:
         """Requests in the long-wait budget (``max_streams``)."""
         # Connections waiting for bytes, oldest wait first (a dict keeps insertion order),
         # in the order they are closed for a newcomer: idle keep-alive connections (no
-        # request in progress), half a head (a 408 at worst), new connections silent for
-        # FRESH_GRACE or more, then a stalled body of a request in progress.
+        # request in progress), half a head (a 408 at worst), new connections that have
+        # sent nothing, then a stalled body of a request in progress.
         self.idle: dict[Connection, None] = {}
         self.heads: dict[Connection, None] = {}
-        self.fresh: dict[Connection, float] = {}
-        """New connections that have sent nothing yet, with when they began to wait."""
+        self.fresh: dict[Connection, None] = {}
+        """New connections that have sent nothing yet."""
         self.bodies: dict[Connection, None] = {}
         self.clients: Counter[str] = Counter()
         self.refused = 0
@@ -94,21 +114,45 @@ class Slots:
         """Idle connections closed to make room so far."""
         self.lingering = 0
         self.waiting_to_speak = 0
-        """Newcomers at the limit given their grace to send a request (schedulers.py)."""
+        """Newcomers at the limit waiting to send their request (:meth:`wait_to_speak`;
+        the asyncio server counts its own here too): at most ``max_connections``."""
+        self._speakers: dict[socket.socket, trio.CancelScope] = {}
+        """The waits of :meth:`wait_to_speak`, oldest first."""
 
     def admit(self, peer: str, speaking: bool = False) -> bool:
-        """A new connection from ``peer``: True if it gets a slot (a waiting one may be
-        closed for it); :meth:`release` gives it back. ``speaking``: its request is already
-        here, so it may take the slot of a connection that has sent nothing, even one still
-        within its FRESH_GRACE (a crowd reconnecting silently cannot keep it out)."""
+        """A new connection from ``peer``: True if it gets a slot; :meth:`release` gives it
+        back. At the limit only a newcomer ``speaking`` (its request is here) gets one, by
+        closing a connection that is only waiting (:meth:`_evict_one`); a silent newcomer
+        waits for its request first (:meth:`wait_to_speak`), so a crowd that connects and
+        says nothing closes nobody and cannot keep a client that speaks out."""
         host = peer_host(peer)
         if self.per_client is not None and self.clients[host] >= self.per_client:
             return False
-        if self.busy >= self.limit and not self._evict_one(speaking):
+        if self.full() and not (speaking and self._evict_one()):
             return False
         self.busy += 1
         self.clients[host] += 1
         return True
+
+    def keepalive(self, timeout: float) -> float:
+        """How long an idle keep-alive connection waits for its next request: ``timeout``,
+        or, while a crowd is idle (CROWD connections or more), up to twice as long, at
+        random. A crowd that arrived together would otherwise time out together and come
+        back together: 2,000 connections reconnecting and sending a request within a
+        second kept a normal client waiting 1.5 s (the same cure as max_requests_jitter)."""
+        return _spread(timeout, len(self.idle))
+
+    def first_byte(self, timeout: float) -> float:
+        """How long a new connection may stay silent (``first_byte_timeout``): spread like
+        :meth:`keepalive` while a crowd of them is silent."""
+        return _spread(timeout, len(self.fresh) + self.waiting_to_speak)
+
+    def full(self) -> bool:
+        """No slot for a newcomer unless a waiting connection is closed: ``max_connections``
+        are in a request (or silent, or idle past the extra room), or ``max_connections``
+        more are idle or silent (see the module doc)."""
+        busy = self.busy
+        return busy >= 2 * self.limit or busy - len(self.idle) - len(self.fresh) >= self.limit
 
     def release(self, connection: Connection) -> None:
         """The connection has ended."""
@@ -131,7 +175,7 @@ class Slots:
         elif connection.phase == HEAD:
             self.heads[connection] = None
         elif connection.fresh:  # its request may be on its way: see _evict_one
-            self.fresh[connection] = trio.current_time()
+            self.fresh[connection] = None
         else:  # an idle keep-alive connection: no request in progress
             self.idle[connection] = None
 
@@ -162,20 +206,42 @@ class Slots:
             self.streams -= 1
             self.busy += 1
 
-    def _evict_one(self, speaking: bool = False) -> bool:
+    async def wait_to_speak(self, sock: socket.socket) -> bool:
+        """A newcomer at the limit, off the accept loop: wait for its request, as long as a
+        new connection may stay silent (``first_byte_timeout``). True when its bytes are
+        here. Waiting costs a socket, not a slot: at most ``max_connections`` newcomers
+        wait at once, and a new one ends the wait of the one that has waited longest."""
+        speakers = self._speakers
+        if self.waiting_to_speak >= self.limit and speakers:
+            speakers.pop(next(iter(speakers))).cancel()
+            self.waiting_to_speak -= 1
+        scope = trio.CancelScope(deadline=trio.current_time() + self.first_byte(self.patience))
+        speakers[sock] = scope
+        self.waiting_to_speak += 1
+        try:
+            with scope:
+                await trio.lowlevel.wait_readable(sock)
+        finally:
+            if speakers.pop(sock, None) is not None:
+                self.waiting_to_speak -= 1
+        return has_bytes(sock)
+
+    def evict_waiting(self) -> bool:
+        """Close the connection waiting longest for a newcomer (the pool and nothread
+        schedulers' door); False when none waits."""
+        return self._evict_one()
+
+    def _evict_one(self) -> bool:
         """Close the connection waiting longest, idle ones first; False when none waits."""
         for waiting in (self.idle, self.heads):
             for connection in waiting:
                 del waiting[connection]
                 return self._evict(connection)
-        # A new connection gets FRESH_GRACE: its client usually sends the request at once,
-        # and the bytes may just not be here yet. One whose bytes are here is not silent:
-        # its task has not read them yet (a busy server), so it is passed over.
-        grace = 0.0 if speaking else FRESH_GRACE
+        # A new connection that has sent nothing: its request is not here, the newcomer's
+        # is. One whose bytes are here is not silent: its task has not read them yet (a
+        # busy server), so it is passed over.
         while self.fresh:
-            connection, since = next(iter(self.fresh.items()))
-            if trio.current_time() - since < grace:
-                break
+            connection = next(iter(self.fresh))
             del self.fresh[connection]
             if not has_bytes(connection.sock):
                 return self._evict(connection)
@@ -224,6 +290,10 @@ class Slots:
         finally:
             self.lingering -= 1
             _close(sock)
+
+
+def _spread(timeout: float, crowd: int) -> float:
+    return timeout if crowd < CROWD else timeout * (1.0 + random.random())
 
 
 def has_bytes(sock: socket.socket) -> bool:

@@ -30,6 +30,7 @@ from urllib.parse import unquote
 
 from pyweb.handler import Context
 from pyweb.protocol.response import Response
+from pyweb.runtime import current
 
 if TYPE_CHECKING:
     from . import Server
@@ -198,6 +199,7 @@ class StatusHandler:
             "pid": os.getpid(),
             "worker": os.environ.get("PYWEB_WORKER_ID"),
             "workers": worker_table(),
+            "loop": current().name,  # the loop serving (trio, asyncio)
             "scheduler": config.scheduler,
             "uptime_s": round(time.time() - self.started, 3),
             "connections_open": len(server.connections),

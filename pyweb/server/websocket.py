@@ -52,16 +52,20 @@ from wsproto.utilities import RemoteProtocolError
 from pyweb.events import Event, Latch, Mailbox, select, timeout, wrap
 from pyweb.protocol.messages import Request
 from pyweb.protocol.websocket import WebSocketOptions, WebSocketUpgrade, accept_head
+from pyweb.runtime import current
 
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["WebSocket", "WebSocketClosed", "run_session"]
+__all__ = ["WebSocket", "WebSocketClosed", "open_session", "run_session"]
 
 NORMAL, GOING_AWAY, PROTOCOL_ERROR, TOO_BIG, INTERNAL_ERROR, ABNORMAL = (
     1000, 1001, 1002, 1009, 1011, 1006,
 )  # fmt: skip
 
+
+TIMER_SLACK = 0.002
+"""Seconds a loop's timer may fire early (uvloop rounds its timers down to milliseconds)."""
 
 _END = object()
 """The last item of a WebSocket's inbox: nothing more can arrive."""
@@ -80,7 +84,7 @@ class WebSocketClosed(Exception):
 class WebSocket:
     """The socket a ``@pyweb.websocket`` handler receives (module doc)."""
 
-    def __init__(self, conn: Connection, request: Request, options: WebSocketOptions) -> None:
+    def __init__(self, conn: Any, request: Request, options: WebSocketOptions) -> None:
         self.request = request
         self.path = request.path
         self.query = request.query
@@ -97,9 +101,10 @@ class WebSocket:
         self._closed = Latch()  # set once no more messages can arrive
         self._partial: list[Any] = []
         self._partial_size = 0
-        self._send_lock = trio.Lock()
+        rt = current()  # trio's lock and cancel scope, or asyncio's (aio_websocket.py)
+        self._send_lock = rt.Lock()
         self._heard = time.monotonic()
-        self._handler_scope = trio.CancelScope()
+        self._handler_scope = rt.CancelScope()
 
     def __repr__(self) -> str:
         state = "open" if self.close_code is None else f"closed {self.close_code}"
@@ -176,6 +181,27 @@ class WebSocket:
                 self._lost()
                 raise WebSocketClosed(ABNORMAL, str(exc)) from None
 
+    async def serve(self, upgrade: WebSocketUpgrade, request: Request) -> None:
+        """Run the handler (``upgrade.session(self)``) to its end, then close: 1000 when
+        it returned, 1011 when it raised (logged). The reader, the keeper and the watch
+        that cancels a handler nobody listens to run beside it (:func:`run_session`)."""
+        session = upgrade.session
+        assert session is not None
+        code, reason = NORMAL, ""
+        with self._handler_scope:
+            try:
+                await session(self)
+            except WebSocketClosed:
+                pass
+            except Exception as exc:
+                self._conn.log.error(
+                    f"WebSocket handler error for {self.peer}",
+                    request_line=f"GET {request.target} HTTP/1.1",
+                    exc=exc,
+                )
+                code, reason = INTERNAL_ERROR, "internal error"
+        await self.close(code, reason)
+
     # -- the reader and the keeper ---------------------------------------------------------
 
     def _end(self) -> None:
@@ -191,7 +217,6 @@ class WebSocket:
         self._end()
 
     async def _read_loop(self, first: bytes) -> None:
-        fd = self._conn.fd
         data = first
         while True:
             if data:
@@ -200,11 +225,7 @@ class WebSocket:
                 if not await self._handle_events():
                     return
             try:
-                data = os.read(fd, 65536)
-            except BlockingIOError:
-                data = b""
-                await trio.lowlevel.wait_readable(fd)
-                continue
+                data = await self._receive()
             except OSError:
                 self._lost()
                 return
@@ -212,6 +233,16 @@ class WebSocket:
                 self._ws.receive_data(None)
                 self._lost()
                 return
+
+    async def _receive(self) -> bytes:
+        """The next bytes from the peer (``b""``: it closed). The only read of a session:
+        here from the socket, on asyncio from the protocol's callbacks."""
+        fd = self._conn.fd
+        while True:
+            try:
+                return os.read(fd, 65536)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
 
     async def _handle_events(self) -> bool:
         """Act on what wsproto parsed; False when no more can come (closed)."""
@@ -286,7 +317,9 @@ class WebSocket:
                 await select(self._closed.evt(), timeout(self.options.close_timeout))
                 await self.close(GOING_AWAY, "server shutting down")
                 return
-            silent = time.monotonic() - self._heard
+            # (+ TIMER_SLACK: uvloop counts timers in whole milliseconds, so a tick may come
+            # a little before the interval is over; it must still ping)
+            silent = time.monotonic() - self._heard + TIMER_SLACK
             if silent >= 2 * interval:
                 self._lost()  # two intervals without a byte, not even a pong: gone
                 return
@@ -296,35 +329,28 @@ class WebSocket:
 
 async def run_session(conn: Connection, request: Request, upgrade: WebSocketUpgrade) -> None:
     """Complete the handshake on ``conn`` and run ``upgrade.session(ws)`` to the end."""
-    head = accept_head(upgrade.accept, upgrade.headers)
-    await conn.replies.send_all(head)
-    ws = WebSocket(conn, request, upgrade.options)
+    ws = await open_session(WebSocket, conn, request, upgrade)
     # Frames a client sent right behind its handshake are already in the HTTP parser.
     first = bytes(conn.parser._buf)
-    session = upgrade.session
-    assert session is not None
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ws._read_loop, first)
         nursery.start_soon(ws._keep)
-        nursery.start_soon(_end_handler_when_closed, ws)
-        code, reason = NORMAL, ""
-        with ws._handler_scope:
-            try:
-                await session(ws)
-            except WebSocketClosed:
-                pass
-            except Exception as exc:
-                conn.log.error(  # type: ignore[union-attr]
-                    f"WebSocket handler error for {conn.peer}",
-                    request_line=f"GET {request.target} HTTP/1.1",
-                    exc=exc,
-                )
-                code, reason = INTERNAL_ERROR, "internal error"
-        await ws.close(code, reason)
+        nursery.start_soon(end_handler_when_closed, ws)
+        await ws.serve(upgrade, request)
         nursery.cancel_scope.cancel()
 
 
-async def _end_handler_when_closed(ws: WebSocket) -> None:
+async def open_session(
+    kind: type[WebSocket], conn: Any, request: Request, upgrade: WebSocketUpgrade
+) -> WebSocket:
+    """Send the ``101`` head and make the session's WebSocket (``kind``: this module's,
+    or the asyncio server's)."""
+    head = accept_head(upgrade.accept, upgrade.headers)
+    await conn.replies.send_all(head)
+    return kind(conn, request, upgrade.options)
+
+
+async def end_handler_when_closed(ws: WebSocket) -> None:
     """Once nothing can arrive any more, the handler gets ``close_timeout`` to notice (its
     ``recv_evt()`` raises), then it is cancelled: nobody is listening."""
     await select(ws.closed_evt())

@@ -33,12 +33,14 @@ import trio
 
 from .client import Client
 
-__all__ = ["serve", "ServerThread", "reachable", "LOOPS", "default_loop", "use_loop"]
+__all__ = ["serve", "ServerThread", "reachable", "LOOPS", "default_loop", "use_loop",
+           "running_servers"]  # fmt: skip
 
 LOOPS = ("trio", "asyncio")
 """The event loops a pyweb server runs on."""
 
 _default = ["trio"]
+_running: set[ServerThread] = set()  # started and not yet stopped (see running_servers)
 
 
 def default_loop() -> str:
@@ -56,6 +58,12 @@ def use_loop(name: str) -> Iterator[str]:
         yield name
     finally:
         _default[0] = before
+
+
+def running_servers() -> list[ServerThread]:
+    """The server threads started and not yet stopped, in this process (a test suite
+    checks with it that the servers of a test run on the test's loop)."""
+    return list(_running)
 
 
 def reachable(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -136,7 +144,8 @@ class ServerThread:
         await self.server.start()
         self._ready.set()
         await self._stop_asked.wait()
-        await self.server.shutdown()
+        self.server.shutdown()  # graceful: wait_closed() returns when requests are done
+        await self.server.wait_closed()
         self.returned.set()
 
     def _asyncio_crash(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -146,9 +155,12 @@ class ServerThread:
         loop.default_exception_handler(context)
 
     def start(self, timeout: float = 30.0) -> ServerThread:
+        _running.add(self)
         self.thread.start()
         if not self._ready.wait(timeout):
             raise TimeoutError(f"the pyweb server did not start listening within {timeout} s")
+        if self._error is not None:
+            _running.discard(self)
         self._raise_crash()
         return self
 
@@ -172,7 +184,17 @@ class ServerThread:
         """Ask the server to stop (graceful: requests in flight finish); do not wait."""
         if self.loop == "asyncio":
             assert self.aio_loop is not None and self._stop_asked is not None
-            self.aio_loop.call_soon_threadsafe(self._stop_asked.set)
+            begun = threading.Event()
+
+            def begin() -> None:
+                # The shutdown begins before this call returns (as trio's run_sync): a
+                # request sent right after it is answered with Connection: close.
+                self.server.shutdown()
+                self._stop_asked.set()  # type: ignore[union-attr]
+                begun.set()
+
+            self.aio_loop.call_soon_threadsafe(begin)
+            begun.wait(10)
         else:
             trio.from_thread.run_sync(self.server.shutdown, trio_token=self.token)
 
@@ -185,6 +207,7 @@ class ServerThread:
         self.thread.join(timeout)
         if self.thread.is_alive():
             raise TimeoutError(f"the pyweb server did not shut down within {timeout} s")
+        _running.discard(self)
         self._raise_crash()
 
     def _raise_crash(self) -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import html
 import socket
 
+import pytest
+
 from pyweb.testing import serve
 
 from ..csrf_helpers import TOKEN_PAGE, token_header
+
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 ECHO = """
 import json
@@ -204,10 +208,10 @@ def test_streaming_body_is_chunked(site):
     root = site(
         {
             "stream.py": """
-                import trio
+                from pyweb import runtime
                 async def lines():
                     for i in range(3):
-                        await trio.sleep(0)
+                        await runtime.sleep(0)
                         yield f"line {i}\\n"
                 conn.return_(lines(), content_type="text/plain")
             """

@@ -16,6 +16,8 @@ import pyweb.testing
 from pyweb.app.site import Site
 from pyweb.protocol.parser import Limits
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 PAGES = {
     "ok.py": 'conn.return_("<p>ok</p>")\n',
     "boom.py": textwrap.dedent(
@@ -35,7 +37,7 @@ PAGES = {
         """
     ),
     "_helpers.py": "import json\n\n\ndef broken():\n    return json.loads('{not json')\n",
-    "slow.py": "import trio\n\nawait trio.sleep(10)\nconn.return_('late')\n",
+    "slow.py": "from pyweb import runtime\n\nawait runtime.sleep(10)\nconn.return_('late')\n",
     "form.py": textwrap.dedent(
         """\
         from pyweb.forms import get_email, get_nat, wrap_fail

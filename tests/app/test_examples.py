@@ -17,12 +17,14 @@ from pyweb.testing import serve
 
 from ..csrf_helpers import csrf_token, token_from
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 
 
 @pytest.fixture(scope="module")
-def client():
-    with serve(PAGES) as client:
+def client(loop):
+    with serve(PAGES, loop=loop) as client:
         yield client
 
 

@@ -16,6 +16,8 @@ import pytest
 import pyweb.testing
 from pyweb.app.site import Site
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 PAGES = {
     "ok.py": 'conn.return_("<p>still here</p>")\n',
     "sys_exit.py": "import sys\n\nsys.exit()\n",
@@ -41,10 +43,9 @@ PAGES = {
             conn.return_("except Exception must not catch conn.exit()")
         """
     ),
-    "sleepy.py": "import trio\n\nawait trio.sleep(30)\nconn.return_('late')\n",
+    "sleepy.py": "from pyweb import runtime\n\nawait runtime.sleep(30)\nconn.return_('late')\n",
     "longpoll.py": textwrap.dedent(
         """\
-        import trio
         from pyweb.events import select, timeout
 
         gone = conn.client_gone_evt()  # waits on its own events: no page deadline
@@ -54,11 +55,11 @@ PAGES = {
     ),
     "streamed.py": textwrap.dedent(
         """\
-        import trio
+        from pyweb import runtime
 
         async def ticks():
             for i in range(4):
-                await trio.sleep(0.3)
+                await runtime.sleep(0.3)
                 yield f"tick {i}\\n"
 
         conn.return_(ticks(), content_type="text/plain")

@@ -13,6 +13,8 @@ from pyweb.testing import serve
 
 from ..csrf_helpers import TOKEN_PAGE, token_header
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 TODO = """
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict

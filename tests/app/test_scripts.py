@@ -13,6 +13,8 @@ from pyweb.testing import serve
 from ..csrf_helpers import TOKEN_PAGE, token_header
 from .conftest import touch_later
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 
 def test_script_is_served_at_name_and_name_py(site):
     root = site({"hi.py": "conn.return_('<p>hi</p>')\n"})
@@ -44,8 +46,8 @@ def test_top_level_await(site):
     root = site(
         {
             "wait.py": """
-                import trio
-                await trio.sleep(0)
+                from pyweb import runtime
+                await runtime.sleep(0)  # the running loop's sleep: trio's or asyncio's
                 body = await conn.body()
                 conn.return_(f"slept, body={body!r}", content_type="text/plain")
             """,

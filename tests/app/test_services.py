@@ -13,6 +13,8 @@ from pyweb.testing import serve
 
 from ..csrf_helpers import TOKEN_PAGE, token_header
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 SERVICES = """
 from __future__ import annotations   # string annotations must work too
 

@@ -14,6 +14,8 @@ from pyweb.testing import Client, serve
 from ..csrf_helpers import csrf_token
 from .conftest import write_site
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 SITE = {
     "count.py": """
         conn.session["n"] = conn.session.get("n", 0) + 1
@@ -41,9 +43,9 @@ SITE = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, loop):
     root = write_site(tmp_path_factory.mktemp("machine") / "site", SITE)
-    with serve(root) as client:
+    with serve(root, loop=loop) as client:
         yield client
 
 
@@ -94,5 +96,7 @@ class OneBrowser(RuleBasedStateMachine):
 
 def test_sessions_follow_the_model(server):
     OneBrowser.base_url = server.base_url
-    machine = settings(max_examples=25, stateful_step_count=12, deadline=None)(OneBrowser)
+    # A fresh subclass per run: settings() may decorate a class once (one run per loop).
+    fresh = type("OneBrowserRun", (OneBrowser,), {})
+    machine = settings(max_examples=25, stateful_step_count=12, deadline=None)(fresh)
     machine.TestCase().runTest()

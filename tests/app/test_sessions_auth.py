@@ -16,6 +16,8 @@ from pyweb.testing import serve
 from ..csrf_helpers import csrf_token, token_from
 from .conftest import write_site
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 LOGIN = """
 from pyweb import auth, csrf_field, qq
 from pyweb.forms import get_string

@@ -446,6 +446,7 @@ def raw_exchange(port: int, requests: list[bytes]) -> list[tuple[h11.Response, b
     return results
 
 
+@pytest.mark.loops("trio", "asyncio")
 def test_integration_file_byte_exact(served, site):
     r = served.get("/index.html")
     assert r.status == 200 and r.body == INDEX and r.headers["content-length"] == str(len(INDEX))
@@ -459,12 +460,14 @@ def test_integration_file_byte_exact(served, site):
     assert served.get("/").body == INDEX
 
 
+@pytest.mark.loops("trio", "asyncio")
 def test_integration_head(served):
     r = served.head("/hello.txt")
     assert r.status == 200 and r.body == b"" and r.headers["content-length"] == "10"
     assert served.get("/hello.txt").body == b"0123456789"  # the connection is still in step
 
 
+@pytest.mark.loops("trio", "asyncio")
 def test_integration_range(served, site):
     big = bytes(range(256)) * 100
     (site / "big.bin").write_bytes(big)
@@ -480,6 +483,7 @@ def test_integration_range(served, site):
     assert r.status == 416 and r.headers["content-range"] == f"bytes */{len(big)}"
 
 
+@pytest.mark.loops("trio", "asyncio")
 def test_integration_304_has_no_body(served):
     etag = served.get("/hello.txt").headers["etag"]
     port = served.server.port
@@ -509,6 +513,7 @@ def test_integration_304_has_no_body(served):
     ]
 
 
+@pytest.mark.loops("trio", "asyncio")
 def test_integration_redirect_and_traversal(served):
     r = served.get("/docs")
     assert r.status == 301 and r.headers["location"] == "/docs/"

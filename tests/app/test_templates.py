@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pyweb.testing import serve
 
 from ..csrf_helpers import TOKEN_PAGE, token_header
+
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 FILES = {
     "templates/hello.html": "<p>{{ greeting }}Hello, {{ form.get('name', 'stranger') }} ({{ conn.method }})</p>\n",

@@ -20,13 +20,17 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and os.environ.get("CI") == "true":
     pytest.fail("no chromium on this machine, and CI=true (.ci/system-packages installs it)", pytrace=False)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine"),
+    pytest.mark.loops("trio", "asyncio"),
+]
+
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 
 
 @pytest.fixture(scope="module")
-def browser_page():
-    with serve(PAGES) as client, sync_api.sync_playwright() as p:
+def browser_page(loop):
+    with serve(PAGES, loop=loop) as client, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
             yield client.base_url, browser.new_page()

@@ -17,6 +17,8 @@ import pyweb.testing
 from pyweb.protocol.response import Response
 from pyweb.server.budget import BUDGET
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 FORM = "application/x-www-form-urlencoded"
 
 
@@ -125,7 +127,7 @@ def test_a_page_that_does_not_read_its_body_is_answered_at_once(tmp_path):
 def test_bodies_held_at_once_fit_max_body_memory(tmp_path):
     # The page holds its form for a moment: a second one that does not fit gets a 503.
     (tmp_path / "hold.py").write_text(
-        "import trio\nawait trio.sleep(1.0)\nconn.return_(str(len(conn.form['data'])))\n"
+        "from pyweb import runtime\nawait runtime.sleep(1.0)\nconn.return_(str(len(conn.form['data'])))\n"
     )
     with pyweb.testing.serve(site(tmp_path), max_body_memory=1_000_000) as c:
         body = b"data=" + b"x" * 600_000
@@ -148,6 +150,26 @@ def test_bodies_held_at_once_fit_max_body_memory(tmp_path):
         assert BUDGET.held == 0  # given back when the replies went out
         post()  # room again
         assert replies[-1].startswith(b"HTTP/1.1 200")
+
+
+def test_bodies_trickled_in_hold_no_budget(tmp_path):
+    """The budget counts the bytes that arrived, not the declared length: bodies trickled
+    in (declaring 600 KB each, against a 1 MB budget) do not make a real one a 503."""
+    (tmp_path / "size.py").write_text("conn.return_(str(len(conn.form['data'])))\n")
+    with pyweb.testing.serve(site(tmp_path), max_body_memory=1_000_000) as c:
+        head = (f"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: {FORM}\r\n"
+                f"Content-Length: 600005\r\n\r\ndata=").encode()  # fmt: skip
+        trickles = [socket.create_connection(("127.0.0.1", c.server.port)) for _ in range(5)]
+        try:
+            for s in trickles:
+                s.sendall(head + b"x")
+            time.sleep(0.3)  # (their pages are reading their bodies)
+            r = c.request("POST", "/size", body=b"data=" + b"y" * 600_000,
+                          headers={"Content-Type": FORM})  # fmt: skip
+            assert r.status == 200 and r.text == "600000", r.text
+        finally:
+            for s in trickles:
+                s.close()
 
 
 def test_urlencoded_forms_have_a_smaller_limit_than_uploads(tmp_path):

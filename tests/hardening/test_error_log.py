@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 import pyweb.testing
+
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 
 def test_the_same_traceback_is_written_once_and_counted(tmp_path):

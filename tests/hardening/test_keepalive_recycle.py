@@ -9,10 +9,13 @@ import socket
 import time
 
 import h11
+import pytest
 
 import pyweb.testing
 from pyweb.protocol.response import Response
 from pyweb.server import Server, ServerConfig
+
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 
 async def hello(ctx):

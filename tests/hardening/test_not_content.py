@@ -16,6 +16,8 @@ import pyweb.testing
 from pyweb.app.static import NOT_CONTENT, StaticFiles, is_content_name
 from pyweb.protocol.messages import Request
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 SECRET = b"status_token = 'hunter2'\n"
 
 
@@ -63,8 +65,8 @@ def site(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def served(site):
-    with pyweb.testing.serve(site, error_log=None) as client:
+def served(site, loop):
+    with pyweb.testing.serve(site, error_log=None, loop=loop) as client:
         yield client
 
 

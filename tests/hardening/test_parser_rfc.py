@@ -11,6 +11,8 @@ import pytest
 import pyweb.testing
 from pyweb.protocol.response import Response
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 
 async def echo(ctx):
     body = await ctx.body()
@@ -18,8 +20,8 @@ async def echo(ctx):
 
 
 @pytest.fixture(scope="module")
-def port():
-    with pyweb.testing.serve(echo) as client:
+def port(loop):
+    with pyweb.testing.serve(echo, loop=loop) as client:
         yield client.server.port
 
 

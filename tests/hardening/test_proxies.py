@@ -18,6 +18,8 @@ import pyweb.testing
 from pyweb.app.site import Site
 from pyweb.server.proxy import TrustedProxies, forwarded
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 
 def _outside_address() -> str | None:
     """An address of this machine that is not loopback (what a remote client looks like)."""

@@ -14,6 +14,8 @@ import pyweb.testing
 from pyweb.events import select, timeout
 from pyweb.protocol.response import Response
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 SLOTS = 40
 
 
@@ -59,7 +61,8 @@ def server():
 def test_idle_keep_alive_connections_make_room(server):
     hold = []
     try:
-        for _ in range(2 * SLOTS):  # each answered, then idle on keep-alive
+        for _ in range(3 * SLOTS):  # each answered, then idle on keep-alive (the slots
+            # and the room for as many idle connections again: the last third evicts)
             s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
             hold.append(s)
             s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -74,7 +77,7 @@ def test_idle_keep_alive_connections_make_room(server):
 
 def test_silent_connections_make_room(server):
     hold = crowd(server.port, 2 * SLOTS)  # connect, send nothing (a first-byte attack)
-    time.sleep(0.3)  # (a new connection is safe for slots.FRESH_GRACE: its request may come)
+    time.sleep(0.3)  # (the crowd is in its slots and the waiting room)
     try:
         for _ in range(5):
             assert normal_get(server.port)[0] == 200
@@ -120,3 +123,42 @@ def test_one_client_over_its_limit_gets_a_fast_503():
                 s.close()
         time.sleep(0.2)
         assert normal_get(port)[0] == 200  # under the limit again
+
+
+@pytest.mark.loops("trio")  # (the pool and nothread schedulers are trio's)
+@pytest.mark.parametrize("scheduler", ["pool", "nothread"])
+def test_the_fixed_schedulers_let_idle_connections_give_way(scheduler):
+    """A pool's tasks are its limit: idle keep-alive connections holding them all used to
+    keep a newcomer in the listen backlog until their keep-alive timeout (60 s here)."""
+    with pyweb.testing.serve(app, scheduler=scheduler, pool_size=2,
+                             keepalive_timeout=60.0) as client:  # fmt: skip
+        port = client.server.port
+        hold = []
+        try:
+            for _ in range(2):
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                hold.append(s)
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert s.recv(65536).startswith(b"HTTP/1.1 200")
+            for _ in range(3):
+                status, took = normal_get(port)
+                assert status == 200 and took < 5, took
+        finally:
+            for s in hold:
+                s.close()
+
+
+@pytest.mark.loops("trio")  # (the pool scheduler is trio's)
+def test_a_full_pool_answers_a_fast_503():
+    with pyweb.testing.serve(app, scheduler="pool", pool_size=2) as client:
+        port = client.server.port
+        polls = crowd(port, 2, b"GET /poll HTTP/1.1\r\nHost: x\r\n\r\n")  # both tasks busy
+        try:
+            time.sleep(0.2)
+            status, took = normal_get(port)
+            assert status == 503 and took < 5, took
+        finally:
+            for s in polls:
+                s.close()
+        time.sleep(0.3)
+        assert normal_get(port)[0] == 200

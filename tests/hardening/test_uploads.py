@@ -25,6 +25,8 @@ from pyweb.server.budget import BUDGET
 
 from .test_bodies import read_reply, site
 
+pytestmark = pytest.mark.loops("trio", "asyncio")
+
 
 class Collect:
     """A sink that records what the parser delivers (pieces joined per part)."""

@@ -7,8 +7,6 @@ from __future__ import annotations
 import h11
 import pytest
 
-from tests.loops import asyncio_lacks
-
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 
@@ -123,7 +121,6 @@ def test_head_of_a_streaming_reply_has_no_body(kit):
         assert c.request("GET", "/hello").body == b"hello"
 
 
-@asyncio_lacks("stream failure")
 def test_stream_failing_midway_cuts_the_connection(kit):
     with kit.running() as srv, srv.connect() as c:
         c.send(kit.build("GET", "/stream-fails"))
@@ -178,7 +175,6 @@ def test_100_continue_not_sent_when_the_handler_ignores_the_body(kit):
         assert c.closed_by_server()
 
 
-@asyncio_lacks("unread body")
 def test_small_unread_body_is_drained_and_the_connection_kept(kit):
     with kit.running() as srv, srv.connect() as c:
         c.send(kit.build("POST", "/ignore", [("Content-Length", "10")]) + b"01234")
@@ -188,7 +184,6 @@ def test_small_unread_body_is_drained_and_the_connection_kept(kit):
         assert c.request("GET", "/hello").body == b"hello"
 
 
-@asyncio_lacks("unread body")
 def test_large_unread_body_closes_the_connection(kit):
     with kit.running() as srv, srv.connect() as c:
         c.send(kit.build("POST", "/ignore", [("Content-Length", str(10**6))]) + b"x" * 1000)
@@ -239,7 +234,6 @@ INVALID = [
 
 @pytest.mark.parametrize("scheduler", ["one-to-one", "pool"])
 @pytest.mark.parametrize(("name", "data", "status"), INVALID, ids=[i[0] for i in INVALID])
-@asyncio_lacks("error log")
 def test_invalid_input_gets_its_status_and_closes(kit, name, data, status, scheduler):
     from pyweb.protocol import Limits
 
@@ -276,7 +270,6 @@ def test_dev_mode_error_page_shows_the_offending_input(kit):
 # ------------------------------------------------------------------------ handler errors
 
 
-@asyncio_lacks("error log")
 def test_handler_exception_gives_500_and_the_server_keeps_serving(kit):
     with kit.running() as srv:
         with srv.connect() as c:
@@ -298,14 +291,12 @@ def test_dev_mode_500_shows_the_escaped_traceback(kit):
         assert b"&lt;script&gt;" in r.body and b"<script>" not in r.body
 
 
-@asyncio_lacks("handler result")
 def test_handler_returning_something_else_gives_500(kit):
     with kit.running() as srv, srv.connect() as c:
         assert c.request("GET", "/not-a-response").status == 500
     assert "must return a pyweb Response" in srv.error_log.getvalue()
 
 
-@asyncio_lacks("access log")
 def test_access_log_records_each_request(kit, tmp_path):
     log = tmp_path / "access.log"
     with kit.running(access_log=str(log)) as srv, srv.connect() as c:

@@ -13,7 +13,7 @@ import trio
 from pyweb.server.logging import AccessRecord, ServerLog, format_access, format_error, log_time
 from tests.helpers import until_async
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 
 def trio_test(fn):

@@ -7,11 +7,10 @@ from __future__ import annotations
 import time
 
 import pytest
-import trio
 
 from pyweb.server import ServerConfig
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 OLD = {"dev": False, "max_body": 100, "body_timeout": 5.0}
 NEW = {"dev": True, "max_body": 10_000, "body_timeout": 0.3}
@@ -19,7 +18,7 @@ NEW = {"dev": True, "max_body": 10_000, "body_timeout": 0.3}
 
 def reload(srv, kit, **settings) -> None:
     config = ServerConfig(port=0, access_log=None, error_log=srv.error_log, **settings)
-    trio.from_thread.run_sync(srv.server.reconfigure, config, kit.app, trio_token=srv.token)
+    srv.call(srv.server.reconfigure, config, kit.app)
 
 
 def slow_post(c, pause: float):
@@ -92,7 +91,7 @@ def test_the_old_connection_keeps_its_site_and_its_dev_flag(kit, tmp_path, statu
         config = ServerConfig(
             port=0, access_log=None, error_log=srv.error_log, dev=True, status=status
         )
-        trio.from_thread.run_sync(srv.server.reconfigure, config, new_site, trio_token=srv.token)
+        srv.call(srv.server.reconfigure, config, new_site)
         with srv.connect() as new:
             # a page that raises: the traceback only under the new Site (dev)
             assert b"kaboom-in-a-page" in new.request("GET", "/boom").body

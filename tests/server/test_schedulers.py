@@ -7,7 +7,9 @@ import threading
 
 import pytest
 
-pytestmark = pytest.mark.timeout(30)
+from tests.loops import asyncio_lacks
+
+pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 
 def _clients_in_parallel(kit, srv, n: int, target: str) -> list[bytes]:
@@ -36,7 +38,12 @@ def test_each_scheduler_serves_concurrent_clients(kit, scheduler):
 
 
 @pytest.mark.parametrize(
-    ("scheduler", "expected"), [("one-to-one", 4), ("pool", 2), ("nothread", 1)]
+    ("scheduler", "expected"),
+    [
+        ("one-to-one", 4),
+        pytest.param("pool", 2, marks=asyncio_lacks("schedulers")),
+        pytest.param("nothread", 1, marks=asyncio_lacks("schedulers")),
+    ],
 )
 def test_how_many_requests_run_at_once(kit, scheduler, expected):
     with kit.running(scheduler=scheduler, pool_size=2) as srv:

@@ -11,14 +11,14 @@ import threading
 import time
 
 import pytest
-import trio
 
+from pyweb import runtime
 from pyweb.events import select, timeout, wrap
 from pyweb.protocol.response import Response
 from pyweb.server.control import RELOAD
 from tests.helpers import until
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 TEXT = [("Content-Type", "text/plain")]
 
@@ -133,7 +133,7 @@ def test_python_logging_records_reach_the_error_log_while_the_server_runs(kit):
     async def handler(ctx):
         lib.info("not shown: below WARNING")
         lib.warning("redis unreachable at %s", "127.0.0.1:1")
-        await trio.to_thread.run_sync(lambda: lib.error("from a worker thread"))
+        await runtime.to_thread(lambda: lib.error("from a worker thread"))
         return Response(200, TEXT, b"ok")
 
     with kit.running(handler) as srv, srv.connect() as c:
@@ -152,7 +152,7 @@ def test_python_logging_records_reach_the_error_log_while_the_server_runs(kit):
 def test_reload_message_leaves_idle_connections_open_and_shutdown_closes_them(kit):
     with kit.running(None, keepalive_timeout=60.0) as srv, srv.connect() as c:
         assert c.request().body == b"hello"
-        trio.from_thread.run_sync(srv.server.broadcast.send, RELOAD, trio_token=srv.token)
+        srv.call(srv.server.broadcast.send, RELOAD)
         assert not c.closed_by_server(timeout=0.3)
         assert c.request().body == b"hello"
         srv.shutdown()

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 
 @pytest.mark.parametrize("scheduler", ["one-to-one", "pool", "nothread"])

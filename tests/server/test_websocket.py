@@ -27,7 +27,7 @@ import pyweb.testing
 from pyweb.protocol.messages import Request
 from pyweb.protocol.websocket import HandshakeError, check_handshake, same_origin
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 # --- the handshake, sans-IO ----------------------------------------------------------------
 
@@ -198,10 +198,10 @@ async def publish(text: str):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, loop):
     root = tmp_path_factory.mktemp("wssite")
     (root / "sockets.py").write_text(SITE)
-    with pyweb.testing.serve(root) as client:
+    with pyweb.testing.serve(root, loop=loop) as client:
         yield client
 
 

@@ -1,0 +1,420 @@
+"""What each stage of the page layer costs per request, in-process, on trio and on asyncio.
+
+A request for a script page goes through these stages in :class:`pyweb.app.site.Site`
+(docs/performance.md tells the story; this is its measurement):
+
+=============  ==============================================================================
+``route``      URL → script or service (``Site._route`` up to the page it found)
+``regions``    the region around the page: in-flight count, the library state check after
+               it (:meth:`pyweb.regions.SiteRegions.run`)
+``prepare``    ``Site._run_page`` before the page: form/query parsing, building ``conn``,
+               session and CSRF checks, the watchdog's and the forgotten-await guards'
+               registration, the context variables (``current_conn``, the form)
+``outcome``    ``Site._page_outcome`` around the page: the form-error collector, the page
+               deadline (async pages only), the traps, the session save, ``conn.finish``
+``script``     the script itself: a fresh globals dict, ``eval`` of its code, ``conn.return_``
+               (the claim check, turning the value into a ``Response``)
+``secure``     the security headers added to the response (``Site._secure``)
+``whole``      ``await site(ctx)``: all of the above, for the same request
+``floor``      ``await handler(ctx)`` for a handler that returns a constant response: what any
+               handler costs the server, for scale
+=============  ==============================================================================
+
+Each stage is measured by calling the site's own code for that stage with the stage after
+it replaced by a constant answer (``route`` runs the real routing with a ``_run_script``
+that returns at once, ...), so the numbers follow the code as it changes. The pages are the
+peers benchmark's: ``hello`` (``pages/hello.py``, a constant page), ``dynamic`` (the
+984-byte page of ``benchmarks/apps/page.py`` built by a script per request) and ``guess``
+(``pages/guess.py`` with a query).
+
+Two ways to count:
+
+* wall clock (default): ns per request, median of rounds; noisy on a shared machine;
+* ``--callgrind``: instructions per request under ``valgrind --tool=callgrind``, which are
+  repeatable under load. The script re-runs itself under valgrind; a dump is taken before
+  and after each stage's loop (``--dump-before`` on a function only the marker calls), and
+  the per-request count is the loop's count minus an empty loop's, divided by ``--n``.
+
+Usage: .venv/bin/python benchmarks/bench_page_stages.py [--loop trio|asyncio|both]
+           [--pages hello,dynamic,guess] [--n 20000] [--callgrind] [--json FILE]
+(needs PYWEB_SECRET_KEY, as the peers benchmark: the example pages post forms.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ROOT / "benchmarks" / "apps"
+sys.path.insert(0, str(APPS))
+
+import page as bench_page  # noqa: E402 - benchmarks/apps/page.py: the peers' pages
+
+from pyweb import forms  # noqa: E402
+from pyweb.app import site as site_module  # noqa: E402
+from pyweb.app.conn import Conn  # noqa: E402
+from pyweb.app.formdata import form_from  # noqa: E402
+from pyweb.protocol.parser import RequestParser  # noqa: E402
+from pyweb.protocol.response import Response  # noqa: E402
+
+PAGES = {
+    "hello": "/hello",
+    "dynamic": "/dynamic",
+    "page-hello": "/page/hello",
+    "guess": "/page/guess?" + bench_page.GUESS_QUERY,
+}
+"""The peers benchmark's scripts (benchmarks/apps/pyweb_app.py writes the site): ``hello``
+answers 13 bytes of text/plain, ``dynamic`` builds the 984-byte page per request,
+``page-hello`` and ``guess`` are the example site's ``pages/hello.py`` and ``pages/guess.py``."""
+STAGES = ["floor", "route", "regions", "prepare", "outcome", "script", "secure", "whole"]
+_MARK = "sys_getswitchinterval"
+"""The C function a callgrind dump is taken before: ``sys.getswitchinterval()`` is called
+by nothing else in this benchmark, so each call marks a stage's start or end."""
+
+
+def make_site() -> str:
+    """The site folder the peers benchmark serves (its static file made here)."""
+    import pyweb_app
+
+    return pyweb_app.make_site("")
+
+
+class Ctx:
+    """The handler contract (:class:`pyweb.handler.Context`) without a server: what the
+    stages need, nothing measured on the server's side."""
+
+    __slots__ = ("request", "peer", "scheme", "dev", "received_at", "alloc")
+
+    def __init__(self, request: Any) -> None:
+        self.request = request
+        self.peer = "127.0.0.1:50000"
+        self.scheme = "http"
+        self.dev = False
+        self.received_at = 0.0
+        self.alloc: tuple[int, int] | None = None
+
+    server_port = 8000
+
+    async def body(self, copies: int = 1) -> bytes:
+        return b""
+
+    def log_error(self, message: str, exc: BaseException | None = None) -> None:
+        print("page error:", message, file=sys.stderr)
+
+
+def parse(target: str) -> Any:
+    parser = RequestParser()
+    parser.feed(f"GET {target} HTTP/1.1\r\nHost: bench\r\nUser-Agent: wrk\r\n\r\n".encode())
+    return parser.next_event()
+
+
+_CONSTANT = Response(200, [("Content-Type", "text/plain")], b"Hello, World!")
+
+
+async def _constant_async(*args: Any, **kwargs: Any) -> Response:
+    return _CONSTANT
+
+
+def _constant_ready(*args: Any, **kwargs: Any) -> Awaitable[Response]:
+    return _constant_async()
+
+
+def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """One request's worth of each stage, as a no-argument async call."""
+    request = ctx.request
+    decoded = request.path
+    script = site.scripts[decoded[1:]]
+    real = {
+        attr: getattr(type(site), attr)
+        for attr in ("_route", "_run_script", "_run_page", "_page_outcome", "_secure")
+    }
+
+    def bound(attr: str) -> Any:
+        return real[attr].__get__(site)
+
+    def with_stub(stub_attr: str, call: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
+        """``call`` with the site's ``stub_attr`` answering at once (set around the loop)."""
+        call.stub = stub_attr  # type: ignore[attr-defined]
+        return call
+
+    form, files = form_from(request.query, None, None, site.form_limits)  # (in "prepare")
+
+    def new_conn() -> Conn:
+        return Conn(ctx, form=form, files=files, page=script.name, filename=script.path,
+                    site_root=site.root)  # fmt: skip
+
+    async def floor() -> Any:
+        return await _constant_async(ctx)
+
+    route_method = bound("_route")
+
+    async def route() -> Any:
+        return await route_method(ctx)
+
+    regions_of_site = site.regions
+    answer = _html_response()
+
+    async def regions() -> Any:
+        if not hasattr(regions_of_site, "enter"):  # the region as its own coroutine
+            return await regions_of_site.run(ctx, script.name, _constant_async, ctx)
+        # the region's three steps, which the site calls around the page in _run_page
+        slot = regions_of_site.enter()
+        found = regions_of_site.leave(ctx, script.name, slot)
+        return regions_of_site.answer(answer, script.name, found)
+
+    run_page = bound("_run_page")
+
+    async def prepare() -> Any:
+        return await run_page(ctx, script.run, script.name, script.path, False)
+
+    page_outcome = bound("_page_outcome")
+
+    async def outcome() -> Any:
+        conn = new_conn()
+
+        async def answered(c: Conn) -> None:
+            c.response = _CONSTANT
+
+        return await page_outcome(ctx, conn, answered, script.name, script.path, False)
+
+    async def script_run() -> Any:
+        conn = new_conn()
+        token = site_module._current.set(conn)
+        form_token = forms.current_form.set(form)
+        try:
+            await script.run(conn)
+        finally:
+            forms.current_form.reset(form_token)
+            site_module._current.reset(token)
+        return conn.response
+
+    async def conn_only() -> Any:
+        return new_conn()
+
+    response = _html_response()
+
+    secure_method = bound("_secure")
+
+    async def secure() -> Any:
+        return secure_method(response)
+
+    async def whole() -> Any:
+        return await site(ctx)
+
+    calls = {
+        "floor": floor,
+        "route": with_stub("_run_script", route),
+        "regions": regions,
+        "prepare": with_stub("_page_outcome", prepare),
+        "outcome": outcome,
+        "script": script_run,
+        "conn": conn_only,  # subtracted from outcome and script (each builds a conn)
+        "secure": secure,
+        "whole": whole,
+    }
+    return calls
+
+
+def _html_response() -> Response:
+    """The page's own response (before the security headers), for the ``secure`` stage."""
+    return Response(200, [("Content-Type", "text/html; charset=utf-8")], b"<p>hi</p>")
+
+
+# ---- running -------------------------------------------------------------------------------
+
+
+async def _yield_now(loop: str) -> None:
+    if loop == "trio":
+        await trio.lowlevel.checkpoint()
+    else:
+        await asyncio.sleep(0)
+
+
+async def measure(loop: str, site: Any, pages: list[str], n: int, marks: bool) -> dict:
+    """Per page and stage: seconds per request (median of rounds), or, with ``marks``, the
+    callgrind marks around each loop (the parent reads the dumps)."""
+    results: dict[str, dict[str, float]] = {}
+    mark = sys.getswitchinterval
+
+    async def empty() -> None:
+        return None
+
+    for page_name in pages:
+        ctx = Ctx(parse(PAGES[page_name]))
+        calls = {"empty": empty, **stage_calls(site, ctx)}
+        for call in calls.values():  # warm up: caches, the watchdog's start, imports
+            stub = getattr(call, "stub", None)
+            if stub is not None:
+                setattr(site, stub, _constant_ready)
+            for _ in range(50):
+                await call()
+            if stub is not None:
+                delattr(site, stub)
+        await _yield_now(loop)
+        per: dict[str, list[float]] = {name: [] for name in calls}
+        rounds = 1 if marks else 5
+        for _ in range(rounds):
+            for name, call in calls.items():
+                stub = getattr(call, "stub", None)
+                if stub is not None:
+                    setattr(site, stub, _constant_ready)
+                if marks:
+                    mark()  # dump: what came before
+                t = time.perf_counter()
+                for i in range(n):
+                    await call()
+                    if i % 64 == 63:
+                        await _yield_now(loop)  # as a server would: let the watchdog tick
+                elapsed = time.perf_counter() - t
+                if marks:
+                    mark()  # dump: this loop
+                if stub is not None:
+                    delattr(site, stub)
+                per[name].append(elapsed / n)
+        results[page_name] = {name: statistics.median(v) for name, v in per.items()}
+    return results
+
+
+def run_loop(loop: str, pages: list[str], n: int, marks: bool) -> dict:
+    from pyweb.app.site import Site
+
+    site = Site(make_site())
+    if loop == "trio":
+        return trio.run(measure, loop, site, pages, n, marks)
+    try:
+        import uvloop
+
+        new_loop: Any = uvloop.new_event_loop
+    except ImportError:
+        new_loop = asyncio.new_event_loop
+    event_loop = new_loop()
+    try:
+        return event_loop.run_until_complete(measure(loop, site, pages, n, marks))
+    finally:
+        event_loop.close()
+
+
+def per_stage(raw: dict[str, float]) -> dict[str, float]:
+    """Stage costs from the loops' costs: the empty loop subtracted from every one, and the
+    ``conn`` built by the ``outcome`` and ``script`` harnesses subtracted from them."""
+    base = raw["empty"]
+    out = {name: raw[name] - base for name in raw if name != "empty"}
+    for name in ("outcome", "script"):
+        out[name] -= out["conn"]
+    for name in ("route", "prepare"):  # each awaits a constant answer at its end
+        out[name] -= out["floor"]
+    from pyweb.regions import SiteRegions
+
+    if hasattr(SiteRegions, "enter"):  # _run_page runs the region's steps itself
+        out["prepare"] -= out["regions"]
+    else:  # the region is a coroutine awaiting a constant answer
+        out["regions"] -= out["floor"]
+    return out
+
+
+def callgrind(loop: str, pages: list[str], n: int) -> dict:
+    """Re-run this script under callgrind; instructions per request per page and stage."""
+    out_dir = tempfile.mkdtemp(prefix="pyweb-stages-cg-")
+    out = os.path.join(out_dir, "cg.out")
+    command = [
+        "valgrind", "--tool=callgrind", f"--dump-before={_MARK}", "--dump-instr=no",
+        f"--callgrind-out-file={out}", sys.executable, __file__, "--child", "--loop", loop,
+        "--pages", ",".join(pages), "--n", str(n),
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict and set layouts every run
+    subprocess.run(
+        command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    counts = []
+    for path in sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1])):
+        with open(path) as f:
+            m = re.search(r"^summary: (\d+)", f.read(), re.M)
+        counts.append(int(m[1]) if m else 0)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    # dumps: [start-up..first mark], then per loop a (gap, loop) pair of dumps
+    names = ["empty", *stage_names()]
+    results: dict[str, dict[str, float]] = {}
+    i = 1  # dump 0: everything before the first mark; then (loop, gap) pairs
+    for page_name in pages:
+        raw = {}
+        for name in names:
+            raw[name] = counts[i] / n  # counts[i + 1]: the gap before the next loop
+            i += 2
+        results[page_name] = raw
+    return results
+
+
+def stage_names() -> list[str]:
+    return ["floor", "route", "regions", "prepare", "outcome", "script", "conn", "secure",
+            "whole"]  # fmt: skip
+
+
+def report(loop: str, unit: str, results: dict) -> str:
+    pages = list(results)
+    lines = [f"### {loop} ({unit} per request)", "",
+             "| stage | " + " | ".join(pages) + " |",
+             "|---|" + "---:|" * len(pages)]  # fmt: skip
+    staged = {p: per_stage(results[p]) for p in pages}
+    for name in [*STAGES[:-1], "sum of stages", "whole"]:
+        cells = []
+        for p in pages:
+            s = staged[p]
+            if name == "sum of stages":
+                value = sum(s[k] for k in STAGES[1:-1])
+            else:
+                value = s[name]
+            cells.append(f"{value:,.0f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--loop", default="both", choices=("trio", "asyncio", "both"))
+    parser.add_argument("--pages", default="hello,dynamic,page-hello")
+    parser.add_argument("--n", type=int, default=None)
+    parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--json", default=None, help="write the raw numbers here")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    os.environ.setdefault("PYWEB_SECRET_KEY", "bench-only-key-0123456789abcdef0123456789")
+    pages = [p for p in args.pages.split(",") if p]
+    loops = ["trio", "asyncio"] if args.loop == "both" else [args.loop]
+    if args.child:
+        run_loop(args.loop, pages, args.n or 2000, marks=True)
+        return
+    all_results = {}
+    for loop in loops:
+        if args.callgrind:
+            results = callgrind(loop, pages, args.n or 2000)
+            unit = "instructions"
+        else:
+            raw = run_loop(loop, pages, args.n or 20000, marks=False)
+            results = {p: {k: v * 1e9 for k, v in r.items()} for p, r in raw.items()}
+            unit = "ns"
+        all_results[loop] = results
+        print(report(loop, unit, results))
+        print()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(all_results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""One request on the asyncio server: the same :class:`RequestContext` a trio handler gets.
+
+A handler cannot tell the two servers apart: ``ctx.body()``, ``ctx.stream()``,
+``ctx.client_gone_evt()``, ``ctx.shutdown_evt()`` and ``ctx.log_error()`` are
+:class:`~pyweb.server.context.RequestContext`'s own methods. Only the making differs: the
+body is an :class:`~pyweb.server.aio_body.AioBody` (fed by the loop's callbacks), and the
+peer is the one a trusted proxy names, as on trio (:mod:`pyweb.server.proxy`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from pyweb.protocol.messages import Request
+
+from .aio_body import AioBody
+from .context import RequestContext
+from .proxy import forwarded
+
+if TYPE_CHECKING:
+    from .aio import HttpProtocol
+
+__all__ = ["AioContext"]
+
+
+class AioContext(RequestContext):
+    """A :class:`RequestContext` on an asyncio connection."""
+
+    __slots__ = ()
+
+    def __init__(self, connection: HttpProtocol, request: Request) -> None:
+        self.request = request
+        self.peer = connection.peer
+        self.scheme = "http"
+        if connection.via_proxy is not None:  # the client behind the proxy, and its scheme
+            self.peer, self.scheme = forwarded(request.headers, self.peer, connection.via_proxy)
+            connection.client = self.peer  # (the access log names it)
+        self.dev = connection.config.dev
+        self.received_at = time.time()
+        self.alloc = None
+        self.request_body = AioBody(connection, request)  # type: ignore[arg-type]
+        self._connection = connection  # type: ignore[assignment]

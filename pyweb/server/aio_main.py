@@ -1,0 +1,124 @@
+"""The asyncio server as a process: its loop, its banner, and the signals (Marlow §6).
+
+What ``pyweb serve`` does around a trio server (``cli.serve_until_signalled``), done for
+:class:`~pyweb.server.aio.AsyncioServer` on an asyncio loop (uvloop when installed):
+
+* SIGINT/SIGTERM: graceful shutdown (exit status 0, or
+  :data:`~pyweb.server.workers.RECYCLE_EXIT` after ``--max-requests``); a second one closes
+  every connection at once (exit status 1);
+* SIGHUP: ``reload(server)``, given by the command line (it re-reads the configuration
+  file and the pages; connections already open keep their settings);
+* SIGUSR1: the log files are reopened (after log rotation);
+* as a ``--workers`` worker (``listen_fd`` set, ``PYWEB_WORKER_ID`` in the environment) it
+  serves the supervisor's socket and says ``pyweb worker N (pid P) ready``, as a trio
+  worker does; the supervisor (``workers.py``) is the same for both loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .aio import AsyncioServer, new_loop
+from .workers import RECYCLE_EXIT
+
+__all__ = ["serve_asyncio"]
+
+
+def serve_asyncio(
+    config: Any,
+    handler: Any,
+    site_dir: str,
+    *,
+    reload: Callable[[AsyncioServer], object] | None = None,
+    banner: Callable[[AsyncioServer], str] | None = None,
+) -> int:
+    """Serve until SIGINT/SIGTERM; returns the exit status. ``reload(server)`` runs on
+    SIGHUP; ``banner(server)`` is printed after the status line (``--dev``)."""
+    if config.scheduler != "one-to-one":  # Hop's schedulers are the trio server's
+        _say(
+            f"warning: --scheduler {config.scheduler} is for the trio server; on asyncio "
+            "each connection is a protocol and each request a task"
+        )
+    loop, name = new_loop()
+    asyncio.set_event_loop(loop)
+    server = AsyncioServer(config, handler)
+    try:
+        loop.run_until_complete(server.start())
+    except OSError as exc:
+        print(f"pyweb: error: cannot listen on {config.host}:{config.port}: {exc}", file=sys.stderr)
+        loop.close()
+        return 2
+    forced = loop.create_future()
+    watched = _watch_signals(loop, server, reload, forced)  # before the banner: a
+    _announce(server, site_dir, name)  # supervisor or a test may signal as soon as it reads it
+    if banner is not None:
+        print(banner(server), flush=True)
+    try:
+        return loop.run_until_complete(_run(server, forced))
+    finally:
+        for signum in watched:
+            loop.remove_signal_handler(signum)
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def _announce(server: AsyncioServer, site_dir: str, loop_name: str) -> None:
+    config = server.config
+    worker = os.environ.get("PYWEB_WORKER_ID")
+    if config.listen_fd is not None and worker is not None:
+        print(f"pyweb worker {worker} (pid {os.getpid()}) ready", flush=True)
+        return
+    print(
+        f"pyweb serving {site_dir} on {server.url} (loop asyncio on {loop_name}, "
+        f"dev mode {'on' if config.dev else 'off'})",
+        flush=True,
+    )
+
+
+def _watch_signals(
+    loop: asyncio.AbstractEventLoop,
+    server: AsyncioServer,
+    reload: Callable[[AsyncioServer], object] | None,
+    forced: asyncio.Future[None],
+) -> tuple[int, ...]:
+    """Install the handlers of the signals ``pyweb serve`` answers; returns them."""
+
+    def on_signal(signum: int) -> None:
+        if signum == signal.SIGHUP:
+            if reload is not None and not server.closing:
+                reload(server)
+        elif signum == signal.SIGUSR1:
+            if server.log is not None:
+                server.log.reopen()
+        elif not server.closing:
+            _say(f"{signal.Signals(signum).name}, shutting down")
+            server.shutdown()
+        elif not forced.done():
+            _say("second signal, stopping now")
+            server.abort_all()
+            forced.set_result(None)
+
+    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
+    for signum in watched:
+        loop.add_signal_handler(signum, on_signal, signum)
+    return watched
+
+
+async def _run(server: AsyncioServer, forced: asyncio.Future[None]) -> int:
+    """Serve until the server has shut down (or a second signal forced it)."""
+    closed = asyncio.get_running_loop().create_task(server.wait_closed())
+    await asyncio.wait((closed, forced), return_when=asyncio.FIRST_COMPLETED)
+    if forced.done():
+        return 1
+    return RECYCLE_EXIT if server.recycled else 0
+
+
+def _say(text: str) -> None:
+    print(f"pyweb: {text}", file=sys.stderr, flush=True)

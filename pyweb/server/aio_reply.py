@@ -1,0 +1,224 @@
+"""Replies on the asyncio server: a :class:`~pyweb.protocol.Response` written to a transport.
+
+The asyncio twin of ``reply.py`` (Marlow's ``sendResponse``, Hop's "reply" stage), with the
+same API (:meth:`AioReplies.send` returns what the access log needs) and the same three
+kinds of body, framed by the same sans-IO :func:`~pyweb.protocol.frame_response`:
+
+* **bytes** (and a page's ``Fragments``): head and body handed to the transport together
+  (``writelines``: uvloop sends them with one ``writev``, no join);
+* **a file** (:class:`~pyweb.protocol.FileBody`): ``os.sendfile`` on the connection's
+  socket whenever the transport has nothing queued (Hop §3.3.1: no copy through user
+  space); when the client's window is full, the next piece goes through the transport
+  (which queues it) and sendfile resumes once the queue has drained. The transport's
+  buffer is always empty when the socket is written directly, so bytes never overtake
+  each other;
+* **an async iterator**: chunked on HTTP/1.1, close-delimited on HTTP/1.0.
+
+Where the trio server waits for the socket to be writable, this one waits for the
+transport's flow control (``pause_writing``/``resume_writing``), at most ``send_timeout``
+per wait: a client that does not read is dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pyweb.protocol.response import (
+    LAST_CHUNK,
+    FileBody,
+    Fragments,
+    Response,
+    encode_chunk,
+    frame_response,
+)
+
+from .reply import ReplyAborted, Sent, request_line
+
+if TYPE_CHECKING:
+    from pyweb.protocol.messages import Request
+
+    from .logging import ServerLog
+
+__all__ = ["AioReplies", "FILE_PIECE"]
+
+FILE_PIECE = 256 * 1024
+"""Bytes of a file read and queued on the transport when sendfile would block."""
+
+_SIZED = (bytes, bytearray, memoryview)
+
+
+class AioReplies:
+    """The replies of one asyncio connection (see the module doc)."""
+
+    __slots__ = ("transport", "fd", "peer", "log", "error_page", "drain")
+
+    def __init__(
+        self,
+        transport: Any,
+        fd: int,
+        peer: str,
+        log: ServerLog,
+        error_page: Callable[..., Response],
+        drain: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.transport = transport
+        self.fd = fd
+        """The socket's descriptor, for sendfile (-1: not a socket, pieces only)."""
+        self.peer = peer
+        self.log = log
+        self.error_page = error_page
+        self.drain = drain
+        """Waits while the transport's buffer is over its high mark (``send_timeout``)."""
+
+    async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
+        """Send ``response``; returns (status, body bytes sent, whether to keep the
+        connection). The head may still say close (HTTP/1.0, a close-delimited stream)."""
+        body = response.body
+        if isinstance(body, Fragments):
+            try:
+                data = bytes(body)
+                problem = (
+                    "" if len(data) == body.length else f"{len(data)} bytes, not {body.length}"
+                )
+            except (TypeError, ValueError) as exc:  # a piece that is not a str, bad UTF-8
+                problem = str(exc)
+            if problem:  # (a hand-made Fragments): nothing is sent, a 500 instead
+                return await self._send_500(request, f"bad reply body: {problem}", keep_alive)
+            body = data
+        if not isinstance(body, _SIZED):
+            if isinstance(body, FileBody):
+                return await self._send_file(request, response, body, keep_alive)
+            return await self._send_stream(request, response, keep_alive)
+        try:
+            head = frame_response(
+                request, response.status, response.headers, len(body), keep_alive=keep_alive
+            )
+        except ValueError as exc:  # a CR LF in a header: nothing sent yet, a 500 instead
+            return await self._send_500(request, str(exc), keep_alive)
+        if head.send_body and body:
+            self.transport.writelines((head.data, body))
+            sent = len(body)
+        else:
+            self.transport.write(head.data)
+            sent = 0
+        await self.drain()
+        return response.status, sent, head.keep_alive
+
+    async def _send_500(self, request: Request, message: str, keep_alive: bool) -> Sent:
+        self.log.error(f"500 for {self.peer}: {message}", request_line=request_line(request))
+        return await self.send(request, self.error_page(500, detail=message), keep_alive)
+
+    async def send_all(self, data: bytes) -> None:
+        """Write ``data`` and wait while the transport holds too much."""
+        self.transport.write(data)
+        await self.drain()
+
+    def send_closing(self, page: Response, request: Request | None) -> bool:
+        """An error page with ``Connection: close``, then the close (after what is queued
+        has gone out). False if the connection was already closing."""
+        if self.transport.is_closing():
+            return False
+        head = frame_response(request, page.status, page.headers, len(page.body), keep_alive=False)  # type: ignore[arg-type]
+        if head.send_body:
+            self.transport.writelines((head.data, page.body))
+        else:
+            self.transport.write(head.data)
+        self.transport.close()
+        return True
+
+    # ------------------------------------------------------------------------ files
+
+    async def _send_file(
+        self, request: Request, response: Response, body: FileBody, keep_alive: bool
+    ) -> Sent:
+        try:
+            file_fd = os.open(body.path, os.O_RDONLY)
+        except OSError as exc:  # the file vanished between the handler's stat and now
+            self.log.error(f"cannot open {body.path!r} for {self.peer}", exc=exc)
+            page = self.error_page(404 if isinstance(exc, FileNotFoundError) else 500)
+            return await self.send(request, page, keep_alive)
+        try:
+            head = frame_response(
+                request, response.status, response.headers, body.length, keep_alive=keep_alive
+            )
+            self.transport.write(head.data)
+            if not head.send_body or not body.length:
+                await self.drain()
+                return response.status, 0, head.keep_alive
+            await self._sendfile(file_fd, body)
+            return response.status, body.length, head.keep_alive
+        finally:
+            os.close(file_fd)
+
+    async def _sendfile(self, file_fd: int, body: FileBody) -> None:
+        """The file's bytes: sendfile while the transport's queue is empty, else a piece
+        through the transport and a wait for it to drain."""
+        transport = self.transport
+        offset, left = body.offset, body.length
+        while left:
+            n = 0
+            if self.fd >= 0 and not transport.get_write_buffer_size():
+                try:
+                    n = os.sendfile(self.fd, file_fd, offset, left)
+                except BlockingIOError:
+                    n = -1  # the client's window is full: queue a piece instead
+                if n == 0:
+                    self.log.error(f"{body.path!r} shrank while being sent to {self.peer}")
+                    raise ReplyAborted
+            if n <= 0:
+                piece = os.pread(file_fd, min(left, FILE_PIECE), offset)
+                if not piece:
+                    self.log.error(f"{body.path!r} shrank while being sent to {self.peer}")
+                    raise ReplyAborted
+                transport.write(piece)
+                n = len(piece)
+            offset += n
+            left -= n
+            await self.drain()
+
+    # ---------------------------------------------------------------------- streams
+
+    async def _send_stream(self, request: Request, response: Response, keep_alive: bool) -> Sent:
+        """An async-iterator body, chunked on HTTP/1.1, close-delimited on HTTP/1.0."""
+        body = response.body
+        head = frame_response(
+            request, response.status, response.headers, None, keep_alive=keep_alive
+        )
+        sent = 0
+        write = self.transport.write
+        try:
+            write(head.data)
+            if head.send_body:
+                try:
+                    async for piece in body:  # type: ignore[union-attr]
+                        if piece:
+                            write(encode_chunk(piece) if head.chunked else piece)
+                            sent += len(piece)
+                            await self.drain()
+                except (OSError, TimeoutError):
+                    raise
+                except Exception as exc:
+                    # Too late for a 500: the head is out. Cut the connection, so the
+                    # client sees a truncated body rather than a complete-looking one.
+                    self.log.error(
+                        f"error while streaming a reply to {self.peer}",
+                        request_line=request_line(request),
+                        exc=exc,
+                    )
+                    raise ReplyAborted((response.status, sent, False)) from exc
+                if head.chunked:
+                    write(LAST_CHUNK)
+            await self.drain()
+        finally:
+            await self._close_stream(body)
+        return response.status, sent, head.keep_alive
+
+    async def _close_stream(self, body: object) -> None:
+        aclose = getattr(body, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception as exc:
+                self.log.error("error closing a streamed reply", exc=exc)

@@ -1,0 +1,81 @@
+"""benchmarks/peers.py's tables: ratios of the same round, missing peers, the targets.
+
+The benchmark itself is never run in tests (its numbers depend on the machine); these check
+the arithmetic and the report it prints from measurements made up here, so that a change
+to the harness cannot quietly print wrong ratios or crash when a peer is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+_path = list(sys.path)
+sys.path.insert(0, str(BENCHMARKS))
+import peers  # noqa: E402
+
+# peers.py puts benchmarks/apps on the path and imports its ``page`` module: take both back,
+# so that no other test's site can import the benchmark's ``page`` by mistake.
+sys.path[:] = _path
+sys.modules.pop("page", None)
+
+
+def m(rnd: int, server: str, scenario: str, rps: float, **kw: float) -> peers.Measurement:
+    return peers.Measurement(rnd, server, scenario, True, rps=rps, server_cpu=kw.get("cpu", 1.0),
+                             p99_ms=kw.get("p99", 1.0))  # fmt: skip
+
+
+def args(**kw: object) -> object:
+    a = peers.parse_args(["--servers", "uvicorn,raw-uvloop,pyweb-asyncio,granian-rsgi",
+                          "--scenarios", "hello,hello-close", "--rounds", "2", "--no-pin"])  # fmt: skip
+    a.missing = {}
+    for k, v in kw.items():
+        setattr(a, k, v)
+    return a
+
+
+def test_same_round_ratio_is_the_median_of_ratios_within_rounds():
+    # Round 2 is twice as fast for both servers: the ratio within each round is 0.5, while
+    # the ratio of the medians (15 / 45 ... ) would mix the rounds.
+    results = [m(1, "a", "hello", 10), m(1, "b", "hello", 20),
+               m(2, "a", "hello", 20), m(2, "b", "hello", 40), m(3, "a", "hello", 99)]  # fmt: skip
+    rounds = peers.by_round(results)
+    assert peers.same_round_ratio(rounds, "hello", "a", "b") == pytest.approx(0.5)
+    assert peers.same_round_ratio(rounds, "hello", "a", "nobody") is None
+
+
+def test_cpu_per_request_is_cores_over_rate():
+    assert peers.cpu_per_request(m(1, "a", "hello", 20_000, cpu=0.5)) == pytest.approx(25.0)
+    assert peers.cpu_per_request(peers.Measurement(1, "a", "hello", False)) == 0.0
+
+
+def test_report_shows_a_missing_peer_as_missing_and_still_reports_the_others():
+    results = [m(1, "uvicorn", sc, 100) for sc in ("hello", "hello-close")]
+    results += [m(1, "pyweb-asyncio", sc, 60, cpu=0.9) for sc in ("hello", "hello-close")]
+    results += [m(1, "raw-uvloop", sc, 200, cpu=0.9) for sc in ("hello", "hello-close")]
+    a = args(missing={"granian-rsgi": "granian not installed"})
+    text = peers.report(a, results)
+    assert "| granian-rsgi | missing | missing | – |" in text
+    assert "| pyweb-asyncio | 60 [0.60×] | 60 [0.60×] |" in text
+    assert "granian-rsgi (granian not installed)" in text
+    # the aim against raw uvloop: 60 / 200 by req/s, and by CPU per request the same here
+    assert "| asyncio: hello ≥ 0.6× raw-uvloop | 0.30 | 0.30 | NOT met |" in text
+
+
+def test_report_of_a_saved_run_is_the_same_report(tmp_path, capsys):
+    results = [m(r, s, sc, 100 * r + (50 if s == "uvicorn" else 0))
+               for r in (1, 2) for s in ("uvicorn", "pyweb-asyncio") for sc in ("hello", "hello-close")]  # fmt: skip
+    a = args(servers=["uvicorn", "pyweb-asyncio"])
+    saved = tmp_path / "run.json"
+    meta = {"args": {k: v for k, v in vars(a).items()}, "machine": {"cpus": "2", "cpu": "x",
+            "kernel": "y"}, "wrk": "wrk", "peers": {}, "project": {}}  # fmt: skip
+    saved.write_text(json.dumps({"meta": meta, "results": [vars(x) for x in results]}))
+    out = tmp_path / "out.md"
+    assert peers.main(["--from-json", str(saved), "--markdown", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert peers.report(a, results) in printed
+    assert peers.report(a, results) in out.read_text()
