@@ -34,6 +34,7 @@ the body to the transport together, and uvloop sends them with one ``writev``).
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import time
 from typing import Any
@@ -58,6 +59,8 @@ from .reply import ReplyAborted, request_line
 from .slots import LINGER
 
 __all__ = ["AsyncioServer", "HttpProtocol", "new_loop", "serve_asyncio"]
+
+_INF = math.inf
 
 # What the connection is waiting for (the same phases as connection.py's).
 IDLE = 0  # the first byte of a request: close silently on timeout or shutdown
@@ -197,7 +200,8 @@ class HttpProtocol(asyncio.Protocol):
         self._body_waiter: asyncio.Future[bool] | None = None
         self._drain_waiter: asyncio.Future[bool] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._deadline = 0.0
+        self._timer_at = 0.0  # when the timer fires (loop time)
+        self._deadline = _INF  # when this wait ends (loop time); inf: no wait
         self._writable = True
         self._reading = True
         self._speaking = False  # a newcomer in its grace to speak (counted in the slots)
@@ -276,6 +280,7 @@ class HttpProtocol(asyncio.Protocol):
         self.closing = True
         self._client_left()
         self._disarm()
+        self._cancel_timer()
         reset = ConnectionResetError("the client closed the connection")
         self._wake_body(reset)
         self._wake_drain(reset)
@@ -380,21 +385,40 @@ class HttpProtocol(asyncio.Protocol):
 
     # ------------------------------------------------------------------------ timeouts
 
+    # One timer per connection, moved lazily: a keep-alive connection re-arms its deadline
+    # for every request, but the timer is only replaced when the new deadline comes
+    # *sooner*; a timer that fires before the deadline just sets itself again. So a busy
+    # connection costs a float store per request, not a timer made and cancelled.
+
     def _arm(self, seconds: float) -> None:
-        self._disarm()
         loop = asyncio.get_running_loop()
-        self._deadline = loop.time() + seconds
-        self._timer = loop.call_at(self._deadline, self._timed_out)
+        self._deadline = deadline = loop.time() + seconds
+        if self._timer is not None:
+            if self._timer_at <= deadline:
+                return  # it fires first, and sets itself again for the rest
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = loop.call_at(deadline, self._timed_out)
 
     def _disarm(self) -> None:
+        self._deadline = _INF  # (a timer that still fires does nothing)
+
+    def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     def _timed_out(self) -> None:
         self._timer = None
-        if self.busy or self.closing:
+        deadline = self._deadline
+        if deadline == _INF or self.busy or self.closing:
             return
+        loop = asyncio.get_running_loop()
+        if loop.time() < deadline:  # the deadline moved on since the timer was set
+            self._timer_at = deadline
+            self._timer = loop.call_at(deadline, self._timed_out)
+            return
+        self._deadline = _INF
         if not self.admitted and not self.refused:
             self._decide(speaking=False)  # its grace to speak is over
         elif self.phase == HEAD and not self.refused:  # half a head: tell the client why
@@ -432,7 +456,7 @@ class HttpProtocol(asyncio.Protocol):
             self._reading = True
             self.transport.resume_reading()
         phase = HEAD if self.parser.buffered else IDLE
-        if phase != self.phase or self._timer is None:
+        if phase != self.phase or self._deadline == _INF:
             self.phase = phase
             patience = self._patience()
             if patience <= 0:

@@ -189,7 +189,17 @@ class ServerThread:
         """Ask the server to stop (graceful: requests in flight finish); do not wait."""
         if self.loop == "asyncio":
             assert self.aio_loop is not None and self._stop_asked is not None
-            self.aio_loop.call_soon_threadsafe(self._stop_asked.set)
+            begun = threading.Event()
+
+            def begin() -> None:
+                # The shutdown begins before this call returns (as trio's run_sync): a
+                # request sent right after it is answered with Connection: close.
+                self.server.shutdown()
+                self._stop_asked.set()  # type: ignore[union-attr]
+                begun.set()
+
+            self.aio_loop.call_soon_threadsafe(begin)
+            begun.wait(10)
         else:
             trio.from_thread.run_sync(self.server.shutdown, trio_token=self.token)
 

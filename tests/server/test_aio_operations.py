@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import os
 import re
 import sys
@@ -33,6 +34,10 @@ async def handler(ctx) -> Response:
         raise ValueError("kaboom")
     if path == "/echo":
         return Response(200, TEXT, b"got:" + await ctx.body())
+    if path == "/warn":  # a library's warning, from the loop's thread and from another
+        logging.getLogger("pyweb.test").warning("from the loop")
+        await runtime.to_thread(logging.getLogger("pyweb.test").warning, "from a thread")
+        return Response(200, TEXT, b"warned")
     if path == "/who":
         return Response(200, TEXT, f"{ctx.peer} {ctx.scheme}".encode())
     if path == "/sleep":
@@ -189,3 +194,12 @@ def test_head_of_a_file_sends_no_body(big_file) -> None:
         conn.request("GET", "/hello")
         assert conn.getresponse().read() == b"hello"  # the connection is still in step
         conn.close()
+
+
+def test_pyweb_loggers_reach_the_error_log_from_any_thread() -> None:
+    with AioThread(handler) as srv:
+        assert get(srv.port, "/warn") == (200, b"warned")
+        assert until(lambda: "from a thread" in srv.error_log.getvalue())
+    errors = srv.error_log.getvalue()
+    assert "[warning] pyweb.test: from the loop" in errors
+    assert "[warning] pyweb.test: from a thread" in errors
