@@ -38,13 +38,13 @@ lab: install
 
 ## make test: every test (unit, property-based, integration over real sockets), the server
 ## tests on both loops (trio and asyncio). Two parts: most tests spread over TEST_JOBS
-## processes (pytest-xdist; a module's tests stay together, so its servers start once), then
+## processes (pytest-xdist), then
 ## the timing-sensitive ones (marked serial: a normal client's wait under attack) alone.
 ## One loop only: make test LOOPS=trio (or PYWEB_TEST_LOOPS=trio); more options: TEST_ARGS=...
 TEST_JOBS ?= 2
 LOOPS ?= trio,asyncio
 test: dev locust-env
-	$(PY) -m pytest -n $(TEST_JOBS) --dist loadscope -m "not serial" --loops $(LOOPS) $(TEST_ARGS)
+	$(PY) -m pytest -n $(TEST_JOBS) --dist load -m "not serial" --loops $(LOOPS) $(TEST_ARGS)
 	$(PY) -m pytest -m serial --loops $(LOOPS) $(TEST_ARGS)
 
 ## locust in its own environment (pyweb loadtest, the load-testing tests and tutorial)
