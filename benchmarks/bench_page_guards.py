@@ -1,11 +1,12 @@
 """What the first-hour guards add to every page, per request (same run, in-process).
 
-A page runs inside four guards (pyweb/app/site.py ``_run_page``): the blocking-code
-watchdog's registration (a dictionary entry keyed by the page's frame), the forgotten-await
-collector (a context variable), the page deadline (a trio cancel scope, for pages that
-await only), and the SystemExit/KeyboardInterrupt handler (a try block: free). This times
-each one alone in a loop on trio, then a whole keep-alive request to pages/hello.py over a
-real socket for scale.
+A page runs inside these guards (pyweb/app/site.py ``_run_page``): the blocking-code
+watchdog's registration (a dictionary entry keyed by the page's frame), the page deadline
+(a trio cancel scope, for pages that await only), and the SystemExit/KeyboardInterrupt
+handler (a try block: free). The forgotten-await check costs nothing per request (a dropped
+coroutine is noted on the page's conn; docs/performance.md). This times each guard alone in
+a loop on trio, then a whole keep-alive request to pages/hello.py over a real socket for
+scale. Instruction counts of every stage of the page layer: bench_page_stages.py.
 
 Usage: .venv/bin/python benchmarks/bench_page_guards.py [--n 200000]
 """
@@ -13,7 +14,7 @@ Usage: .venv/bin/python benchmarks/bench_page_guards.py [--n 200000]
 from __future__ import annotations
 
 import argparse
-import socket
+import os
 import statistics
 import sys
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import trio
 
-from pyweb.app import blocking, unawaited
+from pyweb.app import blocking
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 async def guards(n: int) -> dict[str, float]:
     dog = blocking.watchdog()
     results: dict[str, list[float]] = {"empty loop": [], "watchdog begin/end": [],
-                                       "await collector": [], "deadline scope": []}  # fmt: skip
+                                       "deadline scope": []}  # fmt: skip
     for _ in range(5):
         t = time.perf_counter()
         for _ in range(n):
@@ -43,11 +44,6 @@ async def guards(n: int) -> dict[str, float]:
         results["watchdog begin/end"].append(time.perf_counter() - t)
         t = time.perf_counter()
         for _ in range(n):
-            found, token = unawaited.collecting()
-            unawaited.stop_collecting(token)
-        results["await collector"].append(time.perf_counter() - t)
-        t = time.perf_counter()
-        for _ in range(n):
             with trio.move_on_after(30):
                 pass
         results["deadline scope"].append(time.perf_counter() - t)
@@ -56,26 +52,34 @@ async def guards(n: int) -> dict[str, float]:
 
 
 def request_time(n: int) -> float:
+    """Seconds per keep-alive request to /hello (http.client: it reads each response whole
+    and opens a new connection when the server ends one)."""
+    import http.client
+
     import pyweb.testing
 
     with pyweb.testing.serve(ROOT / "pages") as client:
-        port = client.server.port
-        with socket.create_connection(("127.0.0.1", port)) as s:
-            request = b"GET /hello HTTP/1.1\r\nHost: bench\r\n\r\n"
-            for _ in range(200):
-                s.sendall(request)
-                s.recv(65536)
-            times = []
-            for _ in range(5):
-                t = time.perf_counter()
-                for _ in range(n):
-                    s.sendall(request)
-                    s.recv(65536)
-                times.append((time.perf_counter() - t) / n)
+        connection = http.client.HTTPConnection("127.0.0.1", client.server.port)
+
+        def get() -> None:
+            connection.request("GET", "/hello")
+            connection.getresponse().read()
+
+        for _ in range(200):
+            get()
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(n):
+                get()
+            times.append((time.perf_counter() - t) / n)
+        connection.close()
     return statistics.median(times)
 
 
 def main() -> None:
+    # pages/ posts forms, so it needs a key: one for the benchmark only
+    os.environ.setdefault("PYWEB_SECRET_KEY", "bench-only-key-0123456789abcdef0123456789")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=200_000)
     args = parser.parse_args()

@@ -167,8 +167,16 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
     async def route() -> Any:
         return await route_method(ctx)
 
+    regions_of_site = site.regions
+    answer = _html_response()
+
     async def regions() -> Any:
-        return await site.regions.run(ctx, script.name, _constant_async, ctx)
+        if not hasattr(regions_of_site, "enter"):  # the region as its own coroutine
+            return await regions_of_site.run(ctx, script.name, _constant_async, ctx)
+        # the region's three steps, which the site calls around the page in _run_page
+        slot = regions_of_site.enter()
+        found = regions_of_site.leave(ctx, script.name, slot)
+        return regions_of_site.answer(answer, script.name, found)
 
     run_page = bound("_run_page")
 
@@ -309,8 +317,14 @@ def per_stage(raw: dict[str, float]) -> dict[str, float]:
     out = {name: raw[name] - base for name in raw if name != "empty"}
     for name in ("outcome", "script"):
         out[name] -= out["conn"]
-    for name in ("route", "regions", "prepare"):  # each awaits a constant answer at its end
+    for name in ("route", "prepare"):  # each awaits a constant answer at its end
         out[name] -= out["floor"]
+    from pyweb.regions import SiteRegions
+
+    if hasattr(SiteRegions, "enter"):  # _run_page runs the region's steps itself
+        out["prepare"] -= out["regions"]
+    else:  # the region is a coroutine awaiting a constant answer
+        out["regions"] -= out["floor"]
     return out
 
 

@@ -39,7 +39,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs
 
-import trio
+from pyweb import runtime
 from pyweb.events import Event, at_time, never, select, timeout, wrap
 from pyweb.push import MulticastUnavailable, Resync, SharedMulticast
 from pyweb.quot import Safe, safe
@@ -170,7 +170,7 @@ async def wait_for_messages(
         news = await since(after)
         if news:
             return news
-        deadline = at_time(trio.current_time() + seconds)  # one deadline across resyncs
+        deadline = at_time(runtime.now() + seconds)  # one deadline across resyncs (any loop)
         ROOM.waiting += 1
         try:
             while True:

@@ -25,12 +25,10 @@ LOOPS = ("trio", "asyncio")
 ASYNCIO_LACKS: dict[str, str] = {
     # the name the marks use -> what the asyncio server does not do yet
     # (landed: the logs, unread bodies, handler results, failing streams, WebSockets, a
-    # fresh connection at shutdown, unframeable Fragments)
+    # fresh connection at shutdown, unframeable Fragments, the chat's long polls)
     "slots": "the connection slots (max_connections: the backlog, an idle connection making "
     "room, the fast 503)",
     "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
-    "chat long polls": "the chat example's long polls (pages/chat.py: a poll never shows as "
-    "waiting in /chat?waiting, so its wake-up, close and shutdown go unobserved)",
     "regions header": "the X-Pyweb-Regions header of development mode (a page's regions "
     "report)",
     "reply checks": "a 500 for a head larger than the reply arena (the asyncio server has no "

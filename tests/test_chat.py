@@ -21,7 +21,6 @@ import trio.testing
 import pyweb.testing
 from pyweb.events import never
 from tests.helpers import until
-from tests.loops import asyncio_lacks
 
 from .csrf_helpers import csrf_token
 
@@ -90,7 +89,6 @@ def test_the_page_and_its_form(chat):
     assert moved.status == 303 and moved.headers["location"] == "/chat"
 
 
-@asyncio_lacks("chat long polls")
 def test_a_closed_tab_frees_its_waiter_at_once(chat):
     base = waiting(chat)
     sock = open_long_poll(chat, latest(chat))
@@ -100,7 +98,6 @@ def test_a_closed_tab_frees_its_waiter_at_once(chat):
     until(lambda: waiting(chat) == base, "the waiter to be freed", limit=10)
 
 
-@asyncio_lacks("chat long polls")
 def test_a_message_wakes_every_waiting_poll(chat):
     base = waiting(chat)
     after = latest(chat)
@@ -187,7 +184,6 @@ def test_page_exceptions_reach_the_error_log(tmp_path):
     assert "(request: GET /oops HTTP/1.1)" in text and "Traceback" in text
 
 
-@asyncio_lacks("chat long polls")
 def test_long_poll_thread_safety_smoke(chat):
     """Several posters and pollers at once: every poll answers with a list."""
     after = latest(chat)
@@ -237,7 +233,6 @@ def test_server_sent_events_stream_news_and_end_when_the_tab_closes(chat):
     until(lambda: waiting(chat) == base, "the stream to end with the closed tab")
 
 
-@asyncio_lacks("chat long polls")
 def test_a_graceful_shutdown_answers_the_waiting_polls_at_once(tmp_path):
     serving = pyweb.testing.serve(PAGES)
     client = serving.__enter__()

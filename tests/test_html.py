@@ -439,6 +439,69 @@ def test_property_cached_rendering_equals_uncached(tree: Node) -> None:
     assert tree.html_parts() == [expected]  # constant: one cached piece
 
 
+# -- the short paths: a node made of text and rendered nodes renders when it is built --------
+
+# Constructors whose content is ordinary (not void, not raw text, no leading-newline rule).
+_PLAIN_CONSTRUCTORS = sorted(
+    name
+    for name, make in h.CONSTRUCTORS.items()
+    if name.lower() not in h.VOID_ELEMENTS | h.RAW_TEXT_ELEMENTS | {"pre", "textarea", "form"}
+)
+_any_text = st.one_of(st.text(max_size=6), st.text(alphabet="<>&\"'a", max_size=6))
+
+
+@given(st.sampled_from(_PLAIN_CONSTRUCTORS), st.one_of(_any_text, st.integers()))
+def test_property_one_text_child_short_path_equals_the_general_path(name: str, kid: Any) -> None:
+    node = h.CONSTRUCTORS[name](kid)  # the short path of the constructors
+    general = Node(name.lower(), [kid, qq("")])  # a Quot child: the general path, uncached
+    assert node.render() == general.render() == reference(node)
+    assert node == Node(name.lower(), [kid]) and node.children == (kid,)
+    assert node.html_parts() == [node.render()] and node.encode() == general.encode()
+
+
+def test_void_element_refuses_a_child_on_the_short_path_too() -> None:
+    with pytest.raises(ValueError, match="void element"):
+        BR("text")
+    with pytest.raises(ValueError, match="void element"):
+        IMG(3)
+
+
+def test_rows_are_rendered_as_they_are_built_and_large_nodes_are_not() -> None:
+    row = TR(TD(1), TD("<b>"))
+    assert row._cache == "<tr><td>1</td><td>&lt;b&gt;</td></tr>"  # before any render()
+    big = DIV(*[P("x" * 100) for _ in range(h._RENDER_NOW_LIMIT // 100 + 1)])
+    assert big._cache is None  # its children's HTML is over the limit: kept as items
+    assert big.render() == reference(big)
+
+
+_kid = st.one_of(
+    _any_text,
+    st.integers(-5, 5),
+    st.integers(0, h._RENDER_NOW_LIMIT + 10).map(lambda n: "y" * n),  # crosses the limit
+)
+_ctor_trees = st.recursive(
+    st.builds(lambda name, kids: h.CONSTRUCTORS[name](*kids), st.sampled_from(_PLAIN_CONSTRUCTORS),
+              st.lists(_kid, max_size=3)),  # fmt: skip
+    lambda inner: st.builds(
+        lambda name, kids, attrs: h.CONSTRUCTORS[name](*kids, **attrs),
+        st.sampled_from(_PLAIN_CONSTRUCTORS),
+        st.lists(st.one_of(_kid, inner), max_size=4),
+        st.dictionaries(st.sampled_from(["title", "class_", "data_x"]), _any_text, max_size=2),
+    ),
+    max_leaves=12,
+)
+
+
+@given(_ctor_trees)
+def test_property_trees_rendered_when_built_equal_the_reference(tree: Node) -> None:
+    expected = reference(tree)
+    assert tree.render() == expected
+    assert "".join(tree.html_parts()) == expected
+    pieces: list[str] = []
+    DIV(tree, qq("{x}", x=1)).write_to(pieces.append)
+    assert "".join(pieces) == f"<div>{expected}1</div>"
+
+
 def test_the_papers_guess_page_renders_and_parses() -> None:
     n, title = 42, "Guess a number between 0 and 100"
     form = FORM(

@@ -32,6 +32,7 @@ import inspect
 import os
 import sys
 import types
+from collections.abc import Awaitable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,8 +64,12 @@ class Script:
     version: tuple[int, int]
     """``(st_mtime_ns, st_size)`` when compiled; a different stat means recompile (dev)."""
 
-    async def run(self, conn: Any) -> None:
-        """Run the script's top-level code once, for one request."""
+    def run(self, conn: Any) -> Awaitable[None]:
+        """Run the script's top-level code once, for one request; await what it returns.
+
+        A script that awaits at top level gives a coroutine, which runs when awaited. One
+        that does not has run by the time this returns, and gives an awaitable that is
+        already done: no coroutine is made for it (docs/performance.md)."""
         scope = {
             "__name__": "__page__",
             "__file__": self.path,
@@ -72,8 +77,20 @@ class Script:
             "conn": conn,
         }
         result = eval(self.code, scope)  # noqa: S307 - this *is* the page
-        if self.is_async:
-            await result
+        return result if self.is_async else DONE
+
+
+class _Done:
+    """An awaitable that is already done (``await _DONE`` returns None at once)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())  # type: ignore[return-value]
+
+
+DONE = _Done()
+"""What :meth:`Script.run` returns for a script that has run (the site need not await it)."""
 
 
 def compile_script(path: str, name: str, source: bytes | None = None) -> Script:

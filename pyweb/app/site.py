@@ -828,14 +828,12 @@ class Site:
         check_csrf: bool = True,
     ) -> Awaitable[Response]:
         """Run one page (script, service or template) for one request: see the module doc.
-        With regions on, the page runs inside one (:meth:`pyweb.regions.SiteRegions.run`):
-        library state is checked and restored after it, its allocations counted.
+        With regions on, the page runs inside one (:meth:`pyweb.regions.SiteRegions.enter`
+        and ``leave``, in ``_run_page``): library state is checked and restored after it,
+        its allocations counted.
         ``await site.run_page(...)``: it hands back the coroutine that does the work rather
         than being a coroutine itself, one object less on every request (Hop §3.1)."""
-        args = (ctx, run, page, filename, timed, params, traps, check_csrf)
-        if self.regions is None:
-            return self._run_page(*args)
-        return self.regions.run(ctx, page, self._run_page, *args)
+        return self._run_page(ctx, run, page, filename, timed, params, traps, check_csrf)
 
     async def _run_page(
         self,
@@ -900,9 +898,12 @@ class Site:
         dog.begin(frame, page, self.root)
         conn_token = _current.set(conn)
         form_token = forms.current_form.set(form)
+        regions = self.regions  # the page runs in a region: pyweb.regions
+        slot = regions.enter() if regions is not None else None
         try:
             response = await self._page_outcome(ctx, conn, run, page, filename, timed, traps)
         finally:
+            found = regions.leave(ctx, page, slot) if regions is not None else None
             if files:
                 close_all(files.multi_items())  # uploads not moved: their temporary files go
             forms.current_form.reset(form_token)
@@ -911,6 +912,8 @@ class Site:
             # The frame holds itself through this variable: a cycle that would keep conn
             # and the response alive until the garbage collector runs (docs/performance.md).
             del frame
+        if regions is not None and found is not None:
+            response = regions.answer(response, page, found)
         if conn.unawaited:
             response = self._unawaited_page(ctx, page, filename, conn.unawaited)
         if held is not None:
@@ -942,7 +945,7 @@ class Site:
                     conn.deadline_scope = None
                     if scope.cancelled_caught:
                         return self._too_long(ctx, page)
-                else:
+                elif answer is not pages.DONE:  # (DONE: a script without await has run)
                     await answer
             except forms.FormErrors as exc:
                 return self._bad_form(conn, errors + [e for e in exc.errors if e not in errors])

@@ -102,6 +102,8 @@ class AsyncioServer(Server):
         self.aio_server: asyncio.base_events.Server | None = None
         self._log_task: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
+        self.set_nodelay = True
+        """Whether connections switch Nagle off themselves (not on uvloop: it does)."""
 
     async def start(self, sock: socket.socket | None = None) -> None:
         """Open the logs and listen (on ``sock``, the supervisor's ``listen_fd``, or a new
@@ -120,6 +122,7 @@ class AsyncioServer(Server):
         sock.setblocking(False)
         self.listener = sock
         self.host, self.port = sock.getsockname()[:2]
+        self.set_nodelay = not type(loop).__module__.startswith("uvloop")
         self.aio_server = await loop.create_server(
             lambda: HttpProtocol(self), sock=sock, backlog=config.backlog
         )
@@ -209,6 +212,7 @@ class HttpProtocol(asyncio.Protocol):
         self.ws_chunks: list[bytes] | None = None
         """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
         self._lingering = False  # refused, and counted among the lingering (slots.py)
+        self._waiting = False  # registered as waiting for a request in the slots
 
     # ------------------------------------------------------------------ the loop's callbacks
 
@@ -217,11 +221,13 @@ class HttpProtocol(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = self.client = f"{peer[0]}:{peer[1]}" if peer else "-"
         sock = transport.get_extra_info("socket")
+        server = self.server
         if sock is not None:
             self.sock = PeekSocket(sock.fileno())
-            if sock.family in (socket.AF_INET, socket.AF_INET6):
+            # Nagle off (listener.py says why); uvloop does it for every TCP connection
+            # itself, and a setsockopt through its socket wrapper costs microseconds.
+            if server.set_nodelay and sock.family in (socket.AF_INET, socket.AF_INET6):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        server = self.server
         proxies = server.proxies
         if proxies is not None and proxies.trusts(peer_host(self.peer)):
             self.via_proxy = proxies.trusts
@@ -281,9 +287,10 @@ class HttpProtocol(asyncio.Protocol):
         self._client_left()
         self._disarm()
         self._cancel_timer()
-        reset = ConnectionResetError("the client closed the connection")
-        self._wake_body(reset)
-        self._wake_drain(reset)
+        if self._body_waiter is not None or self._drain_waiter is not None:
+            reset = ConnectionResetError("the client closed the connection")
+            self._wake_body(reset)
+            self._wake_drain(reset)
         server = self.server
         slots = server.slots
         self._stop_speaking()
@@ -306,8 +313,14 @@ class HttpProtocol(asyncio.Protocol):
 
     def _admitted(self) -> None:
         self.admitted = True
-        self.replies = AioReplies(self.transport, self.peer, self.log, self.error_page, self.drain)
-        self._next_request()  # (a newcomer admitted because it spoke: its request is here)
+        fd = self.sock.fd if self.sock is not None else -1
+        self.replies = AioReplies(
+            self.transport, fd, self.peer, self.log, self.error_page, self.drain
+        )
+        if self.parser.buffered:  # a newcomer admitted because it spoke: its request is here
+            self._next_request()
+        else:
+            self._wait_for_request()
 
     def _stop_speaking(self) -> None:
         if self._speaking:
@@ -436,7 +449,7 @@ class HttpProtocol(asyncio.Protocol):
         if self.server.closing:  # an idle connection during shutdown: its close_grace
             since = asyncio.get_running_loop().time() - self.server.closing_since
             return max(0.0, config.close_grace - since)
-        return config.keepalive_timeout
+        return self.server.slots.keepalive(config.keepalive_timeout)  # (spread in a crowd)
 
     def server_closing(self) -> None:
         """The server began a graceful shutdown: an idle keep-alive connection gets
@@ -464,8 +477,10 @@ class HttpProtocol(asyncio.Protocol):
                 return
             self._arm(patience)
         slots = self.server.slots
-        slots.working(self)
+        if self._waiting:  # (a head half here: it moves from idle to the heads)
+            slots.working(self)
         slots.waiting(self)
+        self._waiting = True
 
     def _next_request(self) -> None:
         if self.closing:
@@ -484,7 +499,9 @@ class HttpProtocol(asyncio.Protocol):
         if type(event) is not Request:
             raise RuntimeError(f"parser produced {event!r} where a request head belongs")
         self._disarm()
-        self.server.slots.working(self)
+        if self._waiting:
+            self._waiting = False
+            self.server.slots.working(self)
         self.phase = HANDLER
         self.fresh = False
         self.busy = True

@@ -57,14 +57,14 @@ class AioReplies:
     def __init__(
         self,
         transport: Any,
+        fd: int,
         peer: str,
         log: ServerLog,
         error_page: Callable[..., Response],
         drain: Callable[[], Awaitable[None]],
     ) -> None:
         self.transport = transport
-        sock = transport.get_extra_info("socket")
-        self.fd = sock.fileno() if sock is not None else -1
+        self.fd = fd
         """The socket's descriptor, for sendfile (-1: not a socket, pieces only)."""
         self.peer = peer
         self.log = log

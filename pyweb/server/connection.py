@@ -301,8 +301,8 @@ class Connection:
         if self.phase == HEAD:
             return self.config.header_timeout
         if self.fresh:  # a new connection that has sent nothing yet (slots.py)
-            return self.config.first_byte_timeout
-        return self.server.slots.keepalive(self.config.keepalive_timeout)  # (spread in a crowd)
+            return self.server.slots.first_byte(self.config.first_byte_timeout)  # (spread
+        return self.server.slots.keepalive(self.config.keepalive_timeout)  # in a crowd)
 
     def _deadline_evt(self) -> Event[None]:
         # The guard of request_evt: the deadline of *this* wait, set by the loop.

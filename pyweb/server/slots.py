@@ -12,10 +12,10 @@ backlog. :class:`Slots` decides who gets a slot, as nginx does:
   has been idle longest is closed to make room (it has no request in progress: nothing is
   lost, a browser simply reconnects next time). A connection that has sent nothing at all
   also gets a short deadline of its own (``first_byte_timeout``), not the header timeout;
-* **a crowd does not come back together.** While many connections are idle, their
-  keep-alive timeouts are spread (up to twice ``keepalive_timeout``): those opened
-  together would otherwise close together, and a crowd that reconnects at once is a flood
-  of requests;
+* **a crowd does not come back together.** While many connections are idle (or silent),
+  their timeouts are spread (up to twice ``keepalive_timeout``, ``first_byte_timeout``):
+  those opened together would otherwise close together, and a crowd that reconnects at
+  once is a flood;
 * **room for the idle.** An idle or silent connection costs a socket and a waiting task,
   not work: up to ``max_connections`` of them more are kept (the Apache event MPM likewise
   keeps idle keep-alive connections apart from its workers). A crowd of 2,000 idle
@@ -140,9 +140,12 @@ class Slots:
         random. A crowd that arrived together would otherwise time out together and come
         back together: 2,000 connections reconnecting and sending a request within a
         second kept a normal client waiting 1.5 s (the same cure as max_requests_jitter)."""
-        if len(self.idle) < CROWD:
-            return timeout
-        return timeout * (1.0 + random.random())
+        return _spread(timeout, len(self.idle))
+
+    def first_byte(self, timeout: float) -> float:
+        """How long a new connection may stay silent (``first_byte_timeout``): spread like
+        :meth:`keepalive` while a crowd of them is silent."""
+        return _spread(timeout, len(self.fresh) + self.waiting_to_speak)
 
     def full(self) -> bool:
         """No slot for a newcomer unless a waiting connection is closed: ``max_connections``
@@ -212,7 +215,7 @@ class Slots:
         if self.waiting_to_speak >= self.limit and speakers:
             speakers.pop(next(iter(speakers))).cancel()
             self.waiting_to_speak -= 1
-        scope = trio.CancelScope(deadline=trio.current_time() + self.patience)
+        scope = trio.CancelScope(deadline=trio.current_time() + self.first_byte(self.patience))
         speakers[sock] = scope
         self.waiting_to_speak += 1
         try:
@@ -287,6 +290,10 @@ class Slots:
         finally:
             self.lingering -= 1
             _close(sock)
+
+
+def _spread(timeout: float, crowd: int) -> float:
+    return timeout if crowd < CROWD else timeout * (1.0 + random.random())
 
 
 def has_bytes(sock: socket.socket) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import shutil
+import types
 import uuid
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,47 @@ def test_fold_foldr_list_order(backend: Backend, table_name: str) -> None:
             await d.fold(lambda row, acc: acc + 1, 0, f"select i from {table_name} where i > 5")
             == 0
         )
+
+    try:
+        backend.run(main)
+    finally:
+        d.close()
+
+
+def test_fold_awaits_whatever_f_gives_row_by_row(backend: Backend, table_name: str) -> None:
+    # fold asks once per type of result whether it is awaitable: a folder that returns a
+    # plain value for some rows and a coroutine (or a types.coroutine generator, awaitable
+    # though a plain generator is not) for others still has every awaitable awaited.
+    d = backend.database()
+    create(backend, d, table_name, i="int")
+
+    @types.coroutine
+    def generator_coroutine(acc: list[int]):  # type: ignore[no-untyped-def]
+        yield from ()
+        return acc + [-1]
+
+    def plain_generator():  # type: ignore[no-untyped-def]
+        yield 1
+
+    async def add(acc: list[int], i: int) -> list[int]:
+        return acc + [i]
+
+    def mixed(row: db.Row, acc: list[int]) -> object:
+        i = row["i"]
+        if i % 3 == 0:
+            return add(acc, i)
+        if i % 3 == 1:
+            return acc + [i]
+        return generator_coroutine(acc) if i == 5 else acc + [i]
+
+    async def main() -> None:
+        for i in range(1, 8):
+            await d.dml(f"insert into {table_name} (i) values ({i})")
+        q = f"select i from {table_name} order by i"
+        assert await d.fold(mixed, [], q) == [1, 2, 3, 4, -1, 6, 7]
+        assert await d.foldr(mixed, [], q) == [7, 6, -1, 4, 3, 2, 1]
+        generators = await d.fold(lambda row, acc: plain_generator(), None, q)
+        assert isinstance(generators, types.GeneratorType)  # not awaitable: kept as it is
 
     try:
         backend.run(main)
