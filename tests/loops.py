@@ -25,9 +25,8 @@ LOOPS = ("trio", "asyncio")
 ASYNCIO_LACKS: dict[str, str] = {
     # the name the marks use -> what the asyncio server does not do yet
     # (landed: the logs, unread bodies, handler results, failing streams, WebSockets, a
-    # fresh connection at shutdown, unframeable Fragments, the chat's long polls)
-    "slots": "the connection slots (max_connections: the backlog, an idle connection making "
-    "room, the fast 503)",
+    # fresh connection at shutdown, unframeable Fragments, the chat's long polls, the
+    # connection slots)
     "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
     "regions header": "the X-Pyweb-Regions header of development mode (a page's regions "
     "report)",
