@@ -10,6 +10,7 @@ from strings or quotations use ``page_html(title, body)``, which gives the same 
 """
 
 import os
+from functools import lru_cache
 
 from pyweb import current_conn
 from pyweb.html import BODY, FOOTER, H1, HEAD, HEADER, LINK, MAIN, META, TITLE, A, P, document
@@ -18,6 +19,10 @@ SITE = "pyweb examples"
 STYLE = LINK(rel="stylesheet", href="/style.css")
 ICON = LINK(rel="icon", href="/favicon.ico")
 VIEWPORT = META(name="viewport", content="width=device-width, initial-scale=1")
+CHARSET = META(charset="utf-8")
+HOME = HEADER(A(SITE, href="/"))
+# The parts that do not change are built once, here, not on every request: a node is
+# immutable and keeps its HTML, so every page shares them (Hop's hello-ast, §2.1).
 
 
 def source_link():
@@ -26,14 +31,18 @@ def source_link():
         filename = current_conn().filename
     except RuntimeError:  # not in a request (a notebook building a page)
         return None
-    if not filename:
-        return None
+    return _source_link(filename) if filename else None
+
+
+@lru_cache(maxsize=1024)  # one entry per script of the site
+def _source_link(filename):
     name = os.path.basename(filename)
     if os.path.basename(os.path.dirname(filename)) == "templates":
         name = "templates/" + name
     return "/source?file=" + name
 
 
+@lru_cache(maxsize=1024)  # each script's footer is built once and shared
 def _footer(link):
     served = ["Served by ", A("pyweb", href="/"), ", after SMLserver and Hop."]
     if link:
@@ -46,8 +55,8 @@ def page(title, *body, source=None):
     ``source``: the "view source" link's file (default: the script answering now)."""
     link = f"/source?file={source}" if source else source_link()
     return document(
-        HEAD(META(charset="utf-8"), VIEWPORT, TITLE(title), STYLE, ICON),
-        BODY(HEADER(A(SITE, href="/")), MAIN(H1(title), *body), _footer(link)),
+        HEAD(CHARSET, VIEWPORT, TITLE(title), STYLE, ICON),
+        BODY(HOME, MAIN(H1(title), *body), _footer(link)),
         lang="en",
     )
 

@@ -1,4 +1,7 @@
 # Table 1's "log": a 500-line HTML table with database content, built by a fold.
+# SMLserver wrote these rows as quotations (guest.py shows that style); here they are Hop's
+# node constructors, which escape every value too. Per row the two cost about the same
+# (docs/html.md, "Short paths"): each TD is rendered as it is built, then its TR.
 from pyweb import db
 from pyweb.html import TABLE, TD, TH, TR
 

@@ -159,9 +159,9 @@ _RENDER_NOW_LIMIT = 2048
 # neither raw text nor one whose leading newline needs care).
 _TagInfo = tuple[str, str, str, str, bool, bool, bool]
 _TAG_INFO: dict[str, _TagInfo] = {}
-# Python keyword names already translated ("class_" -> "class"), and attribute names checked.
+# Python keyword names already translated ("class_" -> "class"), and attribute lists checked.
 _PY_ATTR_NAMES: dict[str, str] = {}
-_CHECKED_ATTR_NAMES: set[str] = set()
+_CHECKED_ATTR_NAMES: set[tuple[str, ...]] = set()  # lists of names, all valid, no repeat
 _CACHE_LIMIT = 4096  # user-made names are remembered only up to this many
 
 
@@ -226,30 +226,42 @@ def _attr_value(tag: str, name: str, value: object) -> str | None:
 def _open_tag(info: _TagInfo, pairs: list[tuple[str, Any]]) -> str:
     """The start tag with its attributes, escaped for double-quoted values."""
     tag = info[0]
+    names = tuple([name for name, _ in pairs])
+    try:
+        known = names in _CHECKED_ATTR_NAMES  # a page uses the same few lists of names
+    except TypeError:  # an unhashable name: _check_attr_names says which
+        known = False
+    if not known:
+        _check_attr_names(tag, names)
     parts = [info[2]]
     append = parts.append
     for name, value in pairs:
-        if type(name) is not str or name not in _CHECKED_ATTR_NAMES:
-            if not isinstance(name, str) or not _ATTR_NAME.match(name):
-                raise ValueError(f"<{tag}>: invalid attribute name {name!r}")
-            if len(_CHECKED_ATTR_NAMES) < _CACHE_LIMIT:
-                _CHECKED_ATTR_NAMES.add(name)
         if type(value) is str:
-            append(f' {name}="{_escape(value, True)}"')
+            if _needs_escape(value) is not None:
+                value = _escape(value, True)
+            append(f' {name}="{value}"')
         elif type(value) is int:
             append(f' {name}="{value}"')
         else:
             text = _attr_value(tag, name, value)
             if text is not None:
                 append(f" {name}{text}")
-    if len(pairs) > 1 and len({name.lower() for name, _ in pairs}) < len(pairs):
-        seen: set[str] = set()
-        for name, _ in pairs:
-            if name.lower() in seen:
-                raise ValueError(f"<{tag}>: attribute {name!r} given twice")
-            seen.add(name.lower())
     append(">")
     return "".join(parts)
+
+
+def _check_attr_names(tag: str, names: tuple[str, ...]) -> None:
+    """Valid attribute names, none given twice (in any letter case); remembered."""
+    for name in names:
+        if not isinstance(name, str) or not _ATTR_NAME.match(name):
+            raise ValueError(f"<{tag}>: invalid attribute name {name!r}")
+    seen: set[str] = set()
+    for name in names:
+        if name.lower() in seen:
+            raise ValueError(f"<{tag}>: attribute {name!r} given twice")
+        seen.add(name.lower())
+    if len(_CHECKED_ATTR_NAMES) < _CACHE_LIMIT:
+        _CHECKED_ATTR_NAMES.add(names)
 
 
 def _setup(node: Node, info: _TagInfo, children: tuple[Any, ...] | list[Any], pairs: Any) -> None:

@@ -124,6 +124,9 @@ def safe(text: str) -> Safe:
     return Safe(text)
 
 
+_needs_escape = re.compile("[&<>\"']").search
+
+
 def _escape(value: object) -> str:
     """The HTML for one antiquoted value (see :meth:`Quot.to_html`)."""
     if type(value) is str:
@@ -291,13 +294,15 @@ class Quot:
         one (pyweb copies them into its reply arena) instead of building one big str."""
         parts: list[str] = []
         append = parts.append
-        escape = _html.escape
         for fragment in self._fragments:
             if type(fragment) is Quote:
                 append(fragment.text)
             else:
                 value = fragment.value  # type: ignore[union-attr]
-                append(escape(value, True) if type(value) is str else _escape(value))
+                if type(value) is str:  # most text has nothing to escape: one search says so
+                    append(value if _needs_escape(value) is None else _html.escape(value, True))
+                else:
+                    append(_escape(value))
         return parts
 
     def __html__(self) -> str:

@@ -423,6 +423,12 @@ def quots(draw: st.DrawFn, depth: int = 2) -> Quot:
     return Quot(fragments)
 
 
+@given(st.one_of(st.text(), st.text(alphabet="<>&\"'ab", max_size=8)))
+def test_property_to_html_escapes_text_exactly_as_html_escape(t: str) -> None:
+    # to_html skips the escaping of text with nothing to escape: the same result
+    assert qq("{t}").to_html() == html.escape(t, quote=True)
+
+
 @given(quots(), quots(), quots())
 def test_property_plus_is_associative_and_flatten_distributes(a: Quot, b: Quot, c: Quot) -> None:
     assert (a + b) + c == a + (b + c)

@@ -133,7 +133,9 @@ class PostgresConnection(Connection):
         async def run() -> tuple[list[str], list[tuple[Any, ...]]]:
             records = await conn.fetch(sql, *args)
             columns = list(records[0].keys()) if records else []
-            return columns, [tuple(r) for r in records]
+            # A Record is already an immutable sequence of the values: rows index it as
+            # they would a tuple, so it is not copied into one (500 rows, 500 copies).
+            return columns, records
 
         return await self._run(sql, params, run)
 

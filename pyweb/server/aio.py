@@ -212,6 +212,7 @@ class HttpProtocol(asyncio.Protocol):
         self.ws_chunks: list[bytes] | None = None
         """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
         self._lingering = False  # refused, and counted among the lingering (slots.py)
+        self._waiting = False  # registered as waiting for a request in the slots
 
     # ------------------------------------------------------------------ the loop's callbacks
 
@@ -316,7 +317,10 @@ class HttpProtocol(asyncio.Protocol):
         self.replies = AioReplies(
             self.transport, fd, self.peer, self.log, self.error_page, self.drain
         )
-        self._next_request()  # (a newcomer admitted because it spoke: its request is here)
+        if self.parser.buffered:  # a newcomer admitted because it spoke: its request is here
+            self._next_request()
+        else:
+            self._wait_for_request()
 
     def _stop_speaking(self) -> None:
         if self._speaking:
@@ -445,7 +449,7 @@ class HttpProtocol(asyncio.Protocol):
         if self.server.closing:  # an idle connection during shutdown: its close_grace
             since = asyncio.get_running_loop().time() - self.server.closing_since
             return max(0.0, config.close_grace - since)
-        return config.keepalive_timeout
+        return self.server.slots.keepalive(config.keepalive_timeout)  # (spread in a crowd)
 
     def server_closing(self) -> None:
         """The server began a graceful shutdown: an idle keep-alive connection gets
@@ -473,8 +477,10 @@ class HttpProtocol(asyncio.Protocol):
                 return
             self._arm(patience)
         slots = self.server.slots
-        slots.working(self)
+        if self._waiting:  # (a head half here: it moves from idle to the heads)
+            slots.working(self)
         slots.waiting(self)
+        self._waiting = True
 
     def _next_request(self) -> None:
         if self.closing:
@@ -493,7 +499,9 @@ class HttpProtocol(asyncio.Protocol):
         if type(event) is not Request:
             raise RuntimeError(f"parser produced {event!r} where a request head belongs")
         self._disarm()
-        self.server.slots.working(self)
+        if self._waiting:
+            self._waiting = False
+            self.server.slots.working(self)
         self.phase = HANDLER
         self.fresh = False
         self.busy = True
@@ -521,8 +529,12 @@ class HttpProtocol(asyncio.Protocol):
         if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
             await self._websocket(request, response, ctx.received_at)
             return
-        body = ctx.request_body
-        keep_alive = body.settle(self.may_keep_alive(request))
+        body = ctx.request_body  # None: no body, and the handler asked for none
+        keep_alive = self.may_keep_alive(request)
+        if body is None:  # a request without a body: the parser's EndOfMessage, at once
+            self.parser.next_event()
+        else:
+            keep_alive = body.settle(keep_alive)
         try:
             status, sent, keep_alive = await self.replies.send(request, response, keep_alive)
         except ReplyAborted as abort:  # a stream that broke: the client sees it cut
@@ -534,7 +546,7 @@ class HttpProtocol(asyncio.Protocol):
                 self.server.slots.from_streams(self)
         if self.server.access_enabled:
             self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
-        if keep_alive and body.must_drain:
+        if keep_alive and body is not None and body.must_drain:
             keep_alive = await body.drain()
         self.busy = False
         if not keep_alive or self.closing:
