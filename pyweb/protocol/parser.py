@@ -186,9 +186,10 @@ class RequestParser:
     #    request line (RFC 9112 §3) → fields (§5) → target (§3.2) → framing (§6)
 
     def _next_head(self) -> Request | ConnectionClosed | object:
-        head = self._take_head()
-        if type(head) is not str:
-            return head  # NEED_DATA or ConnectionClosed
+        raw = self._take_head()
+        if type(raw) is not bytearray:
+            return raw  # NEED_DATA or ConnectionClosed
+        head = raw.decode("latin-1")
         limits = self.limits
         head_len = len(head) + 4
         lines = head.split("\r\n")
@@ -207,29 +208,34 @@ class RequestParser:
             raise HeadersTooLarge(
                 f"more than {limits.max_headers} header fields", offending=head[:100]
             )
-        headers = _parse_fields(head, lines, len(lines), "header") if lines else []
-        fields = FieldSummary(headers, version)
-        path, query, host = _target(method, target, version, fields.host, line)
-        chunked = _framing(version, fields, line, limits)
+        headers = _parse_fields(raw, lines, len(lines), "header") if lines else []
+        host, content_length, te, keep_alive, expect_continue = _read_fields(headers, version)
+        if target[0] == "/" and host is not None and method != "CONNECT":
+            path, _, query = target.partition("?")  # origin-form and Host: the everyday case
+        else:
+            path, query, host = _target(method, target, version, host, line)
+        chunked = False  # no framing field: no body, the everyday case
+        if te is not None or content_length is not None:
+            chunked = _framing(version, te, content_length, line, limits)
         # What comes next: a chunked body, a Content-Length body, or the EndOfMessage.
-        self._keep_alive = fields.keep_alive
+        self._keep_alive = keep_alive
         self._head_bytes = head_len
         self._head_fields = len(headers)
         if chunked:
             self._state = _CHUNK_SIZE
             self._body_total = 0
-        elif fields.content_length:
+        elif content_length:
             self._state = _CL_BODY
-            self._remaining = fields.content_length
+            self._remaining = content_length
         else:
             self._state = _EOM
         return Request(
-            method, target, version, headers, path, query, host, fields.keep_alive,
-            fields.content_length, chunked, fields.expect_continue,
+            method, target, version, headers, path, query, host, keep_alive, content_length,
+            chunked, expect_continue,
         )  # fmt: skip
 
-    def _take_head(self) -> str | ConnectionClosed | object:
-        """The request head (Latin-1, without its final CRLF CRLF), taken out of the
+    def _take_head(self) -> bytearray | ConnectionClosed | object:
+        """The request head's bytes (without its final CRLF CRLF), taken out of the
         buffer; or NEED_DATA while it is incomplete, ConnectionClosed at a clean EOF."""
         buf = self._buf
         # RFC 9112 §2.2: ignore (a bounded number of) empty lines before the request line.
@@ -257,7 +263,7 @@ class RequestParser:
         if end < 0:
             self._head_incomplete()
             return NEED_DATA
-        head = buf[:end].decode("latin-1")
+        head = buf[:end]
         del buf[: end + 4]
         self._scan = 0
         self._line_seen = False
@@ -426,7 +432,8 @@ class RequestParser:
             return None
         if end + 4 > budget:
             raise HeadersTooLarge(too_large, offending=bytes(buf[:100]))
-        block = buf[:end].decode("latin-1")
+        raw = buf[:end]
+        block = raw.decode("latin-1")
         del buf[: end + 4]
         self._scan = 0
         lines = block.split("\r\n")
@@ -434,7 +441,7 @@ class RequestParser:
             raise HeadersTooLarge(
                 f"more than {limits.max_headers} header and trailer fields", offending=block[:100]
             )
-        return _parse_fields(block, lines, len(lines) - 1, "trailer")
+        return _parse_fields(raw, lines, len(lines) - 1, "trailer")
 
     def _end_of_message(self, trailers: list[tuple[str, str]]) -> EndOfMessage:
         self._state = _HEAD if self._keep_alive else _DONE
@@ -477,48 +484,49 @@ def _request_line(line: str) -> tuple[str, str, str]:
     return method, target, "1.0" if minor == "0" else "1.1"
 
 
-class FieldSummary:
+Fields = tuple[str | None, int | None, list[str] | None, bool, bool]
+"""What :func:`_read_fields` finds: (host, content_length, te, keep_alive, expect_continue)."""
+
+
+def _read_fields(headers: list[tuple[str, str]], version: str) -> Fields:
     """What the parser itself reads from the header fields (every other field is just
-    passed along): Host, the framing fields, keep-alive and ``Expect: 100-continue``."""
-
-    __slots__ = ("host", "content_length", "te", "keep_alive", "expect_continue")
-
-    def __init__(self, headers: list[tuple[str, str]], version: str) -> None:
-        self.host: str | None = None
-        self.content_length: int | None = None
-        self.te: list[str] | None = None
-        """The Transfer-Encoding codings, every field's list joined; None without one."""
-        close = keep_alive_option = expect = False
-        for name, value in headers:
-            if name not in _SPECIAL:
-                continue
-            if name == "host":
-                if self.host is not None:
-                    raise BadRequest("more than one Host header field", offending=value)
-                if value not in GOOD_HOSTS:  # a server sees the same few hosts again and again
-                    if g.HOST.fullmatch(value) is None:
-                        raise BadRequest(f"invalid Host header field {value!r}", offending=value)
-                    GOOD_HOSTS.add(value, value)
-                self.host = value
-            elif name == "content-length":
-                n = _content_length(value)
-                if self.content_length is not None and n != self.content_length:
-                    raise BadRequest("Content-Length fields with different values", offending=value)
-                self.content_length = n
-            elif name == "transfer-encoding":
-                self.te = (self.te or []) + value.split(",")
-            elif name == "connection":
-                says_close, says_keep_alive = _connection_options(value)
-                close = close or says_close
-                keep_alive_option = keep_alive_option or says_keep_alive
-            elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
-                expect = expect or any(
-                    e.strip(" \t") == "100-continue" for e in value.lower().split(",")
-                )
-        # RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
-        # RFC 9110 §10.1.1: Expect is ignored in HTTP/1.0 requests.
-        self.keep_alive = not close if version == "1.1" else keep_alive_option and not close
-        self.expect_continue = expect and version == "1.1"
+    passed along): Host, the framing fields (``te``: the Transfer-Encoding codings, every
+    field's list joined; None without one), keep-alive and ``Expect: 100-continue``. A
+    function returning a tuple, not an object: a third cheaper, on every request."""
+    host: str | None = None
+    content_length: int | None = None
+    te: list[str] | None = None
+    close = keep_alive_option = expect = False
+    for name, value in headers:
+        if name not in _SPECIAL:
+            continue
+        if name == "host":
+            if host is not None:
+                raise BadRequest("more than one Host header field", offending=value)
+            if value not in GOOD_HOSTS.entries:  # a server sees the same few hosts again and again
+                if g.HOST.fullmatch(value) is None:
+                    raise BadRequest(f"invalid Host header field {value!r}", offending=value)
+                GOOD_HOSTS.add(value, value)
+            host = value
+        elif name == "content-length":
+            n = _content_length(value)
+            if content_length is not None and n != content_length:
+                raise BadRequest("Content-Length fields with different values", offending=value)
+            content_length = n
+        elif name == "transfer-encoding":
+            te = (te or []) + value.split(",")
+        elif name == "connection":
+            says_close, says_keep_alive = _connection_options(value)
+            close = close or says_close
+            keep_alive_option = keep_alive_option or says_keep_alive
+        elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
+            expect = expect or any(
+                e.strip(" \t") == "100-continue" for e in value.lower().split(",")
+            )
+    # RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
+    # RFC 9110 §10.1.1: Expect is ignored in HTTP/1.0 requests.
+    keep_alive = not close if version == "1.1" else keep_alive_option and not close
+    return host, content_length, te, keep_alive, expect and version == "1.1"
 
 
 def _connection_options(value: str) -> tuple[bool, bool]:
@@ -580,11 +588,11 @@ def _absolute_form(target: str, line: str) -> tuple[str, str, str]:
     return path or "/", query, authority
 
 
-def _framing(version: str, fields: FieldSummary, line: str, limits: Limits) -> bool:
+def _framing(
+    version: str, te: list[str] | None, content_length: int | None, line: str, limits: Limits
+) -> bool:
     """RFC 9112 §6: how the body is delimited. Returns True for chunked (Content-Length
     otherwise, or no body); refuses ambiguous framing and bodies over the limit."""
-    te = fields.te
-    content_length = fields.content_length
     if te is not None:
         if version == "1.0":
             # RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 means the framing is faulty.
@@ -676,25 +684,26 @@ def _explain_request_line(line: str) -> NoReturn:
     )
 
 
-class BoundedCache(dict[str, str]):
-    """A dict that stops growing at ``size`` entries: what the parser remembers about
-    strings it has already checked, so that checking them again is one lookup. Bounded,
-    because the strings come from clients: a client sending ever new names must not grow
-    the process. Once full it keeps what it has (the common names come first)."""
+class BoundedCache:
+    """What the parser remembers about strings it has already checked, so that checking
+    them again is one lookup in :attr:`entries` (a plain dict: the parser reads it on
+    every request, and a dict subclass costs a third more per lookup). Bounded, because
+    the strings come from clients: a client sending ever new names must not grow the
+    process. Once full it keeps what it has (the common names come first)."""
 
-    __slots__ = ("name", "size")
+    __slots__ = ("name", "size", "entries")
 
     def __init__(self, name: str, size: int) -> None:
-        super().__init__()
         self.name = name
         self.size = size
+        self.entries: dict[str, str] = {}
 
     def add(self, key: str, value: str) -> None:
-        if len(self) < self.size:
-            self[key] = value
+        if len(self.entries) < self.size:
+            self.entries[key] = value
 
     def __repr__(self) -> str:
-        return f"<BoundedCache {self.name}: {len(self)} of {self.size}>"
+        return f"<BoundedCache {self.name}: {len(self.entries)} of {self.size}>"
 
 
 FIELD_NAMES = BoundedCache("field names proven to be tokens, to their lower case", 1024)
@@ -704,20 +713,28 @@ GOOD_HOSTS = BoundedCache("Host values that match the grammar", 1024)
 _SPLIT_COLON = methodcaller("split", ":", 1)
 _CTL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]").search
 """Control characters that no field line may hold (HTAB, CR and LF are checked apart)."""
+_CTL_CR_LF = bytes((*range(0x09), *range(0x0A, 0x20), 0x7F))
+"""The same characters as bytes, with CR and LF, for the fast check of a whole block."""
 
 
-def _parse_fields(text: str, lines: list[str], crlfs: int, what: str) -> list[tuple[str, str]]:
+def _parse_fields(
+    raw: bytearray, lines: list[str], crlfs: int, what: str
+) -> list[tuple[str, str]]:
     """Validate field lines (RFC 9112 §5, RFC 9110 §5.5) and return (lower name, value).
 
-    ``text`` is the block the lines were split from on CRLF (``crlfs`` of them). The checks are arranged so
-    that the common case runs in C: the forbidden characters are looked for in the whole
-    block at once (a CR or LF that is not part of a CRLF shows up as a count mismatch),
-    names come from a cache of known tokens, and OWS is stripped with ``str.strip``.
-    Everything else (new names, errors) goes through the regex in ``_fields_slow``.
+    ``raw`` is the block the lines were decoded and split from on CRLF (``crlfs`` of them).
+    The checks are arranged so that the common case runs in C: the forbidden characters
+    are looked for in the whole block at once, in its bytes (a regex search cost three
+    times as much on a short head, four times on a browser's), names come from a cache of
+    known tokens, and OWS is stripped with ``str.strip``. Everything else (new names, errors) goes through the regex in
+    ``_fields_slow``.
     """
-    if text.count("\r") != crlfs or text.count("\n") != crlfs or _CTL(text):
+    # The lines were split on CRLF, so the block holds at least ``crlfs`` CRs and LFs:
+    # deleting every CR, LF and control character removes exactly 2 * crlfs bytes only
+    # when there is no other CR, LF or control character (one C pass over the block).
+    if len(raw) - len(raw.translate(None, _CTL_CR_LF)) != 2 * crlfs:
         return _fields_slow(lines, what)
-    cache = FIELD_NAMES
+    cache = FIELD_NAMES.entries
     try:
         # A line without a colon makes split() return one item: ValueError on unpacking.
         return [(cache[name], value.strip(" \t")) for name, value in map(_SPLIT_COLON, lines)]

@@ -201,9 +201,12 @@ class Connection:
         """Marlow's ``talk``: read a request, run the handler, reply, log, and loop while
         the connection is persistent."""
         log_access = self.server.access_enabled
+        parser = self.parser
         while True:
-            try:
-                request = await self.read_request()
+            try:  # a pipelined request may be in the parser already; else read one
+                request = parser.next_event()
+                if type(request) is not Request:
+                    request = await self.read_request(request)
             except ProtocolError as err:  # Marlow's ``Left resp``: a page saying why, close
                 return await self.reject(err, None)
             if request is None:  # the client left, or idled out, or the server is stopping
@@ -215,8 +218,8 @@ class Connection:
                 return await self.reject(err, request)
             if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
                 return await self.websocket(request, response, ctx.received_at)
-            body = ctx.request_body
-            keep_alive = body.settle(self.may_keep_alive(request))
+            body = ctx.request_body  # None: no body, and the handler asked for none
+            keep_alive = self.may_keep_alive(ctx)
             try:
                 status, sent, keep_alive = await self.replies.send(request, response, keep_alive)
             except ReplyAborted as abort:  # a stream that broke: the client sees it cut
@@ -227,22 +230,29 @@ class Connection:
                 self.stop_watching()
             if log_access:
                 self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
-            if not keep_alive or (body.must_drain and not await body.drain()):
+            if not keep_alive or (body is not None and body.must_drain and not await body.drain()):
                 return
 
-    def may_keep_alive(self, request: Request) -> bool:
+    def may_keep_alive(self, ctx: RequestContext) -> bool:
         """Whether the connection may stay open after this request: the client asks for
-        it, the server is not stopping, and the connection has not served
+        it, the server is not stopping, the connection has not served
         ``keepalive_requests`` requests or lived ``keepalive_time`` (nginx's two limits:
-        clients reconnect now and then, so a new worker gets its share of them)."""
+        clients reconnect now and then, so a new worker gets its share of them), and the
+        body is out of the way (:meth:`RequestBody.settle`: what the handler left unread is
+        dropped, drained after the reply, or the connection closes)."""
         self.served += 1
         config = self.config
-        return (
-            request.keep_alive
+        keep_alive = (
+            ctx.request.keep_alive
             and not self.server.closing
             and self.served < config.keepalive_requests
-            and time.time() - self.opened_at < config.keepalive_time
+            and ctx.received_at - self.opened_at < config.keepalive_time
         )
+        body = ctx.request_body
+        if body is None:  # a request without a body: the parser's EndOfMessage, at once
+            self.parser.next_event()
+            return keep_alive
+        return body.settle(keep_alive)
 
     def release_body(self) -> None:
         """The request's body is no longer held: its bytes leave the budget (budget.py)."""
@@ -258,18 +268,18 @@ class Connection:
 
     # ------------------------------------------------------------- reading a request head
 
-    async def read_request(self) -> Request | None:
-        """``getRequest`` + ``parseRequest``: the next request head, or None when the
-        connection is to close quietly. Raises ProtocolError for a bad request, and
-        :class:`_TimedOut` when a head stops arriving half-way."""
-        event = self.parser.next_event()
+    async def read_request(self, event: object) -> Request | None:
+        """``getRequest`` + ``parseRequest`` when the parser's ``event`` is not a request
+        yet: read until it has one. None when the connection is to close quietly. Raises
+        ProtocolError for a bad request, and :class:`_TimedOut` when a head stops arriving
+        half-way."""
         if event is NEED_DATA:
             event = await self._receive_head()
         if event is None or type(event) is ConnectionClosed:
             return None
         if type(event) is not Request:
             raise RuntimeError(f"parser produced {event!r} where a request head belongs")
-        self.fresh = False
+        self.fresh = False  # (a request already in the parser is never a connection's first)
         return event
 
     async def _receive_head(self) -> object:
@@ -371,12 +381,13 @@ class Connection:
         self.phase = HANDLER
         try:
             response = await self.handler(ctx)
-            if not isinstance(response, Response):
+            if type(response) is not Response and not isinstance(response, Response):
                 raise TypeError(
                     f"a handler must return a pyweb Response, not {type(response).__name__}"
                 )
-            if hasattr(response.body, "__aiter__"):  # a streamed reply: its own budget
-                self.server.slots.to_streams(self)
+            body = response.body
+            if type(body) is not bytes and hasattr(body, "__aiter__"):  # a streamed reply:
+                self.server.slots.to_streams(self)  # it has its own budget (slots.py)
             return response
         except ProtocolError:
             raise
@@ -386,7 +397,8 @@ class Connection:
             )
             return self.error_page(500, detail=str(exc), exc=exc)
         finally:
-            self.release_body()  # the page is done with its body: out of the budget
+            if self.reserved:  # the page is done with its body: out of the budget
+                self.release_body()
 
     async def websocket(
         self, request: Request, upgrade: WebSocketUpgrade, received_at: float

@@ -53,9 +53,17 @@ class RequestContext:
         """Bytes and calls this request's page allocated, set by :mod:`pyweb.regions` with
         ``--profile-alloc`` (C only); ``None`` when nothing was counted. The access log's
         ``alloc`` format shows it."""
-        self.request_body = RequestBody(connection, request)
-        """The body, read on demand (``server/body.py``)."""
+        self.request_body = (
+            RequestBody(connection, request) if request.content_length or request.chunked else None
+        )
+        """The body, read on demand (``server/body.py``); None while a request without one
+        has not been asked for it (most requests: no object made for them)."""
         self._connection = connection
+
+    def _body(self) -> RequestBody:
+        if self.request_body is None:  # asked of a request without a body: an empty one
+            self.request_body = RequestBody(self._connection, self.request)
+        return self.request_body
 
     @property
     def server_port(self) -> int:
@@ -69,18 +77,18 @@ class RequestContext:
         its deadline, ends the connection (408); one that does not fit the process's
         ``max_body_memory`` (``copies`` times: how often the caller will hold it) is refused
         (503, before it is read when its length is known)."""
-        return await self.request_body.read(copies)
+        return await self._body().read(copies)
 
     def stream(self) -> AsyncIterator[bytes]:
         """The request body piece by piece, as it arrives (for uploads too large to hold)."""
-        return self.request_body.stream()
+        return self._body().stream()
 
     def hold(self, n: int) -> bool:
         """Count ``n`` bytes the handler keeps in memory from :meth:`stream` against the
         process's ``max_body_memory`` (negative: give them back); False, nothing counted,
         when they do not fit (the handler spools them to disk or answers 503). Given back
         when the handler is done (``body.py``)."""
-        return self.request_body.hold(n)
+        return self._body().hold(n)
 
     def client_gone_evt(self) -> Event[None]:
         """An event (:mod:`pyweb.events`) enabled once the client has closed or reset its

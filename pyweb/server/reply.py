@@ -111,7 +111,7 @@ class Replies:
         known length, the common case, is handled here: head and body through the arena,
         one writev."""
         body = response.body
-        if not isinstance(body, _SIZED):
+        if type(body) is not bytes and not isinstance(body, _SIZED):
             if isinstance(body, FileBody):
                 return await self._send_file(request, response, body, keep_alive)
             return await self._send_stream(request, response, keep_alive)
@@ -147,7 +147,7 @@ class Replies:
         if not length:
             return None
         fits = len(arena) + length <= _REPLY_BYTES
-        if not isinstance(body, Fragments):
+        if type(body) is bytes or not isinstance(body, Fragments):
             if not fits:
                 return body
             arena.write(body)
