@@ -530,6 +530,7 @@ class HttpProtocol(asyncio.Protocol):
             await self._websocket(request, response, ctx.received_at)
             return
         body = ctx.request_body
+        assert body is not None  # (an AioContext always makes its body)
         keep_alive = body.settle(self.may_keep_alive(request))
         try:
             status, sent, keep_alive = await self.replies.send(request, response, keep_alive)
