@@ -36,9 +36,16 @@ lab: install
 	$(PY) -m jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
 	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/tutorials $(if $(filter 0,$(shell id -u)),--allow-root)
 
-## make test: every test (unit, property-based, integration over real sockets)
+## make test: every test (unit, property-based, integration over real sockets), the server
+## tests on both loops (trio and asyncio). Two parts: most tests spread over TEST_JOBS
+## processes (pytest-xdist), then
+## the timing-sensitive ones (marked serial: a normal client's wait under attack) alone.
+## One loop only: make test LOOPS=trio (or PYWEB_TEST_LOOPS=trio); more options: TEST_ARGS=...
+TEST_JOBS ?= 2
+LOOPS ?= trio,asyncio
 test: dev locust-env
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_JOBS) --dist load -m "not serial" --loops $(LOOPS) $(TEST_ARGS)
+	$(PY) -m pytest -m serial --loops $(LOOPS) $(TEST_ARGS)
 
 ## locust in its own environment (pyweb loadtest, the load-testing tests and tutorial)
 locust-env: install

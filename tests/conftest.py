@@ -75,13 +75,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("loop", params, indirect=True, scope="module")
 
 
+SERIAL_DIRS = ("reliability",)
+"""Directories whose tests measure a normal client's wait under attack: ``make test`` runs
+them alone (``-m serial``), after the rest has run in parallel, so that the other tests do
+not take the CPU they measure."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The asyncio run of a test marked ``asyncio_lacks(...)`` (on the test, or on one of
-    its ``pytest.param``s) is a strict xfail."""
+    """The tests under SERIAL_DIRS are marked serial. The asyncio run of a test marked
+    ``asyncio_lacks(...)`` (on the test, or on one of its ``pytest.param``s) is a strict
+    xfail; that of a ``pytest.param`` marked ``trio_only("why")`` is skipped, saying why."""
+    here = os.path.dirname(__file__)
+    serial = tuple(os.path.join(here, d) + os.sep for d in SERIAL_DIRS)
     for item in items:
+        if str(item.path).startswith(serial):
+            item.add_marker(pytest.mark.serial)
         callspec = getattr(item, "callspec", None)
         if callspec is None or callspec.params.get("loop") != "asyncio":
             continue
+        trio_only = item.get_closest_marker("trio_only")  # on one pytest.param of many
+        if trio_only is not None:
+            item.add_marker(pytest.mark.skip(reason=f"about trio: {trio_only.args[0]}"))
         lacks = tuple(f for m in item.iter_markers("asyncio_lacks") for f in m.args)
         if lacks:
             item.add_marker(xfail_on_asyncio(lacks))

@@ -5,7 +5,8 @@ A test module that starts servers says ``pytestmark = pytest.mark.loops("trio",
 so ``-k asyncio`` picks one side), and every server it starts through
 :mod:`pyweb.testing` (``serve``, ``ServerThread``, the ``kit`` of tests/server) runs on that
 loop. A test about trio itself keeps ``@pytest.mark.loops("trio")`` with a comment saying
-why. ``--loops trio`` (or ``PYWEB_TEST_LOOPS=trio``) runs one loop only; ``make test`` runs
+why; one case of a parametrised test, ``pytest.param(..., marks=pytest.mark.trio_only("why"))``
+(its asyncio run is skipped, with the reason). ``--loops trio`` (or ``PYWEB_TEST_LOOPS=trio``) runs one loop only; ``make test`` runs
 both.
 
 The asyncio server does not do everything the trio server does yet. A test that needs
@@ -27,6 +28,8 @@ ASYNCIO_LACKS: dict[str, str] = {
     # fresh connection at shutdown, unframeable Fragments, the chat's long polls, the
     # connection slots)
     "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
+    "regions header": "the X-Pyweb-Regions header of development mode (a page's regions "
+    "report)",
     "reply checks": "a 500 for a head larger than the reply arena (the asyncio server has no "
     "arena: it sends such a head)",
 }

@@ -20,7 +20,7 @@ import pyweb.notebook as nb
 import pyweb.notebook.server as nb_server
 from pyweb.protocol.response import Response
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 
 @pytest.fixture(autouse=True)
@@ -309,7 +309,7 @@ def test_page_magic_refuses_a_syntax_error_and_writes_nothing(srv):
 
 
 def test_page_magic_allows_top_level_await_as_pages_do(srv):
-    nb.page_magic("slow", "import trio\nawait trio.sleep(0)\nconn.return_('<p>late</p>')\n")
+    nb.page_magic("slow", "from pyweb import runtime\nawait runtime.sleep(0)\nconn.return_('<p>late</p>')\n")
     assert srv.get("/slow").text == "<p>late</p>"
 
 

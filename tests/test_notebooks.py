@@ -22,6 +22,8 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from tests.loops import asyncio_lacks
+
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"))
 EXERCISES = sorted((ROOT / "notebook").glob("*.ipynb"))
@@ -122,8 +124,24 @@ def test_checks_are_recorded_for_pyweb_grade(path):
 # --- executed -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", TUTORIALS + SOLUTIONS, ids=_id)
-def test_runs_without_errors(path, tmp_path):
+def _on_both_loops(path: Path) -> object:
+    """A notebook for the run on each loop, marked where its asyncio run cannot be."""
+    trio_pages = "its pages await trio.sleep (the tutorials teach on trio)"
+    marks = {
+        "03_currency_exchange.ipynb": pytest.mark.trio_only(trio_pages),
+        "13_load_testing.ipynb": pytest.mark.trio_only(trio_pages),
+        "09_cml.ipynb": pytest.mark.trio_only("it runs CML on trio's nurseries and trio.run"),
+        "05_regions.ipynb": asyncio_lacks("regions header"),
+    }
+    mark = marks.get(path.name) if path.parent.name == "tutorials" else None
+    return pytest.param(path, id=_id(path), marks=[mark] if mark else [])
+
+
+@pytest.mark.loops("trio", "asyncio")
+@pytest.mark.parametrize("path", [_on_both_loops(p) for p in TUTORIALS + SOLUTIONS])
+def test_runs_without_errors(path, tmp_path, loop, monkeypatch):
+    # The kernel is a new process: it learns the loop of its pyweb servers from the environment.
+    monkeypatch.setenv("PYWEB_TESTING_LOOP", loop)
     nb = nbformat.read(path, as_version=4)
     try:
         execute(nb, tmp_path)

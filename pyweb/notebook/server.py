@@ -493,6 +493,7 @@ def serve(
     port: int = 0,
     mode: str = "thread",
     csrf: bool = False,
+    loop: str | None = None,
     **config: Any,
 ) -> NotebookServer:
     """Start a pyweb server and return at once; the kernel stays free for the next cell.
@@ -507,12 +508,19 @@ def serve(
     ``csrf``: the CSRF check of POSTs (on by default in ``pyweb serve``) is off here unless
     ``csrf=True``: this server answers one student on 127.0.0.1, and the tutorials' cells
     post to their pages directly; the "Login and sessions" tutorial turns it on.
+    ``loop``: ``"trio"`` or ``"asyncio"`` (the server of ``pyweb serve --loop asyncio``);
+    default ``pyweb.testing.default_loop()``, trio unless ``PYWEB_TESTING_LOOP`` says
+    otherwise. Guest mode is trio's own.
 
     The new server becomes the one ``%%page`` writes to.
     """
     global _current
     if mode not in ("thread", "guest"):
         raise ValueError(f"mode must be 'thread' or 'guest', got {mode!r}")
+    if mode == "guest" and loop not in (None, "trio"):
+        raise ValueError("mode='guest' runs trio as a guest of the kernel's loop: loop='trio'")
+    if mode == "thread" and loop is not None:
+        config["loop"] = loop
     handler: Callable[..., Any] | None = None
     owns = False
     site_dir: Path | None

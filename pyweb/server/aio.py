@@ -529,9 +529,12 @@ class HttpProtocol(asyncio.Protocol):
         if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
             await self._websocket(request, response, ctx.received_at)
             return
-        body = ctx.request_body
-        assert body is not None  # (an AioContext always makes its body)
-        keep_alive = body.settle(self.may_keep_alive(request))
+        body = ctx.request_body  # None: no body, and the handler asked for none
+        keep_alive = self.may_keep_alive(request)
+        if body is None:  # a request without a body: the parser's EndOfMessage, at once
+            self.parser.next_event()
+        else:
+            keep_alive = body.settle(keep_alive)
         try:
             status, sent, keep_alive = await self.replies.send(request, response, keep_alive)
         except ReplyAborted as abort:  # a stream that broke: the client sees it cut
@@ -543,7 +546,7 @@ class HttpProtocol(asyncio.Protocol):
                 self.server.slots.from_streams(self)
         if self.server.access_enabled:
             self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
-        if keep_alive and body.must_drain:
+        if keep_alive and body is not None and body.must_drain:
             keep_alive = await body.drain()
         self.busy = False
         if not keep_alive or self.closing:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from pyweb.protocol.messages import Request
 
 from .aio_body import AioBody
+from .body import RequestBody
 from .context import RequestContext
 from .proxy import forwarded
 
@@ -39,5 +40,15 @@ class AioContext(RequestContext):
         self.dev = connection.config.dev
         self.received_at = time.time()
         self.alloc = None
-        self.request_body = AioBody(connection, request)  # type: ignore[arg-type]
+        # None for a request without a body until a handler asks (as RequestContext)
+        self.request_body = (
+            AioBody(connection, request)  # type: ignore[arg-type]
+            if request.content_length or request.chunked
+            else None
+        )
         self._connection = connection  # type: ignore[assignment]
+
+    def _body(self) -> RequestBody:
+        if self.request_body is None:  # asked of a request without a body: an empty one
+            self.request_body = AioBody(self._connection, self.request)  # type: ignore[arg-type]
+        return self.request_body

@@ -11,7 +11,8 @@ The server runs on either of pyweb's loops (``loop="trio"``, the default, or
 ``loop="asyncio"``: the asyncio Protocol server of ``pyweb serve --loop asyncio``, on
 uvloop when it is installed). Code that does not name a loop gets :func:`default_loop`,
 which :func:`use_loop` changes for a block: that is how pyweb's own test suite runs the
-same tests on both loops.
+same tests on both loops. The environment variable ``PYWEB_TESTING_LOOP`` sets the default
+for a whole process (a notebook kernel, for example).
 
 The server runs in a thread, not in the caller's event loop, so that the caller may block
 freely: a test with plain sockets, a notebook cell, locust's gevent workers.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -39,12 +41,15 @@ __all__ = ["serve", "ServerThread", "reachable", "LOOPS", "default_loop", "use_l
 LOOPS = ("trio", "asyncio")
 """The event loops a pyweb server runs on."""
 
-_default = ["trio"]
+_default = [os.environ.get("PYWEB_TESTING_LOOP") or "trio"]
 _running: set[ServerThread] = set()  # started and not yet stopped (see running_servers)
 
 
 def default_loop() -> str:
-    """The loop :func:`serve` and :func:`build_server` use when none is named."""
+    """The loop :func:`serve` and :func:`build_server` use when none is named: trio, or
+    ``PYWEB_TESTING_LOOP``, or what :func:`use_loop` set."""
+    if _default[0] not in LOOPS:
+        raise ValueError(f"PYWEB_TESTING_LOOP={_default[0]!r}: one of {', '.join(LOOPS)}")
     return _default[0]
 
 
