@@ -106,6 +106,7 @@ def test_a_postgresql_outage_loses_no_acknowledged_write(tmp_path: Path) -> None
             finish(seen, stop)
         stored = {r["n"] for r in trio.run(direct.list, f"select n from {schema}.acked")}
     finally:
+        stop.set()
         db.configure(None)
         proxy.stop()
         trio.run(direct.dml, f"drop schema {schema} cascade")
@@ -161,11 +162,15 @@ def pyweb_serve(site: Path, *args: str) -> tuple[subprocess.Popen, int]:
          "--access-log", "none", "--csrf-exempt", "/w", *args],
         cwd=str(ROOT), env=env, stderr=subprocess.DEVNULL,
     )  # fmt: skip
+    # Ready when a worker answers: the supervisor's socket accepts (into the backlog) before
+    # any worker runs, and on a loaded machine workers took over 1.5 s to start.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.sendall(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                if s.recv(64).startswith(b"HTTP/1.1 "):
+                    return proc, port
         except OSError:
             time.sleep(0.05)
     proc.kill()
@@ -198,6 +203,7 @@ def test_max_requests_recycling_under_load_resets_nothing(tmp_path: Path) -> Non
         time.sleep(20.0 if SOAK else 6.0)
         finish(seen, stop)
     finally:
+        stop.set()  # (a failure above must not leave the clients running: pytest would hang)
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     assert len(set(seen["pids"])) >= 4, "the workers were recycled"
@@ -222,6 +228,7 @@ def test_a_killed_worker_loses_no_acknowledged_write_and_its_replacement_gets_cl
         time.sleep(4.0)
         finish(seen, stop)
     finally:
+        stop.set()  # (a failure above must not leave the clients running: pytest would hang)
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     after = seen["pids"][killed_at:]

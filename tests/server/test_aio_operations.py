@@ -203,3 +203,13 @@ def test_pyweb_loggers_reach_the_error_log_from_any_thread() -> None:
     errors = srv.error_log.getvalue()
     assert "[warning] pyweb.test: from the loop" in errors
     assert "[warning] pyweb.test: from a thread" in errors
+
+
+def test_keepalive_time_closes_a_connection_that_lived_that_long() -> None:
+    with AioThread(handler, keepalive_time=0.3) as srv, srv.connect() as raw:
+        raw.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert b"connection: close" not in raw.recv(4096).lower()  # young: kept
+        time.sleep(0.5)
+        raw.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert b"connection: close" in raw.recv(4096).lower()  # old enough: closed after
+        assert raw.recv(100) == b""
