@@ -13,9 +13,12 @@ import pytest
 
 from pyweb import cache, testing
 from pyweb.protocol.response import Response
+from tests.loops import asyncio_lacks
 
 from ..csrf_helpers import csrf_token
 from .conftest import REDIS_URL, need_redis, unique_prefix
+
+pytestmark = [pytest.mark.loops("trio", "asyncio"), asyncio_lacks("fetch_url")]
 
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 
@@ -188,6 +191,7 @@ def test_a_second_server_process_shares_the_rate_through_redis(rate_file, monkey
         cache.configure("memory")
 
 
+@pytest.mark.loops("trio")  # the command line refuses before any server starts: no loop
 def test_serve_refuses_a_bad_cache_url(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "pyweb", "serve", str(tmp_path), "--port", "0",
