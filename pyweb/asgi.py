@@ -20,7 +20,8 @@ The server's loop may be asyncio (uvicorn, granian, hypercorn) or trio (hypercor
 worker): the pages reach it through :mod:`pyweb.runtime` either way. What an ASGI server
 does not give pyweb: its access log format, timeouts and limits (those are the ASGI
 server's own settings), arenas (replies are bytes), and ``--profile-alloc``.
-WebSockets: not yet (a ``websocket`` scope is closed at once).
+WebSockets: a ``websocket`` scope runs the site's ``@pyweb.websocket`` handlers
+(:mod:`pyweb.asgi_websocket`); pings and frames are the ASGI server's.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from urllib.parse import quote
 
 from pyweb import runtime
 from pyweb.app.site import Site as _Site
+from pyweb.asgi_websocket import refuse, serve_websocket
 from pyweb.events import Event, Latch, guard
 from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
@@ -85,7 +87,7 @@ class Site:
         elif kind == "lifespan":
             await self.lifespan(receive, send)
         elif kind == "websocket":
-            await send({"type": "websocket.close", "code": 1003})  # not supported yet
+            await self.websocket(scope, receive, send)
         else:
             raise ValueError(f"pyweb.asgi cannot serve an ASGI scope of type {kind!r}")
 
@@ -120,6 +122,23 @@ class Site:
         finally:
             ctx.finish()
 
+    async def websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket handshake: the site answers it as under pyweb's own server (the
+        route's checks), then the session runs on ASGI's messages (asgi_websocket.py)."""
+        site = self.load()
+        ctx = AsgiContext(scope, receive, self)
+        try:
+            response = await site(ctx)
+        except Exception as exc:  # pyweb's own bug: refuse the handshake, log why
+            ctx.log_error(f"WebSocket {ctx.request.target} failed", exc)
+            response = error_response(500, dev=self.dev, detail=repr(exc), exc=exc)
+        extensions = scope.get("extensions") or {}
+        try:
+            if not await serve_websocket(ctx, self.stopping, response, receive, send):
+                await refuse(send, response, extensions)
+        finally:
+            ctx.finish()
+
 
 def _request(scope: Scope) -> Request:
     raw = scope.get("raw_path")
@@ -138,7 +157,7 @@ def _request(scope: Scope) -> Request:
             chunked = True
     version = scope.get("http_version", "1.1")
     return Request(
-        method=scope["method"],
+        method=scope.get("method", "GET"),  # a websocket scope has none: its handshake is a GET
         target=path + ("?" + query if query else ""),
         http_version=version if version in ("1.0", "1.1") else "1.1",
         headers=headers,
@@ -233,9 +252,7 @@ class AsgiContext:
 
     def log_error(self, message: str, exc: BaseException | None = None) -> None:
         r = self.request
-        log.error(
-            "%s [from %s] %s %s", message, self.peer, r.method, r.target, exc_info=exc
-        )
+        log.error("%s [from %s] %s %s", message, self.peer, r.method, r.target, exc_info=exc)
 
     def finish(self) -> None:
         """The response has been sent: stop watching for the disconnect."""

@@ -9,6 +9,7 @@ form error come back as pyweb's own server gives them.
 from __future__ import annotations
 
 import http.cookiejar
+import json
 import os
 import re
 import shutil
@@ -191,3 +192,33 @@ def test_a_page_waiting_on_client_gone_ends_when_the_client_leaves(asgi_server: 
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marker.read_text() == "gone"  # long before its 20 s timeout
+
+
+def test_the_chat_websocket_under_the_asgi_server(asgi_server: Client) -> None:
+    # The example chat's @pyweb.websocket handler, unchanged, on ASGI's websocket scope:
+    # a message sent on one socket reaches both, a bad one is answered with an error.
+    from websockets.sync.client import connect
+
+    url = asgi_server.base.replace("http://", "ws://") + "/chat/ws?after=0"
+    with connect(url, open_timeout=10) as a, connect(url, open_timeout=10) as b:
+        a.send(json.dumps({"name": "ann", "text": "through ASGI"}))
+        for ws in (a, b):
+            while True:  # the history comes first
+                got = json.loads(ws.recv(timeout=10))
+                if got.get("text") == "through ASGI":
+                    break
+            assert got["name"] == "ann"
+        a.send("not json")
+        assert "error" in json.loads(a.recv(timeout=10))
+
+
+def test_a_websocket_from_another_site_is_refused_under_the_asgi_server(
+    asgi_server: Client,
+) -> None:
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    url = asgi_server.base.replace("http://", "ws://") + "/chat/ws"
+    with pytest.raises(InvalidStatus) as caught:
+        connect(url, origin="http://evil.example", open_timeout=10)
+    assert caught.value.response.status_code == 403
