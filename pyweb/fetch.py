@@ -1,7 +1,8 @@
 """``fetch_url``: get a page from another web site, or ``None`` (SMLserver §3's
 ``Ns.fetchUrl``, which the currency exchange service uses to read a foreign rate).
 
-An HTTP/1.1 client on trio, with h11 doing the protocol: one ``GET``, one connection
+An HTTP/1.1 client with h11 doing the protocol, on whichever loop the page runs (trio or
+asyncio, through anyio's sockets and timeouts): one ``GET``, one connection
 (``Connection: close``), and three limits so a foreign site can never hold a page hostage:
 
 * ``timeout``: seconds for the whole exchange (connect, send, every byte of the answer);
@@ -22,8 +23,9 @@ import re
 import ssl
 from urllib.parse import urlsplit
 
+import anyio
 import h11
-import trio
+from anyio.abc import ByteStream
 
 __all__ = ["fetch_url", "FetchError"]
 
@@ -40,13 +42,13 @@ async def fetch_url(url: str, *, timeout: float = 10.0, max_bytes: int = 1 << 20
     """The body of ``url`` as text, or ``None`` if it could not be fetched in ``timeout``
     seconds, was not ``200 OK``, or was longer than ``max_bytes``."""
     try:
-        with trio.fail_after(timeout):
+        with anyio.fail_after(timeout):
             return await _fetch(url, max_bytes)
-    except trio.TooSlowError:
+    except TimeoutError:
         log.warning("fetch_url %s: no complete answer in %g s", url, timeout)
     except FetchError as error:
         log.warning("fetch_url %s: %s", url, error)
-    except (OSError, h11.ProtocolError, UnicodeError, ssl.SSLError) as error:
+    except (OSError, anyio.BrokenResourceError, h11.ProtocolError, UnicodeError) as error:
         log.warning("fetch_url %s: %s: %s", url, type(error).__name__, error)
     return None
 
@@ -71,10 +73,15 @@ def _target(url: str) -> tuple[str, str, int, str, bool]:
 
 async def _fetch(url: str, max_bytes: int) -> str:
     host, host_header, port, path, https = _target(url)
-    stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+    stream: ByteStream
+    if https:  # Connection: close, so the end of the body is the end of the stream
+        stream = await anyio.connect_tcp(
+            host, port, tls=True, ssl_context=ssl.create_default_context(),
+            tls_standard_compatible=False,
+        )  # fmt: skip
+    else:
+        stream = await anyio.connect_tcp(host, port)
     async with stream:
-        if https:
-            stream = trio.SSLStream(stream, ssl.create_default_context(), server_hostname=host)
         client = h11.Connection(h11.CLIENT)
         request = h11.Request(
             method="GET",
@@ -86,14 +93,17 @@ async def _fetch(url: str, max_bytes: int) -> str:
                 ("Connection", "close"),
             ],
         )
-        await stream.send_all(client.send(request) + client.send(h11.EndOfMessage()))
+        await stream.send(client.send(request) + client.send(h11.EndOfMessage()))
         body = bytearray()
         response: h11.Response | None = None
         while True:
             event = client.next_event()
             if event is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                client.receive_data(data)  # type: ignore[arg-type]  # b"" ends the stream
+                try:
+                    data = await stream.receive(65536)
+                except anyio.EndOfStream:
+                    data = b""  # h11 takes b"" as the end of the stream
+                client.receive_data(data)
                 continue
             if isinstance(event, h11.Response):
                 response = event

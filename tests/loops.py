@@ -30,8 +30,6 @@ ASYNCIO_LACKS: dict[str, str] = {
     "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
     "regions header": "the X-Pyweb-Regions header of development mode (a page's regions "
     "report)",
-    "fetch_url": "pyweb.fetch.fetch_url on asyncio (it calls trio.fail_after: a page that "
-    "fetches answers 500)",
     "reply checks": "a 500 for a head larger than the reply arena (the asyncio server has no "
     "arena: it sends such a head)",
 }

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pyweb import cache, testing
+from pyweb import cache, runtime, testing
 from pyweb.protocol.response import Response
-from tests.loops import asyncio_lacks
 
 from ..csrf_helpers import csrf_token
 from .conftest import REDIS_URL, need_redis, unique_prefix
 
-pytestmark = [pytest.mark.loops("trio", "asyncio"), asyncio_lacks("fetch_url")]
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 
@@ -119,9 +118,7 @@ def test_many_cold_requests_ask_the_foreign_site_once(clock, rate_file, monkeypa
 
     async def foreign(ctx):
         hits.append(1)
-        import trio
-
-        await trio.sleep(0.3)  # a slow foreign site
+        await runtime.sleep(0.3)  # a slow foreign site (on the test's loop)
         return Response(200, [("Content-Type", "text/html")], b"<td>USDDKK</td><td>6.0000</td>")
 
     with testing.serve(foreign) as rates:

@@ -7,11 +7,15 @@ import socket
 import threading
 
 import pytest
-import trio
 
 from pyweb import testing
 from pyweb.fetch import fetch_url
 from pyweb.protocol.response import Response
+from pyweb.runtime.testing import run
+from pyweb.testing.server import default_loop
+
+# fetch_url on the page's own loop: trio, or asyncio (anyio's sockets and timeouts)
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 
 class RawServer:
@@ -48,7 +52,7 @@ class RawServer:
 
 
 def fetch(url, **kw):
-    return trio.run(lambda: fetch_url(url, **kw))
+    return run(lambda: fetch_url(url, **kw), default_loop(), virtual_time=False)
 
 
 @pytest.fixture
