@@ -47,7 +47,7 @@ import trio
 from wsproto.connection import Connection as WSConnection
 from wsproto.connection import ConnectionState, ConnectionType
 from wsproto.events import BytesMessage, CloseConnection, Message, Ping, Pong, TextMessage
-from wsproto.utilities import RemoteProtocolError
+from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from pyweb.events import Event, Latch, Mailbox, select, timeout, wrap
 from pyweb.protocol.messages import Request
@@ -175,6 +175,11 @@ class WebSocket:
         async with self._send_lock:  # the reader answers pings while the handler sends
             try:
                 data = self._ws.send(event)
+            except LocalProtocolError:
+                # The peer's Close arrived (and was answered by the reader) while this task
+                # waited for the lock: the WebSocket is closed, nothing more may be sent.
+                raise WebSocketClosed(self.close_code or ABNORMAL, self.close_reason) from None
+            try:
                 if data:
                     await self._conn.replies.send_all(data)
             except (OSError, trio.BrokenResourceError) as exc:
