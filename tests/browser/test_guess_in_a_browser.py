@@ -38,19 +38,26 @@ def browser_page(loop):
             browser.close()
 
 
+def follow(page, selector: str) -> None:
+    """Click ``selector`` and wait for the page it leads to: the title is read from the new
+    page, never from the one still unloading (an empty title on a loaded machine)."""
+    with page.expect_navigation():
+        page.click(selector)
+
+
 @pytest.mark.parametrize("url", ["/guess", "/svc/guess"])
 def test_play_the_guessing_game_in_a_browser(browser_page, url):
     base, page = browser_page
     page.goto(base + url)
     assert page.title() == "Guess a number between 0 and 100"
     page.fill('input[name="guess"]', "abc")
-    page.click('input[type="submit"]')
+    follow(page, 'input[type="submit"]')
     assert page.title() == "You must type a number - try again"
     low, high, titles = 0, 100, []
     while len(titles) < 10:
         guess = (low + high) // 2
         page.fill('input[name="guess"]', str(guess))
-        page.click('input[type="submit"]')
+        follow(page, 'input[type="submit"]')
         title = page.title()
         titles.append(title)
         if "too big" in title:
@@ -65,5 +72,5 @@ def test_play_the_guessing_game_in_a_browser(browser_page, url):
         assert (
             page.evaluate("document.images[0].complete && document.images[0].naturalWidth") == 120
         )
-    page.click("text=Play again?")
+    follow(page, "text=Play again?")
     assert page.title() == "Guess a number between 0 and 100"

@@ -100,7 +100,8 @@ def log_in(page, base: str) -> None:
     assert page.title() == "Log in"  # a stranger was sent to the login page
     page.fill('input[name="user"]', "alice")
     page.fill('input[name="password"]', "wonderland")
-    page.click('input[type="submit"]')
+    with page.expect_navigation():  # the title of the page it leads to, not of this one
+        page.click('input[type="submit"]')
     assert page.title() == "Members"  # and back to the page asked for (?next=)
     assert page.inner_text("#who") == "Hello alice"
 
