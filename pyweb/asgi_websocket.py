@@ -101,9 +101,23 @@ class AsgiWebSocket(WebSocket):
             if data is None:
                 data = event.get("bytes") or b""
             if len(data) > limit:
-                await self.close(TOO_BIG, f"a message is limited to {limit} bytes")
-                return
+                await self._refuse_message(limit)
+                continue  # until the client's disconnect ends the inbox
             self._inbox.send(data)
+
+    async def _refuse_message(self, limit: int) -> None:
+        """A message over ``max_message``: close with 1009 (the reader goes on reading, so
+        that the client's disconnect still ends the inbox)."""
+        if self._closing or self._closed.is_set:
+            return
+        self._closing = True
+        self.close_code, self.close_reason = TOO_BIG, f"a message is limited to {limit} bytes"
+        try:
+            await self._send_asgi(
+                {"type": "websocket.close", "code": TOO_BIG, "reason": self.close_reason}
+            )
+        except WebSocketClosed:
+            pass
 
 
 class _ErrorLog:

@@ -222,3 +222,18 @@ def test_a_websocket_from_another_site_is_refused_under_the_asgi_server(
     with pytest.raises(InvalidStatus) as caught:
         connect(url, origin="http://evil.example", open_timeout=10)
     assert caught.value.response.status_code == 403
+
+
+def test_a_websocket_message_over_max_message_closes_with_1009_under_the_asgi_server(
+    asgi_server: Client,
+) -> None:
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    url = asgi_server.base.replace("http://", "ws://") + "/chat/ws?after=0"
+    with connect(url, open_timeout=10, max_size=None) as ws:
+        ws.send("x" * ((1 << 20) + 1))  # the route's max_message is 1 MiB
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                ws.recv(timeout=10)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
