@@ -79,11 +79,11 @@ class SqliteConnection(Connection):
 
         def work() -> T:
             nonlocal began
+            with lock:
+                if gave_up:  # touch nothing: the connection may serve another request now
+                    raise _NeverRan
+                began = True
             try:
-                with lock:
-                    if gave_up:
-                        raise _NeverRan
-                    began = True
                 return fn()
             finally:
                 self._busy = False
