@@ -12,6 +12,11 @@ The server in a thread is :mod:`pyweb.testing` itself (``serve``, ``ServerThread
 
 from __future__ import annotations
 
+import re
+import signal
+import socket
+import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -63,3 +68,69 @@ def write_site(root: Path, files: dict[str, str | bytes]) -> Path:
         else:
             path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
     return root
+
+
+# -- `pyweb serve` as a process, as an operator meets it (tests/server, tests/reliability) --
+
+BANNER = re.compile(r"pyweb serving .+ on http://127\.0\.0\.1:(\d+)/")
+
+
+def start_serve(site: Path, *flags: str) -> tuple[subprocess.Popen, int]:
+    """``pyweb serve SITE`` on a free port, access log off unless ``flags`` name one (the
+    last ``--access-log`` wins); the process and its port, read from the banner."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyweb", "serve", str(site), "--port", "0",
+         "--access-log", "none", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    banner = proc.stdout.readline()  # type: ignore[union-attr]
+    found = BANNER.match(banner)
+    if not found:
+        proc.kill()
+        raise AssertionError(f"no banner: {banner!r} {proc.stderr.read()}")  # type: ignore[union-attr]
+    return proc, int(found.group(1))
+
+
+def stop_serve(proc: subprocess.Popen, signum: int = signal.SIGTERM) -> int:
+    """Signal the server (SIGTERM: drain and exit) and return its exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signum)
+    try:
+        return proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def http_request(port: int, target: str, body: bytes | None = None, sock=None) -> tuple[int, bytes]:
+    """One request; on ``sock`` (kept alive) or on a new connection (closed after)."""
+    own = sock is None
+    if own:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        method = "GET" if body is None else "POST"
+        head = f"{method} {target} HTTP/1.1\r\nHost: x\r\n"
+        if body is not None:
+            head += f"Content-Length: {len(body)}\r\nContent-Type: text/plain\r\n"
+        if own:
+            head += "Connection: close\r\n"
+        sock.sendall(head.encode() + b"\r\n" + (body or b""))
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed before a reply")
+            data += chunk
+        head_bytes, rest = data.split(b"\r\n\r\n", 1)
+        length = int(re.search(rb"(?i)content-length: (\d+)", head_bytes).group(1))
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed in the middle of a reply")
+            rest += chunk
+        return int(head_bytes.split()[1]), rest[:length]
+    finally:
+        if own:
+            sock.close()

@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import http_request as request
+from tests.helpers import start_serve
+from tests.helpers import stop_serve as stop
+
 pytestmark = pytest.mark.timeout(90)
 
-BANNER = re.compile(r"pyweb serving .+ on http://127\.0\.0\.1:(\d+)/")
+
+def start(site: Path, *flags: str) -> tuple[subprocess.Popen, int]:
+    """``pyweb serve SITE --loop asyncio FLAGS`` (a later ``--access-log`` wins)."""
+    return start_serve(site, "--loop", "asyncio", *flags)
 
 
 @pytest.fixture
@@ -32,56 +37,6 @@ def site(tmp_path: Path) -> Path:
         "    return str(len(await conn.body()))\n"
     )
     return tmp_path
-
-
-def start(site: Path, *flags: str) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", str(site), "--port", "0", "--loop", "asyncio",
-         *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    banner = proc.stdout.readline()  # type: ignore[union-attr]
-    found = BANNER.match(banner)
-    if not found:
-        proc.kill()
-        raise AssertionError(f"no banner: {banner!r} {proc.stderr.read()}")  # type: ignore[union-attr]
-    return proc, int(found.group(1))
-
-
-def stop(proc: subprocess.Popen) -> int:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-
-
-def request(port: int, target: str, body: bytes | None = None, sock=None) -> tuple[int, bytes]:
-    """One request; on ``sock`` (kept alive) or on a new connection."""
-    own = sock is None
-    if own:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    try:
-        head = f"{'GET' if body is None else 'POST'} {target} HTTP/1.1\r\nHost: x\r\n"
-        if body is not None:
-            head += f"Content-Length: {len(body)}\r\nContent-Type: text/plain\r\n"
-        sock.sendall(head.encode() + b"\r\n" + (body or b""))
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed before a reply")
-            data += chunk
-        head_bytes, rest = data.split(b"\r\n\r\n", 1)
-        length = int(re.search(rb"(?i)content-length: (\d+)", head_bytes).group(1))
-        while len(rest) < length:
-            rest += sock.recv(65536)
-        return int(head_bytes.split()[1]), rest[:length]
-    finally:
-        if own:
-            sock.close()
 
 
 def wait_until(predicate, timeout: float = 20, what: str = "condition") -> None:
