@@ -398,7 +398,10 @@ class RunningServer:
         else:
             argv = [arg.replace("{port}", str(self.port)) for arg in command]
         argv = [*(prefix or []), *argv]
-        environment = dict(os.environ, BENCH_SITE_DIR=site_dir, PYTHONPATH=str(APPS), **(env or {}))
+        # This tree's pyweb first (the venv's editable install may point at another
+        # checkout: a worktree measures its own code), then the apps.
+        path = f"{ROOT}{os.pathsep}{APPS}"
+        environment = dict(os.environ, BENCH_SITE_DIR=site_dir, PYTHONPATH=path, **(env or {}))
         self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             pinned(cpu, argv),

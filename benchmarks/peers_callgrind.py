@@ -13,6 +13,9 @@ so it is a measure of code paths, not of time; read it beside ``peers.py``'s num
 
 Usage: .venv/bin/python benchmarks/peers_callgrind.py [--servers a,b] [--scenarios x,y]
                                                       [--seconds S] [--markdown FILE]
+                                                      [--baseline DIR]
+(``--servers pyweb-handler,pyweb-baseline --baseline DIR`` counts a change against another
+checkout, e.g. a worktree of the commit before it with its C extension built.)
 (``make bench-peers-callgrind``; about a minute per server and scenario pair set).
 """
 
@@ -149,7 +152,9 @@ def report(args: argparse.Namespace, counts: dict[str, dict[str, float]]) -> str
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     pairs = [(a, b) for _, a, b in peers.ALONGSIDE if a in counts and b in counts]
     pairs += [(a, b) for a, b in (("pyweb-asyncio", "pyweb-asyncio-handler"),
-                                  ("pyweb", "pyweb-handler")) if a in counts and b in counts]  # fmt: skip
+                                  ("pyweb", "pyweb-handler"),
+                                  ("pyweb-handler", "pyweb-baseline"))
+              if a in counts and b in counts]  # fmt: skip
     if pairs:
         lines += [
             "",
@@ -174,12 +179,18 @@ def main() -> int:
     parser.add_argument("--scenarios", default=",".join(peers.DEFAULT_SCENARIOS))
     parser.add_argument("--seconds", type=int, default=4, help="wrk's measured run")
     parser.add_argument("--markdown", metavar="FILE", help="also write the tables to FILE")
+    parser.add_argument(
+        "--baseline", metavar="DIR", help="checkout that the pyweb-baseline server runs"
+    )
     args = parser.parse_args()
+    peers.BASELINE_TREE = Path(args.baseline).resolve() if args.baseline else None
     args.servers = [s for s in args.servers.split(",") if s]
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     for s in args.servers:
-        if s not in peers.SERVERS or s.startswith("pyweb-baseline"):
+        if s not in peers.SERVERS:
             parser.error(f"unknown server {s!r}")
+        if s.startswith("pyweb-baseline") and peers.BASELINE_TREE is None:
+            parser.error(f"{s} needs --baseline DIR")
     for s in args.scenarios:
         if s not in peers.SCENARIOS:
             parser.error(f"unknown scenario {s!r}")

@@ -64,6 +64,9 @@ class Request:
     """True when the body uses the chunked transfer coding."""
     expect_continue: bool = False
     """True when the client sent ``Expect: 100-continue`` and waits before sending a body."""
+    forwarded: bool = False
+    """True when the request has an ``X-Forwarded-For`` or ``X-Forwarded-Proto`` field
+    (what a reverse proxy adds): a server behind one looks for them only then."""
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """The value of the first field called ``name`` (case-insensitive), or ``default``."""

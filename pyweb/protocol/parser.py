@@ -96,8 +96,11 @@ _CLOSED = 8  # EOF at a request boundary: ConnectionClosed
 _STATE_NAMES = ("HEAD", "EOM", "CL_BODY", "CHUNK_SIZE", "CHUNK_DATA", "CHUNK_CRLF",
                 "TRAILERS", "DONE", "CLOSED")
 
-# Fields the parser itself interprets; every other field is just passed along.
-_SPECIAL = frozenset(("host", "content-length", "transfer-encoding", "connection", "expect"))
+# Fields the parser itself interprets, or notes (the X-Forwarded pair: a server behind a
+# proxy reads them, and need not look for them in a request without them); every other
+# field is just passed along.
+_SPECIAL = frozenset(("host", "content-length", "transfer-encoding", "connection", "expect",
+                      "x-forwarded-for", "x-forwarded-proto"))
 
 # The first byte of a request line is a tchar (a method); CR may start an empty line.
 # Anything else (a TLS ClientHello starts with 0x16) can be rejected before a whole line
@@ -167,6 +170,8 @@ class RequestParser:
         try:
             state = self._state
             if state == _HEAD:
+                if not self._buf and not self._eof:
+                    return NEED_DATA  # between two requests: nothing to look at yet
                 return self._next_head()
             if state == _CL_BODY:
                 return self._next_cl_data()
@@ -209,7 +214,9 @@ class RequestParser:
                 f"more than {limits.max_headers} header fields", offending=head[:100]
             )
         headers = _parse_fields(raw, lines, len(lines), "header") if lines else []
-        host, content_length, te, keep_alive, expect_continue = _read_fields(headers, version)
+        host, content_length, te, keep_alive, expect_continue, forwarded = _read_fields(
+            headers, version
+        )
         if target[0] == "/" and host is not None and method != "CONNECT":
             path, _, query = target.partition("?")  # origin-form and Host: the everyday case
         else:
@@ -231,24 +238,15 @@ class RequestParser:
             self._state = _EOM
         return Request(
             method, target, version, headers, path, query, host, keep_alive, content_length,
-            chunked, expect_continue,
+            chunked, expect_continue, forwarded,
         )  # fmt: skip
 
     def _take_head(self) -> bytearray | ConnectionClosed | object:
         """The request head's bytes (without its final CRLF CRLF), taken out of the
         buffer; or NEED_DATA while it is incomplete, ConnectionClosed at a clean EOF."""
         buf = self._buf
-        # RFC 9112 §2.2: ignore (a bounded number of) empty lines before the request line.
-        while buf.startswith(b"\r\n"):
-            del buf[:2]
-            self._scan = 0
-            self._line_seen = False
-            self._empty_lines += 1
-            if self._empty_lines > MAX_EMPTY_LINES:
-                raise BadRequest(
-                    f"more than {MAX_EMPTY_LINES} empty lines before the request line",
-                    offending=b"\r\n",
-                )
+        if buf and buf[0] == _CR:  # (an index, not startswith: this runs for every request)
+            self._skip_empty_lines()
         if not buf:
             if self._eof:
                 self._state = _CLOSED
@@ -269,6 +267,20 @@ class RequestParser:
         self._line_seen = False
         self._empty_lines = 0
         return head
+
+    def _skip_empty_lines(self) -> None:
+        """RFC 9112 §2.2: ignore (a bounded number of) empty lines before the request line."""
+        buf = self._buf
+        while buf.startswith(b"\r\n"):
+            del buf[:2]
+            self._scan = 0
+            self._line_seen = False
+            self._empty_lines += 1
+            if self._empty_lines > MAX_EMPTY_LINES:
+                raise BadRequest(
+                    f"more than {MAX_EMPTY_LINES} empty lines before the request line",
+                    offending=b"\r\n",
+                )
 
     def _head_incomplete(self) -> None:
         """No CRLF CRLF yet: enforce the limits on what has arrived, or explain EOF."""
@@ -447,7 +459,12 @@ class RequestParser:
         self._state = _HEAD if self._keep_alive else _DONE
         if not self._keep_alive:
             self._buf = bytearray()
-        return EndOfMessage(trailers)
+        # Without trailers (nearly always) one shared message: nobody changes a message,
+        # and making one is a class call per request.
+        return EndOfMessage(trailers) if trailers else _NO_TRAILERS
+
+
+_NO_TRAILERS = EndOfMessage([])
 
 
 # -- the steps of a request head --------------------------------------------------------
@@ -484,19 +501,21 @@ def _request_line(line: str) -> tuple[str, str, str]:
     return method, target, "1.0" if minor == "0" else "1.1"
 
 
-Fields = tuple[str | None, int | None, list[str] | None, bool, bool]
-"""What :func:`_read_fields` finds: (host, content_length, te, keep_alive, expect_continue)."""
+Fields = tuple[str | None, int | None, list[str] | None, bool, bool, bool]
+"""What :func:`_read_fields` finds: (host, content_length, te, keep_alive, expect_continue,
+forwarded)."""
 
 
 def _read_fields(headers: list[tuple[str, str]], version: str) -> Fields:
     """What the parser itself reads from the header fields (every other field is just
     passed along): Host, the framing fields (``te``: the Transfer-Encoding codings, every
-    field's list joined; None without one), keep-alive and ``Expect: 100-continue``. A
-    function returning a tuple, not an object: a third cheaper, on every request."""
+    field's list joined; None without one), keep-alive, ``Expect: 100-continue``, and
+    whether an ``X-Forwarded-For`` or ``-Proto`` field is there. A function returning a
+    tuple, not an object: a third cheaper, on every request."""
     host: str | None = None
     content_length: int | None = None
     te: list[str] | None = None
-    close = keep_alive_option = expect = False
+    close = keep_alive_option = expect = forwarded = False
     for name, value in headers:
         if name not in _SPECIAL:
             continue
@@ -519,14 +538,22 @@ def _read_fields(headers: list[tuple[str, str]], version: str) -> Fields:
             says_close, says_keep_alive = _connection_options(value)
             close = close or says_close
             keep_alive_option = keep_alive_option or says_keep_alive
-        elif "100-continue" in value.lower():  # Expect (RFC 9110 §10.1.1)
-            expect = expect or any(
-                e.strip(" \t") == "100-continue" for e in value.lower().split(",")
-            )
+        elif name[0] == "x":  # X-Forwarded-For, X-Forwarded-Proto
+            forwarded = True
+        else:  # Expect (RFC 9110 §10.1.1)
+            expect = expect or _expects_continue(value)
     # RFC 9112 §9.3: 1.1 persists unless "close"; 1.0 only with "keep-alive".
     # RFC 9110 §10.1.1: Expect is ignored in HTTP/1.0 requests.
     keep_alive = not close if version == "1.1" else keep_alive_option and not close
-    return host, content_length, te, keep_alive, expect and version == "1.1"
+    return host, content_length, te, keep_alive, expect and version == "1.1", forwarded
+
+
+def _expects_continue(value: str) -> bool:
+    """Whether an ``Expect`` field's list holds ``100-continue`` (case-insensitive)."""
+    value = value.lower()
+    return "100-continue" in value and any(
+        e.strip(" \t") == "100-continue" for e in value.split(",")
+    )
 
 
 def _connection_options(value: str) -> tuple[bool, bool]:

@@ -83,7 +83,6 @@ from .budget import BUDGET
 from .context import RequestContext
 from .control import SHUTDOWN
 from .gone import ClientWatch
-from .listener import close_socket
 from .logging import AccessRecord
 from .proxy import peer_host
 from .recvbuf import receive
@@ -195,7 +194,12 @@ class Connection:
             server.connections.discard(self)
             if self.port is not None:
                 self.port.close()
-            close_socket(self.sock)
+            if self.watch is not None:
+                self.watch.stop()
+            # No other task waits on the socket now (the watch was the only one; this task
+            # is here), so it closes without close_socket's notify_closing, which costs
+            # more than the rest of the close (docs/performance.md).
+            self.sock.close()
 
     async def talk(self) -> None:
         """Marlow's ``talk``: read a request, run the handler, reply, log, and loop while
@@ -272,38 +276,32 @@ class Connection:
         """``getRequest`` + ``parseRequest`` when the parser's ``event`` is not a request
         yet: read until it has one. None when the connection is to close quietly. Raises
         ProtocolError for a bad request, and :class:`_TimedOut` when a head stops arriving
-        half-way."""
+        half-way. The deadline is set at the first real wait: a request already in the
+        kernel buffer costs no clock read (Hop §3.1)."""
         if event is NEED_DATA:
-            event = await self._receive_head()
-        if event is None or type(event) is ConnectionClosed:
+            parser = self.parser
+            self.phase = HEAD if parser.buffered else IDLE
+            self.deadline = _INF
+            while event is NEED_DATA:
+                try:  # the system call first; wait only if it would block
+                    receive(self.fd, parser)  # into this thread's region page (recvbuf.py)
+                except BlockingIOError:
+                    if self.deadline == _INF:
+                        self.deadline = trio.current_time() + self._patience()
+                    if not await self.wait_for_request():
+                        return None
+                    continue
+                event = parser.next_event()
+                if event is NEED_DATA and self.phase == IDLE:
+                    # The first bytes of a head: now the header timeout runs.
+                    self.phase = HEAD
+                    self.deadline = trio.current_time() + self.config.header_timeout
+        if type(event) is ConnectionClosed:
             return None
         if type(event) is not Request:
             raise RuntimeError(f"parser produced {event!r} where a request head belongs")
         self.fresh = False  # (a request already in the parser is never a connection's first)
         return event
-
-    async def _receive_head(self) -> object:
-        """Read until the parser has an event; None if the wait ended without one. The
-        deadline is set at the first real wait: a request already in the kernel buffer
-        costs no clock read (Hop §3.1)."""
-        parser = self.parser
-        self.phase = HEAD if parser.buffered else IDLE
-        self.deadline = _INF
-        while True:
-            try:  # the system call first; wait only if it would block
-                receive(self.fd, parser)  # into this thread's region page (recvbuf.py)
-            except BlockingIOError:
-                if self.deadline == _INF:
-                    self.deadline = trio.current_time() + self._patience()
-                if not await self.wait_for_request():
-                    return None
-                continue
-            event = parser.next_event()
-            if event is not NEED_DATA:
-                return event
-            if self.phase == IDLE:  # the first bytes of a head: now the header timeout runs
-                self.phase = HEAD
-                self.deadline = trio.current_time() + self.config.header_timeout
 
     def _patience(self) -> float:
         """How long this wait may last: the keep-alive timeout between requests, the

@@ -42,9 +42,10 @@ class RequestContext:
         names in ``X-Forwarded-For``, with port 0: :mod:`pyweb.server.proxy`)."""
         self.scheme = "http"
         """``"http"``, or what a trusted proxy's ``X-Forwarded-Proto`` says."""
-        if connection.via_proxy is not None:  # the client behind the proxy, and its scheme
+        if request.forwarded and connection.via_proxy is not None:
+            # the client behind the proxy, and its scheme (the parser noted the fields)
             self.peer, self.scheme = forwarded(request.headers, self.peer, connection.via_proxy)
-            connection.client = self.peer  # (the access log names it)
+        connection.client = self.peer  # (the access log names it)
         self.dev = connection.config.dev
         """Development mode: error pages may show tracebacks (the connection's setting)."""
         self.received_at = time.time()

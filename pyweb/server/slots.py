@@ -108,6 +108,7 @@ class Slots:
         """New connections that have sent nothing yet."""
         self.bodies: dict[Connection, None] = {}
         self.clients: Counter[str] = Counter()
+        """Connections per client address, counted only with ``max_connections_per_client``."""
         self.refused = 0
         """Connections answered with the fast 503 so far (the status page shows it)."""
         self.evicted = 0
@@ -125,13 +126,14 @@ class Slots:
         closing a connection that is only waiting (:meth:`_evict_one`); a silent newcomer
         waits for its request first (:meth:`wait_to_speak`), so a crowd that connects and
         says nothing closes nobody and cannot keep a client that speaks out."""
-        host = peer_host(peer)
-        if self.per_client is not None and self.clients[host] >= self.per_client:
+        per_client = self.per_client
+        if per_client is not None and self.clients[peer_host(peer)] >= per_client:
             return False
         if self.full() and not (speaking and self._evict_one()):
             return False
         self.busy += 1
-        self.clients[host] += 1
+        if per_client is not None:  # (counted only when limited: a third of an admit)
+            self.clients[peer_host(peer)] += 1
         return True
 
     def keepalive(self, timeout: float) -> float:
@@ -162,10 +164,11 @@ class Slots:
             self.streams -= 1
         else:
             self.busy -= 1
-        host = peer_host(connection.peer)
-        self.clients[host] -= 1
-        if self.clients[host] <= 0:
-            del self.clients[host]
+        if self.per_client is not None:
+            host = peer_host(connection.peer)
+            self.clients[host] -= 1
+            if self.clients[host] <= 0:
+                del self.clients[host]
 
     def waiting(self, connection: Connection, stalled_body: bool = False) -> None:
         """The connection waits for bytes (of a request body: ``stalled_body``): it may be
