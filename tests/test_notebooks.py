@@ -125,13 +125,11 @@ def test_checks_are_recorded_for_pyweb_grade(path):
 
 
 def _on_both_loops(path: Path) -> object:
-    """A notebook for the run on each loop, marked where its asyncio run cannot be."""
-    trio_pages = "its pages await trio.sleep (the tutorials teach on trio)"
+    """A notebook for the run on each loop, marked where its asyncio run cannot be. The
+    tutorials teach on trio; their pages wait with ``pyweb.runtime.sleep`` and start tasks
+    with anyio's task group, so that they run on the loop the kernel's servers use."""
     marks = {
-        "03_currency_exchange.ipynb": pytest.mark.trio_only(trio_pages),
-        "13_load_testing.ipynb": pytest.mark.trio_only(trio_pages),
-        "09_cml.ipynb": pytest.mark.trio_only("it runs CML on trio's nurseries and trio.run"),
-        "05_regions.ipynb": asyncio_lacks("regions header"),
+        "05_regions.ipynb": asyncio_lacks("alloc profile"),  # its Site has profile_alloc=True
     }
     mark = marks.get(path.name) if path.parent.name == "tutorials" else None
     return pytest.param(path, id=_id(path), marks=[mark] if mark else [])
