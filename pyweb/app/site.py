@@ -1044,10 +1044,13 @@ class Site:
         if response is not None and not any(
             n.lower() == "cache-control" for n, _ in response.headers
         ):
-            # a response that sets a session cookie is this browser's only (a new Response:
-            # the page's may be an object built once)
-            private = [*response.headers, ("Cache-Control", "private, no-store")]
-            conn.response = dataclasses.replace(response, headers=private)
+            # a response that sets a session cookie is this browser's only (a new Response,
+            # unless conn made this one: the page's may be an object built once)
+            if response is conn._made:
+                response.headers.append(("Cache-Control", "private, no-store"))
+            else:
+                private = [*response.headers, ("Cache-Control", "private, no-store")]
+                conn.response = dataclasses.replace(response, headers=private)
 
     def _page_error(
         self, ctx: Context, page: str, filename: str | None, exc: Exception
