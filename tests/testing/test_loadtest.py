@@ -1,11 +1,13 @@
 """pyweb loadtest and pyweb.testing.locust: real locust, real server, real sockets.
 
 locust is installed on first use into its own environment (``make test`` does it first, so
-that no test has to wait for pip).
+that no test has to wait for pip). On both loops: ``pyweb loadtest`` serves on
+``$PYWEB_TESTING_LOOP``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -13,18 +15,24 @@ from pathlib import Path
 
 import pytest
 
+from pyweb.testing import default_loop
 from tests.helpers import write_site
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.loops("trio", "asyncio")]
 
 
 def loadtest(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    """``pyweb loadtest ARGS``, its site served on the test's loop (checked in its output)."""
+    loop = default_loop()
+    done = subprocess.run(
         [sys.executable, "-m", "pyweb", "loadtest", *args],
         capture_output=True, text=True, cwd=ROOT, timeout=400,
-    )
+        env={**os.environ, "PYWEB_TESTING_LOOP": loop},
+    )  # fmt: skip
+    assert done.returncode == 2 or f" on {loop}; " in done.stdout, done.stdout[-3000:]
+    return done
 
 
 def aggregated(output: str) -> tuple[int, int]:
