@@ -4,24 +4,27 @@ A request for a script page goes through these stages in :class:`pyweb.app.site.
 (docs/performance.md tells the story; this is its measurement):
 
 =============  ==============================================================================
-``route``      URL → script or service (``Site._route`` up to the page it found)
+``route``      URL → script or service (``Site.__call__``: a path served before is one
+               dictionary lookup; ``Site._route`` otherwise) up to the page it found
 ``regions``    the region around the page: in-flight count, the library state check after
-               it (:meth:`pyweb.regions.SiteRegions.run`)
-``prepare``    ``Site._run_page`` before the page: form/query parsing, building ``conn``,
-               session and CSRF checks, the watchdog's and the forgotten-await guards'
-               registration, the context variables (``current_conn``, the form)
-``outcome``    ``Site._page_outcome`` around the page: the form-error collector, the page
-               deadline (async pages only), the traps, the session save, ``conn.finish``
-``script``     the script itself: a fresh globals dict, ``eval`` of its code, ``conn.return_``
-               (the claim check, turning the value into a ``Response``)
-``secure``     the security headers added to the response (``Site._secure``)
+               it (:meth:`pyweb.regions.SiteRegions.enter` and ``leave``)
+``prepare``    ``Site._run_page`` before and after the page: building ``conn`` (a form to
+               parse, a session to load, a CSRF token to check only when the request has
+               them), the watchdog's registry, the one context variable (``current_conn``
+               and the form's getters)
+``outcome``    ``Site._page_outcome`` around the page: the page deadline (async pages
+               only), the traps, the form errors, the session save, ``conn.finish``
+``script``     the script itself: a copy of its globals, ``eval`` of its code,
+               ``conn.return_`` (where it answered, turning the value into a ``Response``)
+``secure``     the security headers added to the response (in place on the response conn
+               made; ``Site._secure`` then finds them there)
 ``whole``      ``await site(ctx)``: all of the above, for the same request
 ``floor``      ``await handler(ctx)`` for a handler that returns a constant response: what any
                handler costs the server, for scale
 =============  ==============================================================================
 
 Each stage is measured by calling the site's own code for that stage with the stage after
-it replaced by a constant answer (``route`` runs the real routing with a ``_run_script``
+it replaced by a constant answer (``route`` runs the real routing with a ``_run_page``
 that returns at once, ...), so the numbers follow the code as it changes. The pages are the
 peers benchmark's: ``hello`` (``pages/hello.py``, a constant page), ``dynamic`` (the
 984-byte page of ``benchmarks/apps/page.py`` built by a script per request) and ``guess``
@@ -66,7 +69,6 @@ sys.path.insert(0, str(APPS))
 
 import page as bench_page  # noqa: E402 - benchmarks/apps/page.py: the peers' pages
 
-from pyweb import forms  # noqa: E402
 from pyweb.app import site as site_module  # noqa: E402
 from pyweb.app.conn import Conn  # noqa: E402
 from pyweb.app.formdata import form_from  # noqa: E402
@@ -140,92 +142,99 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
     request = ctx.request
     decoded = request.path
     script = site.scripts[decoded[1:]]
-    real = {
-        attr: getattr(type(site), attr)
-        for attr in ("_route", "_run_script", "_run_page", "_page_outcome", "_secure")
-    }
+    page = site_module._script_page(script, ())
+    real = {attr: getattr(type(site), attr) for attr in ("_run_page", "_page_outcome")}
 
     def bound(attr: str) -> Any:
         return real[attr].__get__(site)
 
-    def with_stub(stub_attr: str, call: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
-        """``call`` with the site's ``stub_attr`` answering at once (set around the loop)."""
-        call.stub = stub_attr  # type: ignore[attr-defined]
+    def with_stubs(call: Callable[[], Any], **stubs: Any) -> Callable[[], Awaitable[Any]]:
+        """``call`` with the site's attributes ``stubs`` replaced (set around the loop)."""
+        call.stubs = stubs  # type: ignore[attr-defined]
         return call
 
     form, files = form_from(request.query, None, None, site.form_limits)  # (in "prepare")
 
     def new_conn() -> Conn:
-        return Conn(ctx, form=form, files=files, page=script.name, filename=script.path,
-                    site_root=site.root)  # fmt: skip
+        return Conn(ctx, form, files, script.name, script.path, site.root)
 
     async def floor() -> Any:
         return await _constant_async(ctx)
 
-    route_method = bound("_route")
-
     async def route() -> Any:
-        return await route_method(ctx)
+        return await site(ctx)
 
     regions_of_site = site.regions
     answer = _html_response()
 
     async def regions() -> Any:
-        if not hasattr(regions_of_site, "enter"):  # the region as its own coroutine
-            return await regions_of_site.run(ctx, script.name, _constant_async, ctx)
-        # the region's three steps, which the site calls around the page in _run_page
+        # the region's steps, which the site calls around the page in _run_page
         slot = regions_of_site.enter()
         found = regions_of_site.leave(ctx, script.name, slot)
-        return regions_of_site.answer(answer, script.name, found)
+        return answer if found is None else regions_of_site.answer(answer, script.name, found)
 
     run_page = bound("_run_page")
+    secured = site._secure(_CONSTANT)  # as the page's own answer is when it comes back
+
+    async def secured_async(*args: Any, **kwargs: Any) -> Response:
+        return secured
+
+    def secured_ready(*args: Any, **kwargs: Any) -> Awaitable[Response]:
+        return secured_async()
 
     async def prepare() -> Any:
-        return await run_page(ctx, script.run, script.name, script.path, False)
+        return await run_page(ctx, page)
 
     page_outcome = bound("_page_outcome")
 
+    async def answered(c: Conn) -> None:
+        c.response = _CONSTANT
+
+    answering = site_module._Page(answered, page.name, page.filename, False)
+
     async def outcome() -> Any:
-        conn = new_conn()
+        return await page_outcome(ctx, new_conn(), answering)
 
-        async def answered(c: Conn) -> None:
-            c.response = _CONSTANT
-
-        return await page_outcome(ctx, conn, answered, script.name, script.path, False)
+    current = site_module._current
 
     async def script_run() -> Any:
         conn = new_conn()
-        token = site_module._current.set(conn)
-        form_token = forms.current_form.set(form)
+        token = current.set(conn)  # (as _run_page does: the getters find conn and its form)
         try:
             await script.run(conn)
         finally:
-            forms.current_form.reset(form_token)
-            site_module._current.reset(token)
+            current.reset(token)
         return conn.response
 
     async def conn_only() -> Any:
-        return new_conn()
+        conn = new_conn()
+        current.reset(current.set(conn))
+        return conn
 
-    response = _html_response()
-
-    secure_method = bound("_secure")
+    missing = site._missing
+    secure_method = site._secure
 
     async def secure() -> Any:
+        response = _html_response()
+        response.headers.extend(missing(response.headers))  # _page_outcome, on conn's own
         return secure_method(response)
+
+    async def response_only() -> Any:
+        return _html_response()
 
     async def whole() -> Any:
         return await site(ctx)
 
     calls = {
         "floor": floor,
-        "route": with_stub("_run_script", route),
+        "route": with_stubs(route, _run_page=_constant_ready),
         "regions": regions,
-        "prepare": with_stub("_page_outcome", prepare),
+        "prepare": with_stubs(prepare, _page_outcome=secured_ready),
         "outcome": outcome,
         "script": script_run,
         "conn": conn_only,  # subtracted from outcome and script (each builds a conn)
         "secure": secure,
+        "response": response_only,  # subtracted from secure (it builds one)
         "whole": whole,
     }
     return calls
@@ -259,21 +268,21 @@ async def measure(loop: str, site: Any, pages: list[str], n: int, marks: bool) -
         ctx = Ctx(parse(PAGES[page_name]))
         calls = {"empty": empty, **stage_calls(site, ctx)}
         for call in calls.values():  # warm up: caches, the watchdog's start, imports
-            stub = getattr(call, "stub", None)
-            if stub is not None:
-                setattr(site, stub, _constant_ready)
+            stubs = getattr(call, "stubs", {})
+            for attr, stub in stubs.items():
+                setattr(site, attr, stub)
             for _ in range(50):
                 await call()
-            if stub is not None:
-                delattr(site, stub)
+            for attr in stubs:
+                delattr(site, attr)
         await _yield_now(loop)
         per: dict[str, list[float]] = {name: [] for name in calls}
         rounds = 1 if marks else 5
         for _ in range(rounds):
             for name, call in calls.items():
-                stub = getattr(call, "stub", None)
-                if stub is not None:
-                    setattr(site, stub, _constant_ready)
+                stubs = getattr(call, "stubs", {})
+                for attr, stub in stubs.items():
+                    setattr(site, attr, stub)
                 if marks:
                     mark()  # dump: what came before
                 t = time.perf_counter()
@@ -284,8 +293,8 @@ async def measure(loop: str, site: Any, pages: list[str], n: int, marks: bool) -
                 elapsed = time.perf_counter() - t
                 if marks:
                     mark()  # dump: this loop
-                if stub is not None:
-                    delattr(site, stub)
+                for attr in stubs:
+                    delattr(site, attr)
                 per[name].append(elapsed / n)
         results[page_name] = {name: statistics.median(v) for name, v in per.items()}
     return results
@@ -311,20 +320,17 @@ def run_loop(loop: str, pages: list[str], n: int, marks: bool) -> dict:
 
 
 def per_stage(raw: dict[str, float]) -> dict[str, float]:
-    """Stage costs from the loops' costs: the empty loop subtracted from every one, and the
-    ``conn`` built by the ``outcome`` and ``script`` harnesses subtracted from them."""
+    """Stage costs from the loops' costs: the empty loop subtracted from every one, the
+    ``conn`` built by the ``outcome`` and ``script`` harnesses and the response the
+    ``secure`` harness builds subtracted from them."""
     base = raw["empty"]
     out = {name: raw[name] - base for name in raw if name != "empty"}
     for name in ("outcome", "script"):
         out[name] -= out["conn"]
+    out["secure"] -= out["response"]
     for name in ("route", "prepare"):  # each awaits a constant answer at its end
         out[name] -= out["floor"]
-    from pyweb.regions import SiteRegions
-
-    if hasattr(SiteRegions, "enter"):  # _run_page runs the region's steps itself
-        out["prepare"] -= out["regions"]
-    else:  # the region is a coroutine awaiting a constant answer
-        out["regions"] -= out["floor"]
+    out["prepare"] -= out["regions"]  # _run_page runs the region's steps itself
     return out
 
 
@@ -362,7 +368,7 @@ def callgrind(loop: str, pages: list[str], n: int) -> dict:
 
 def stage_names() -> list[str]:
     return ["floor", "route", "regions", "prepare", "outcome", "script", "conn", "secure",
-            "whole"]  # fmt: skip
+            "response", "whole"]  # fmt: skip
 
 
 def report(loop: str, unit: str, results: dict) -> str:

@@ -451,13 +451,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if config.loop == "asyncio":
             from pyweb.server.aio import serve_asyncio
 
-            return serve_asyncio(
-                config,
-                site,
-                args.dir,
-                reload=lambda server: reload(server, argv, started),
-                banner=learning_banner if config.dev else None,
-            )
+            try:
+                return serve_asyncio(
+                    config,
+                    site,
+                    args.dir,
+                    reload=lambda server: reload(server, argv, started),
+                    banner=learning_banner if config.dev else None,
+                )
+            except OSError as exc:  # the port is in use, the host is not ours: as on trio
+                print(f"pyweb: error: {startup_error(exc, args.host, args.port)}", file=sys.stderr)
+                return 2
         server = Server(config, site)
         try:
             return trio.run(serve_until_signalled, server, argv, started)

@@ -38,8 +38,9 @@ shallow interface and gain a high degree of code reuse"):
 Where the form comes from: a *form* is a mapping from a name to its values. pyweb's app
 passes a multi-dict (``form.getall(name) -> list[str]``); a plain ``dict`` whose values are
 ``str`` or ``list[str]`` works too. Getters read the form given as ``form=``, else the one in
-the context variable :data:`current_form`, which the app sets for each request and a
-notebook sets with ``with use_form({...}):``. **When a name has several values, getters use
+the context variable :data:`current_form`, which a notebook sets with
+``with use_form({...}):``, else the form of the page being served (:data:`current_page`,
+which the app sets for each request). **When a name has several values, getters use
 the last one** (as ``conn.form[name]`` does). An empty value (``n=``, what a browser sends for
 an empty text box) is *present*, and invalid for every getter except
 ``get_string(..., allow_empty=True)``; only a name that was not sent at all is *missing*.
@@ -75,6 +76,7 @@ __all__ = [
     "FormError",
     "FormErrors",
     "current_form",
+    "current_page",
     "use_form",
     "lookup",
     "make_getter",
@@ -139,8 +141,22 @@ Getter = Callable[..., Any]
 """A getter: ``getter(name, *, form=None, **options) -> value``, raising :class:`FormError`."""
 
 current_form: ContextVar[FormSource | None] = ContextVar("pyweb_current_form", default=None)
-"""The form of the request being served; getters read it when called without ``form=``.
-The app sets it for each request; elsewhere use :func:`use_form`."""
+"""The form getters read when called without ``form=``, set by :func:`use_form`; when it is
+unset, they read the form of the page being served (:data:`current_page`)."""
+
+
+class PageForm(Protocol):
+    """What :data:`current_page` holds (the app's ``conn``): the request's form, and the
+    list that :func:`wrap_fail` records errors into when no :func:`collect` block is
+    nearer (the app answers the 400 page listing them)."""
+
+    form: FormSource
+    form_errors: list[FormError]
+
+
+current_page: ContextVar[PageForm] = ContextVar("pyweb_conn")
+"""The page being served, set by the app once per request: one context variable gives the
+getters the request's form and collector, and ``current_conn()`` its ``conn``."""
 
 
 @contextmanager
@@ -163,6 +179,9 @@ def _resolve(form: FormSource | None) -> FormSource:
         return form
     found = current_form.get()
     if found is None:
+        page = current_page.get(None)
+        if page is not None:
+            return page.form
         raise RuntimeError(
             "no form to read: pass form=..., or use `with forms.use_form(form):` "
             "(inside a page the app sets the request's form)"
@@ -757,8 +776,8 @@ _NO_COLLECTOR = (
 class collect:
     """Install a fresh list of form errors for :func:`wrap_fail` getters; yield it.
 
-    The app does this for each page request and answers a 400 page listing every recorded
-    error when the page ends; elsewhere::
+    A page has one already (its ``conn.form_errors``: the app answers a 400 page listing
+    every recorded error when the page ends); elsewhere::
 
         with forms.collect() as errs:
             age = wrap_fail(get_nat)("age")
@@ -782,8 +801,11 @@ class collect:
 
 def _current_collector() -> list[FormError]:
     found = _collector.get()
-    if found is None:
-        raise RuntimeError(_NO_COLLECTOR)
+    if found is None:  # no collect() block: the page's own list, if a page is running
+        page = current_page.get(None)
+        if page is None:
+            raise RuntimeError(_NO_COLLECTOR)
+        return page.form_errors
     return found
 
 

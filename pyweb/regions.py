@@ -283,7 +283,7 @@ class SiteRegions:
             response = await call(*args)
         finally:
             found = self.leave(ctx, page, slot)
-        return self.answer(response, page, found)
+        return response if found is None else self.answer(response, page, found)
 
     def enter(self) -> list[int] | None:
         """A page starts: re-run the library (``exec_library``), start counting its
@@ -296,9 +296,11 @@ class SiteRegions:
 
     def leave(
         self, ctx: Any, page: str, slot: list[int] | None
-    ) -> tuple[list[Mutation] | tuple[()], bool]:
+    ) -> tuple[list[Mutation] | tuple[()], bool] | None:
         """The page has ended (however it ended): charge its allocations, check the
-        library's state, log and restore what changed. ``(mutations, restored)``."""
+        library's state, log and restore what changed. ``(mutations, restored)``, or None
+        when nothing changed and nothing waits to be restored (every request but a
+        mutating one: no tuple, and no :meth:`answer` to call)."""
         self.in_flight -= 1
         if slot is not None:
             self._alloc_end(page, slot)
@@ -306,17 +308,28 @@ class SiteRegions:
         if len(sys.modules) != self._modules_seen:
             self.scan()
         if self.exec_library:
-            return _NOTHING_CHANGED
+            return None
+        if not self.pending:
+            for guard in self.guards.values():  # in C: one compare per module
+                if guard.changed():
+                    break
+            else:
+                return None
         mutations, restored = self._after_request()
         if mutations:
             self._log(ctx, page, list(mutations), restored)
         return mutations, restored
 
     def answer(
-        self, response: Response, page: str, found: tuple[list[Mutation] | tuple[()], bool]
+        self,
+        response: Response,
+        page: str,
+        found: tuple[list[Mutation] | tuple[()], bool] | None,
     ) -> Response:
         """The page's response, or what a change to the library makes of it: a banner in
         development mode, a 500 with ``strict``."""
+        if found is None:
+            return response
         mutations, restored = found
         if not mutations:
             return response

@@ -27,7 +27,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from pyweb.testing.server import running_servers, use_loop
-from tests.loops import selected, xfail_on_asyncio
+from tests.helpers import chat_in_two_workers
+from tests.loops import lacked, selected, xfail_on_asyncio
 
 settings.register_profile(
     "default",
@@ -96,7 +97,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         trio_only = item.get_closest_marker("trio_only")  # on one pytest.param of many
         if trio_only is not None:
             item.add_marker(pytest.mark.skip(reason=f"about trio: {trio_only.args[0]}"))
-        lacks = tuple(f for m in item.iter_markers("asyncio_lacks") for f in m.args)
+        lacks = lacked(item, callspec.params)
         if lacks:
             item.add_marker(xfail_on_asyncio(lacks))
 
@@ -124,3 +125,11 @@ def _servers_on_the_tests_loop(loop: str) -> Iterator[None]:
             f"a server on {wrong[0].loop} is running in a test on {loop}: a fixture that "
             "starts a server and outlives a test must take the `loop` fixture", pytrace=False
         )
+
+
+@pytest.fixture(scope="module")
+def chat_workers(loop: str) -> Iterator[int]:
+    """The example chat in two ``pyweb serve`` worker processes sharing Redis, on the
+    module's loop (tests/test_chat_workers.py, tests/browser); its port."""
+    with chat_in_two_workers() as port:
+        yield port

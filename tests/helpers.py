@@ -5,13 +5,19 @@
 * :func:`until_settled` checkpoints until a condition holds, without letting time pass
   (for tests on trio's virtual clock, where sleeping would move the clock);
 * :func:`write_site` writes a site's files under a directory;
-* :func:`reachable` (from :mod:`pyweb.testing`) says whether a TCP service answers.
+* :func:`reachable` (from :mod:`pyweb.testing`) says whether a TCP service answers;
+* :func:`serve_command`, :func:`start_serve`, :func:`stop_serve` and :func:`http_request`
+  run ``pyweb serve`` as a process, on the test's loop, and talk to it;
+* :func:`chat_in_two_workers` serves the example chat in two worker processes that share
+  Redis (the ``chat_workers`` fixture of tests/conftest.py).
 
 The server in a thread is :mod:`pyweb.testing` itself (``serve``, ``ServerThread``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import signal
 import socket
@@ -19,14 +25,18 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 import trio
 
-from pyweb.testing import reachable
+from pyweb.testing import default_loop, reachable
 
-__all__ = ["until", "until_async", "until_settled", "write_site", "reachable"]
+__all__ = ["until", "until_async", "until_settled", "write_site", "reachable",
+           "serve_command", "start_serve", "stop_serve", "http_request", "BANNER",
+           "chat_in_two_workers"]  # fmt: skip
 
 
 def until(predicate: Callable[[], object], what: str = "the condition",
@@ -75,12 +85,20 @@ def write_site(root: Path, files: dict[str, str | bytes]) -> Path:
 BANNER = re.compile(r"pyweb serving .+ on http://127\.0\.0\.1:(\d+)/")
 
 
+def serve_command(site: Path | str, *flags: str) -> list[str]:
+    """The command line of ``pyweb serve SITE FLAGS`` on the test's loop (the ``loop``
+    fixture's, through :func:`pyweb.testing.default_loop`): ``--loop`` is added unless
+    ``flags`` name one, so a module marked ``loops("trio", "asyncio")`` serves on each."""
+    loop = [] if "--loop" in flags else ["--loop", default_loop()]
+    return [sys.executable, "-m", "pyweb", "serve", str(site), *loop, *flags]
+
+
 def start_serve(site: Path, *flags: str) -> tuple[subprocess.Popen, int]:
-    """``pyweb serve SITE`` on a free port, access log off unless ``flags`` name one (the
-    last ``--access-log`` wins); the process and its port, read from the banner."""
+    """``pyweb serve SITE`` on a free port and on the test's loop, access log off unless
+    ``flags`` name one (the last ``--access-log`` wins); the process and its port, read
+    from the banner."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", str(site), "--port", "0",
-         "--access-log", "none", *flags],
+        serve_command(site, "--port", "0", "--access-log", "none", *flags),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -134,3 +152,31 @@ def http_request(port: int, target: str, body: bytes | None = None, sock=None) -
     finally:
         if own:
             sock.close()
+
+
+PAGES = Path(__file__).resolve().parents[1] / "pages"
+"""The example site (the chat is ``pages/chat.py``)."""
+
+
+@contextlib.contextmanager
+def chat_in_two_workers() -> Iterator[int]:
+    """``pyweb serve pages --workers 2 --cache redis://...`` on the test's loop, its Redis
+    keys under a prefix of its own (removed after); yields the port. Skips without Redis on
+    127.0.0.1:6379, unless CI=true (then it fails)."""
+    if not reachable("127.0.0.1", 6379, timeout=0.5):
+        if os.environ.get("CI") == "true":
+            raise AssertionError("Redis is not running on 127.0.0.1:6379")
+        pytest.skip("Redis is not running on 127.0.0.1:6379")
+    prefix = f"pyweb-test:{uuid.uuid4().hex[:8]}:"
+    url = f"redis://127.0.0.1:6379/0?prefix={prefix}"
+    proc, port = start_serve(PAGES, "--workers", "2", "--cache", url)
+    try:
+        yield port
+    finally:
+        stop_serve(proc)
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=6379)
+        keys = list(client.scan_iter(match=prefix + "*", count=1000))
+        if keys:
+            client.unlink(*keys)

@@ -1,72 +1,23 @@
 """The chat across processes: ``pyweb serve pages --workers 2 --cache redis://...`` in a
-subprocess, real sockets, real Redis (keys under a prefix of this run). Every answer names
-the worker that gave it (``X-Pyweb-Worker``), so the test can check that a message posted to
-one worker reaches the long polls and event streams waiting in the other.
+subprocess (the ``chat_workers`` fixture of tests/conftest.py), on each loop, real sockets,
+real Redis (keys under a prefix of this run). Every answer names the worker that gave it
+(``X-Pyweb-Worker``), so the test can check that a message posted to one worker reaches the
+long polls, event streams and WebSockets waiting in the other.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import socket
-import subprocess
-import sys
 import time
-import uuid
-from pathlib import Path
 
 import pytest
-import redis
 
 from .csrf_helpers import raw_session
 
-pytestmark = pytest.mark.timeout(120)
-
-PAGES = Path(__file__).resolve().parents[1] / "pages"
-BANNER = re.compile(r"pyweb serving .+ on http://127\.0\.0\.1:(\d+)/")
-PREFIX = f"pyweb-test:{uuid.uuid4().hex[:8]}:"
-
-
-def redis_up() -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=0.5).close()
-    except OSError:
-        return False
-    return True
-
-
-@pytest.fixture(scope="module")
-def port():
-    if not redis_up():
-        if os.environ.get("CI") == "true":
-            raise AssertionError("Redis is not running on 127.0.0.1:6379")
-        pytest.skip("Redis is not running on 127.0.0.1:6379")
-    url = f"redis://127.0.0.1:6379/0?prefix={PREFIX}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", str(PAGES), "--port", "0", "--workers", "2",
-         "--cache", url, "--access-log", "none"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    banner = proc.stdout.readline()  # type: ignore[union-attr]
-    found = BANNER.match(banner)
-    if not found:
-        proc.kill()
-        raise AssertionError(f"no banner: {banner!r} {proc.stderr.read()}")  # type: ignore[union-attr]
-    try:
-        yield int(found.group(1))
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        client = redis.Redis(host="127.0.0.1", port=6379)
-        keys = list(client.scan_iter(match=PREFIX + "*", count=1000))
-        if keys:
-            client.unlink(*keys)
-
+pytestmark = [pytest.mark.timeout(120), pytest.mark.loops("trio", "asyncio")]
 
 SESSION: dict[int, tuple[str, str]] = {}  # port -> (cookie, CSRF token)
 
@@ -136,7 +87,8 @@ def until(predicate, what: str, limit: float = 20.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_post_to_either_worker_wakes_the_long_polls_of_both(port):
+def test_a_post_to_either_worker_wakes_the_long_polls_of_both(chat_workers):
+    port = chat_workers
     workers = set(waiting_by_worker(port))
     assert len(workers) == 2
     crossed: set[tuple[int, int]] = set()  # (worker posted to, worker of a poll it woke)
@@ -155,7 +107,8 @@ def test_a_post_to_either_worker_wakes_the_long_polls_of_both(port):
     assert {(a, b) for a in workers for b in workers if a != b} <= crossed, crossed
 
 
-def test_event_streams_in_both_workers_get_every_message_in_order(port):
+def test_event_streams_in_both_workers_get_every_message_in_order(chat_workers):
+    port = chat_workers
     _, marker = post(port, "sse-marker")
     streams: dict[int, list[socket.socket]] = {}
     pending: dict[socket.socket, bytes] = {}
@@ -186,7 +139,8 @@ def test_event_streams_in_both_workers_get_every_message_in_order(port):
             sock.close()
 
 
-def test_websockets_in_both_workers_get_every_message(port):
+def test_websockets_in_both_workers_get_every_message(chat_workers):
+    port = chat_workers
     from websockets.sync.client import connect
 
     _, marker = post(port, "ws-marker")

@@ -1,5 +1,7 @@
 """docs/common-mistakes.md is true: each mistake's page, served by a real server in
-development mode, answers with the status and the words the page quotes."""
+development mode, answers with the status and the words the page quotes. On both loops: the
+docs teach on trio, so on asyncio a page's ``trio.sleep`` is written ``asyncio.sleep``, and
+the server's advice names ``asyncio.sleep`` where the quote says ``trio.sleep``."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import pytest
 
 import pyweb.testing
 from pyweb.app.site import Site
+
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "common-mistakes.md").read_text()
 
@@ -32,12 +36,20 @@ def sections() -> list[tuple[str, str, str, str]]:
     return found
 
 
+def on_loop(text: str, loop: str) -> str:
+    """``text`` (a page or a quote of the docs, written for trio) as it reads on ``loop``."""
+    if loop == "trio":
+        return text
+    return text.replace("import trio", "import asyncio").replace("trio.sleep", "asyncio.sleep")
+
+
 def words(text: str) -> str:
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", text)))
 
 
 @pytest.mark.parametrize("title, name, url, source, quote", sections())
-def test_the_page_says_what_the_docs_say(tmp_path, title, name, url, source, quote):
+def test_the_page_says_what_the_docs_say(tmp_path, title, name, url, source, quote, loop):
+    source, quote = on_loop(source, loop), on_loop(quote, loop)
     site = tmp_path / "pages"
     site.mkdir()
     (site / f"{name}.py").write_text(source)

@@ -125,13 +125,11 @@ def test_checks_are_recorded_for_pyweb_grade(path):
 
 
 def _on_both_loops(path: Path) -> object:
-    """A notebook for the run on each loop, marked where its asyncio run cannot be."""
-    trio_pages = "its pages await trio.sleep (the tutorials teach on trio)"
+    """A notebook for the run on each loop, marked where its asyncio run cannot be. The
+    tutorials teach on trio; their pages wait with ``pyweb.runtime.sleep`` and start tasks
+    with anyio's task group, so that they run on the loop the kernel's servers use."""
     marks = {
-        "03_currency_exchange.ipynb": pytest.mark.trio_only(trio_pages),
-        "13_load_testing.ipynb": pytest.mark.trio_only(trio_pages),
-        "09_cml.ipynb": pytest.mark.trio_only("it runs CML on trio's nurseries and trio.run"),
-        "05_regions.ipynb": asyncio_lacks("regions header"),
+        "05_regions.ipynb": asyncio_lacks("alloc profile"),  # its Site has profile_alloc=True
     }
     mark = marks.get(path.name) if path.parent.name == "tutorials" else None
     return pytest.param(path, id=_id(path), marks=[mark] if mark else [])
@@ -202,8 +200,10 @@ FIRST_FAILURE = {
 }
 
 
+@pytest.mark.loops("trio", "asyncio")
 @pytest.mark.parametrize("path", EXERCISES, ids=_id)
-def test_unsolved_exercise_fails_at_its_first_check_in_plain_words(path, tmp_path):
+def test_unsolved_exercise_fails_at_its_first_check_in_plain_words(path, tmp_path, loop, monkeypatch):
+    monkeypatch.setenv("PYWEB_TESTING_LOOP", loop)  # the kernel's servers run on the test's loop
     nb = nbformat.read(path, as_version=4)
     with pytest.raises(CellExecutionError):
         execute(nb, tmp_path)
@@ -291,6 +291,7 @@ assert not srv.running
 ]
 
 
+# About trio itself (trio's guest mode on the kernel's asyncio loop): one run, not one per loop.
 def test_guest_mode_in_a_real_kernel(tmp_path):
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(src.strip()) for src in GUEST_CELLS]

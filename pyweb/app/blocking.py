@@ -8,13 +8,16 @@ until it lets go. Nothing breaks visibly; everything is just slow. So pyweb watc
 
 How: a task on the loop (:meth:`Watchdog.tick`) notes the time every 50 ms. A thread
 (:meth:`Watchdog.watch`) looks every 50 ms; when the loop has not ticked for more than
-:data:`HELD` (0.25 s) it reads the loop thread's stack (``sys._current_frames``) and finds
-the page whose code is running and the line in the site's own files that holds the loop.
-The page reports it when it ends (:meth:`PageRun.reports`): one line in the error log, once
-per page and line, with the fix, and in development mode a banner on the page.
+:data:`HELD` (0.25 s) it reads the loop thread's stack (``sys._current_frames``), finds the
+frame that runs a page (a frame of a code object in :data:`page_codes`: the site's
+``_run_page``) and the line in the site's own files that holds the loop, and notes it on
+the page's ``conn`` (``conn.held``). The page reports it when it ends: one line in the
+error log, once per page and line, with the fix, and in development mode a banner on the
+page.
 
-The watchdog costs the server two wake-ups every 50 ms and, per request, a dictionary entry;
-it never slows a page down (the thread only reads).
+The watchdog costs the server two wake-ups every 50 ms and, per request, one field of
+``conn`` (``conn.watchdog``: this loop's watchdog, found cheaply by :func:`current`); it
+never slows a page down (the thread only reads).
 
 The fix is :func:`to_thread`: ``await pyweb.to_thread(fn, *args)`` runs ``fn(*args)`` in a
 worker thread while the loop goes on serving everybody else.
@@ -28,9 +31,12 @@ import sys
 import threading
 import time
 import types
+from asyncio import _get_running_loop
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from threading import get_ident
+from typing import Any, Protocol, TypeVar
 
 from pyweb import runtime
 
@@ -81,30 +87,38 @@ class PageRun:
     """Filled by the watchdog thread while the page holds the loop."""
 
 
+class WatchedPage(Protocol):
+    """What a watchdog reads of a running page (the site's ``conn``)."""
+
+    page: str
+    """The page's name for messages."""
+    site_root: str | None
+    """The site directory: frames in files under it are the site's own code."""
+    watchdog: Watchdog | None
+    """The watchdog of the loop the page runs on (set by the site before the page runs)."""
+    held: PageRun | None
+    """What the watchdog saw the page hold (set by the watching thread)."""
+
+
+page_codes: dict[types.CodeType, str] = {}
+"""The code objects whose frames run a page (the site's ``_run_page``) → the name of their
+local variable holding the page (a :class:`WatchedPage`): how a watchdog finds the page on
+its loop's stack, with nothing to register per request."""
+
+
 class Watchdog:
-    """One per event loop (see :func:`watchdog`): the ticking task, the watching thread, and
-    the pages running now, keyed by the frame of the coroutine that runs each."""
+    """One per event loop (see :func:`watchdog`): the ticking task and the watching thread,
+    which names the page holding the loop (see the module doc)."""
 
     def __init__(self) -> None:
         self.ticked = time.monotonic()
         self.ticks = 0
         self.loop_thread = threading.get_ident()
-        self.running: dict[types.FrameType, tuple[str, str]] = {}
-        """The pages running now: frame → (page, site directory)."""
-        self.held: dict[types.FrameType, PageRun] = {}
-        """The running pages that have held the loop (filled by the watching thread)."""
         self.reported: set[tuple[str, str, int]] = set()
         """(page, file, line) already named in the error log: once per page and cause."""
+        self.ended = False
+        """The loop's heartbeat has stopped: the loop has ended."""
         self._stop = threading.Event()
-
-    def begin(self, frame: types.FrameType, page: str, root: str) -> None:
-        """A page starts to run in ``frame`` (one dictionary entry: it is on every request)."""
-        self.running[frame] = (page, root)
-
-    def end(self, frame: types.FrameType) -> PageRun | None:
-        """The page in ``frame`` has ended: what the watchdog saw it hold, if anything."""
-        self.running.pop(frame, None)  # first: the thread adds to held only while running
-        return self.held.pop(frame, None) if self.held else None
 
     async def tick(self) -> None:
         """The loop's heartbeat (a background task: it ends with the loop)."""
@@ -115,6 +129,7 @@ class Watchdog:
                 self.ticks += 1
                 await sleep(_TICK)
         finally:
+            self.ended = True
             self._stop.set()
 
     def watch(self) -> None:
@@ -141,18 +156,14 @@ class Watchdog:
     def _sample(self, step: int, seconds: float) -> None:
         frame = sys._current_frames().get(self.loop_thread)
         own: types.FrameType | None = None
-        page: tuple[str, str] | None = None
-        f = frame
-        while f is not None:
-            page = self.running.get(f)
-            if page is not None:
-                break
-            f = f.f_back
-        if page is None or frame is None or f is None:
+        page = self._running_page(frame)
+        if page is None or frame is None:
             return  # not a page (the framework itself, or a library's start-up)
-        run = self._held_run(f, *page)
+        run = page.held
+        if run is None:  # its first hold: the record is made here, not per request
+            run = page.held = PageRun(page.page, page.site_root or "")
         prefix = run.root + os.sep
-        f = frame
+        f: types.FrameType | None = frame
         while f is not None and own is None:
             if f.f_code.co_filename.startswith(prefix):
                 own = f
@@ -169,16 +180,20 @@ class Watchdog:
         source = linecache.getline(filename, line).strip()
         run.blocked.append(Blocked(filename, line, source, seconds, step))
 
-    def _held_run(self, frame: types.FrameType, page: str, root: str) -> PageRun:
-        """The PageRun of the page in ``frame`` (made on its first hold). Set before the
-        check that the page still runs, which :meth:`end` clears in the other order: a page
-        that ends meanwhile never leaves an entry behind."""
-        run = self.held.get(frame)
-        if run is None:
-            run = self.held[frame] = PageRun(page, root)
-            if frame not in self.running:
-                self.held.pop(frame, None)
-        return run
+    def _running_page(self, frame: types.FrameType | None) -> WatchedPage | None:
+        """The innermost page running in ``frame`` or its callers, if this watchdog watches
+        it (a page of this loop: another loop's watchdog, one whose loop ended unnoticed in
+        this thread, never names it). Reading a frame's locals from this thread is safe:
+        the loop's thread is stopped meanwhile (the GIL), and these are read only."""
+        f = frame
+        while f is not None:
+            name = page_codes.get(f.f_code)
+            if name is not None:
+                page = f.f_locals.get(name)
+                if getattr(page, "watchdog", None) is self:
+                    return page  # type: ignore[no-any-return]
+            f = f.f_back
+        return None
 
     def start(self) -> None:
         runtime.spawn_background(self.tick)
@@ -212,6 +227,26 @@ def watchdog() -> Watchdog:
         dog = _WATCHDOGS[loop] = Watchdog()
         _ALIVE[loop] = rt.loop_alive
         dog.start()
+    return dog
+
+
+_task_dog: ContextVar[Watchdog | None] = ContextVar("pyweb_watchdog", default=None)
+"""On trio, the watchdog a task has found: a connection's task serves all its requests."""
+
+
+def current() -> Watchdog:
+    """This loop's watchdog, found cheaply (it is asked on every request): on asyncio the
+    running loop names itself; on trio, the task remembers the watchdog it found, valid
+    while that watchdog's loop runs in this thread. Otherwise :func:`watchdog` looks (and
+    starts one)."""
+    loop = _get_running_loop()
+    if loop is not None:
+        dog = _WATCHDOGS.get(loop)
+        return dog if dog is not None else watchdog()
+    dog = _task_dog.get()
+    if dog is None or dog.ended or dog.loop_thread != get_ident():
+        dog = watchdog()
+        _task_dog.set(dog)
     return dog
 
 

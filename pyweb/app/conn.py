@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import unquote
 
+from pyweb import forms
 from pyweb.protocol.headers import Headers
 from pyweb.protocol.response import FileBody, Response, http_date
 
@@ -57,7 +58,9 @@ __all__ = [
     "PageExit",
 ]
 
-_current: contextvars.ContextVar[Conn] = contextvars.ContextVar("pyweb_conn")
+_current: contextvars.ContextVar[Conn] = forms.current_page  # type: ignore[assignment]
+"""The conn of the page being served: the context variable :mod:`pyweb.forms` reads the
+form from, so that the site sets one variable per request, not two."""
 
 
 def current_conn() -> Conn:
@@ -147,10 +150,19 @@ def _line_at(code: types.CodeType, offset: int) -> int | None:
 class Conn:
     """One request, as a page sees it (see the module docstring)."""
 
+    # Slots: a conn is made for every request, and slots make it and its fields cheap;
+    # what few requests set (a session, the parsed headers, a deadline) are class
+    # attributes until set, and ``__dict__`` holds them then, with anything a page or a
+    # library adds (docs/performance.md).
+    __slots__ = (
+        "ctx", "request", "method", "path", "form", "files", "form_errors", "page",
+        "path_params", "response", "_made", "_returned_at", "_filename", "_site_root",
+        "_templates", "_body", "watchdog", "__dict__", "__weakref__",
+    )  # fmt: skip
+
     def __init__(
         self,
         ctx: Context,
-        *,
         form: MultiDict,
         files: MultiDict,
         page: str,
@@ -161,54 +173,86 @@ class Conn:
         path_params: dict[str, str] | None = None,
     ) -> None:
         self.ctx = ctx
-        request = ctx.request
-        self.request = request
+        request = self.request = ctx.request
         self.method: str = request.method
         """``"GET"``, ``"POST"``, ..."""
-        self.path: str = unquote(request.path) if "%" in request.path else request.path
+        path = request.path
+        self.path: str = unquote(path) if "%" in path else path
         """The URL path, percent-decoded (``/guess``)."""
-        self.query_string: str = request.query
         self.form: MultiDict = form
         """Query and body variables: ``form["n"]`` is the last value, ``form.getall("n")`` all."""
         self.files: MultiDict = files
         """Uploaded files (:class:`~pyweb.app.formdata.UploadedFile`) of a multipart form."""
-        self.peer: str = ctx.peer
-        """The client's address, ``"host:port"`` (behind a trusted reverse proxy, the client
-        it forwards for: ``--proxy-headers``)."""
-        self.scheme: str = getattr(ctx, "scheme", "http")
-        """``"http"`` or ``"https"``: how the client reached the site (a trusted proxy's
-        ``X-Forwarded-Proto``)."""
-        self.dev: bool = ctx.dev
+        self.form_errors: list[Any] = []
+        """The errors ``wrap_fail`` getters recorded (:mod:`pyweb.forms`): the page's 400."""
         self.page = page
         """The page's name for messages (``pages/guess.py``)."""
+        self.path_params: dict[str, str] = path_params if path_params is not None else {}
+        """The parts of the path matched by a ``[name]`` file or folder or a ``{name}`` in a
+        service's path (``/todo/3`` → ``{"id": "3"}``), as sent (the getters parse them)."""
+        self.response: Response | None = None
+        """The response given by ``return_`` (None until then)."""
+        self._made: Response | None = None  # the response conn built itself (not the page's)
+        self._returned_at: tuple[types.CodeType, int] | None = None
         self._filename = filename
         self._site_root = site_root
         self._templates = templates
         self._body = body
-        self._set_cookies: list[tuple[str, str]] = []
-        self.path_params: dict[str, str] = path_params if path_params is not None else {}
-        """The parts of the path matched by a ``[name]`` file or folder or a ``{name}`` in a
-        service's path (``/todo/3`` → ``{"id": "3"}``), as sent (the getters parse them)."""
-        # Every field a request may set is set here first, in one order: an attribute
-        # added later makes Python give this conn a dictionary of its own, which costs
-        # more than all of these together (docs/performance.md).
-        self.response: Response | None = None
-        """The response given by ``return_`` (None until then)."""
-        self._returned_at: tuple[types.CodeType, int] | None = None
-        self.login_url = "/login"
-        """Where ``require_login()`` sends strangers (the ``login_url`` setting)."""
-        self._session: Session | None = None
-        self.deadline_scope: Any = None
-        """The page deadline's cancel scope while the page runs (``--page-timeout``)."""
-        self._query: MultiDict | None = None
-        self._headers: Headers | None = None
-        self._cookies: dict[str, str] | None = None
+        self.watchdog: Any = None
+        """The watchdog of the loop the page runs on (:mod:`pyweb.app.blocking`), which
+        finds the page on the loop's stack when it holds the loop."""
 
-    # Set by the few pages that go wrong: class attributes until then.
+    # Set by few requests: class attributes until then (see __slots__).
+    login_url = "/login"
+    """Where ``require_login()`` sends strangers (the ``login_url`` setting)."""
+    deadline_scope: Any = None
+    """The page deadline's cancel scope while the page runs (``--page-timeout``)."""
+    _session: Session | None = None
+    _query: MultiDict | None = None
+    _headers: Headers | None = None
+    _cookies: dict[str, str] | None = None
+    _set_cookies: tuple[()] | list[tuple[str, str]] = ()
+    """The ``Set-Cookie`` fields to send (a list once there is one)."""
+    # Set by the few pages that go wrong.
+    held: Any = None
+    """What the watchdog saw this page hold (a ``blocking.PageRun``, set by its thread)."""
     exited_at: int | None = None
     """The line where the page called :meth:`exit` (None if it did not)."""
     unawaited: list[Any] | None = None
     """Coroutines the page made and dropped (:mod:`pyweb.app.unawaited` notes them)."""
+
+    @property
+    def query_string(self) -> str:
+        """The query as sent (``n=3&name=ann``)."""
+        return self.request.query
+
+    @property
+    def peer(self) -> str:
+        """The client's address, ``"host:port"`` (behind a trusted reverse proxy, the client
+        it forwards for: ``--proxy-headers``)."""
+        return self.ctx.peer
+
+    @property
+    def scheme(self) -> str:
+        """``"http"`` or ``"https"``: how the client reached the site (a trusted proxy's
+        ``X-Forwarded-Proto``)."""
+        return getattr(self.ctx, "scheme", "http")  # (a test's stand-in may lack it)
+
+    @property
+    def site_root(self) -> str | None:
+        """The site directory (None for a conn made without a site)."""
+        return self._site_root
+
+    @property
+    def dev(self) -> bool:
+        """Development mode (error pages show details)."""
+        return self.ctx.dev
+
+    def add_set_cookie(self, value: str) -> None:
+        """Send ``Set-Cookie: value`` with the response (``set_cookie`` builds the value)."""
+        if not self._set_cookies:
+            self._set_cookies = []
+        self._set_cookies.append(("Set-Cookie", value))  # type: ignore[union-attr]
 
     # ---- the request ------------------------------------------------------------------
 
@@ -360,10 +404,20 @@ class Conn:
         node, ``bytes``, a ``dict``/``list`` (JSON), or an async iterator (streamed in
         chunks). See :mod:`pyweb.app.results`.
         """
-        if not isinstance(status, int) or not 100 <= status <= 999 or 100 <= status < 200:
+        if not isinstance(status, int) or not 200 <= status <= 999:
             raise ValueError(f"a page's status is an int from 200 to 999, got {status!r}")
-        self._claim("return_")
-        self.response = to_response(body, status, content_type, headers)
+        if self.response is not None:
+            self._claim("return_")  # raises ResponseAlreadySent, naming both lines
+        # _claim's note of where the page answered, made here without its two calls: the
+        # page's own frame is usually the caller (docs/performance.md).
+        frame: types.FrameType | None = sys._getframe(1)
+        if frame.f_code.co_filename != self._filename:  # type: ignore[union-attr]
+            frame = _page_frame(self._filename, 1)  # a library function answered for the page
+        if frame is not None:
+            self._returned_at = (frame.f_code, frame.f_lasti)
+        response = self.response = to_response(body, status, content_type, headers)
+        if response is not body:  # made here: the site may add its headers to it in place
+            self._made = response
 
     def redirect(self, url: str, status: int = 302) -> None:
         """Send the browser to ``url`` (302 Found; 303 See Other after a POST is also common)."""
@@ -372,7 +426,7 @@ class Conn:
         if any(c in url for c in "\r\n\x00"):
             raise ValueError(f"a redirect URL cannot contain CR, LF or NUL: {url!r}")
         self._claim("redirect")
-        self.response = Response(
+        self.response = self._made = Response(
             status,
             [("Location", url), ("Content-Type", "text/html; charset=utf-8")],
             b"",
@@ -394,7 +448,9 @@ class Conn:
             ):
                 content_type += "; charset=utf-8"
         self._claim("return_file")
-        self.response = Response(200, [("Content-Type", content_type)], FileBody(path, 0, size))
+        self.response = self._made = Response(
+            200, [("Content-Type", content_type)], FileBody(path, 0, size)
+        )
 
     def return_template(self, name: str, /, status: int = 200, **context: Any) -> None:
         """Render ``templates/NAME`` (jinja2, autoescaped) with ``conn``, ``form`` and ``context``."""
@@ -456,7 +512,7 @@ class Conn:
             if same_site.lower() not in _SAME_SITE:
                 raise ValueError(f"same_site is 'Strict', 'Lax' or 'None', got {same_site!r}")
             parts.append(f"SameSite={_SAME_SITE[same_site.lower()]}")
-        self._set_cookies.append(("Set-Cookie", "; ".join(parts)))
+        self.add_set_cookie("; ".join(parts))
 
     def delete_cookie(self, name: str, path: str = "/") -> None:
         """Ask the browser to forget a cookie (an empty value that expired long ago)."""

@@ -33,7 +33,7 @@ import os
 import sys
 import types
 from collections.abc import Awaitable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyweb.regions import GuardedLoader
@@ -63,19 +63,27 @@ class Script:
     """The script awaits at top level: running it gives a coroutine to await."""
     version: tuple[int, int]
     """``(st_mtime_ns, st_size)`` when compiled; a different stat means recompile (dev)."""
+    scope: dict[str, Any] = field(init=False, repr=False, compare=False)
+    """The globals every run starts from, made once: each run gets a copy of its own."""
+
+    def __post_init__(self) -> None:
+        self.scope = {
+            "__name__": "__page__",
+            "__file__": self.path,
+            "__builtins__": builtins,
+            "conn": None,
+        }
 
     def run(self, conn: Any) -> Awaitable[None]:
-        """Run the script's top-level code once, for one request; await what it returns.
+        """Run the script's top-level code once, for one request, in fresh globals (a copy
+        of :attr:`scope`: nothing the script assigns survives the request); await what it
+        returns.
 
         A script that awaits at top level gives a coroutine, which runs when awaited. One
         that does not has run by the time this returns, and gives an awaitable that is
         already done: no coroutine is made for it (docs/performance.md)."""
-        scope = {
-            "__name__": "__page__",
-            "__file__": self.path,
-            "__builtins__": builtins,
-            "conn": conn,
-        }
+        scope = self.scope.copy()
+        scope["conn"] = conn
         result = eval(self.code, scope)  # noqa: S307 - this *is* the page
         return result if self.is_async else DONE
 

@@ -97,9 +97,16 @@ def to_response(
     headers: list[tuple[str, str]] | None = None,
 ) -> Response:
     """A :class:`Response` for ``value`` (a Response is returned as it is)."""
-    if isinstance(value, Response):
+    kind = value.__class__
+    if kind is bytes:  # the usual answers first, without encode_body's call and tuple
+        body: bytes | Fragments | AsyncIterable[bytes] = value  # type: ignore[assignment]
+        default_type: str | None = HTML
+    elif kind is str:
+        body, default_type = value.encode("utf-8"), HTML  # type: ignore[attr-defined]
+    elif isinstance(value, Response):
         return value
-    body, default_type = encode_body(value)
+    else:
+        body, default_type = encode_body(value)
     fields = [("Content-Type", content_type or default_type or HTML)]
     if headers:
         fields.extend(headers)

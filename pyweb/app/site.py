@@ -175,7 +175,15 @@ class Site:
         # The headers a page's answer gets when it sets none of them itself, made once:
         # every HTML answer gets _html_extra, anything else _other_extra (docs/performance.md).
         self._html_extra = [(n, v) for n, v, _html_only in self._security_headers]
-        self._other_extra = [(n, v) for n, v, html_only in self._security_headers if not html_only]
+        self._other_extra = [  # the same tuple objects: see _html_last below
+            pair
+            for pair, (_n, _v, html_only) in zip(self._html_extra, self._security_headers, strict=True)
+            if not html_only
+        ]
+        # A response whose last header is one of these very objects has been through
+        # _secure's lists: it is not looked at again (the page path secures in place).
+        self._html_last = self._html_extra[-1] if self._html_extra else None
+        self._other_last = self._other_extra[-1] if self._other_extra else None
         self.static = StaticFiles(self.root, hidden=_hidden, dev=dev)
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
@@ -192,7 +200,7 @@ class Site:
         """Scripts whose name has parameters (``todo/[id]``), by URL name."""
         self.traps: list[Trap] = []
         """Traps in registration order."""
-        self._known: dict[str, tuple[pages.Script | Service, list[Trap]]] = {}
+        self._known: dict[str, _Page] = {}
         """URL path (as sent) → the script or service that answered it (``_remember``)."""
         self.problems: list[Problem] = []
         self._broken: dict[str, Problem] = {}  # script path -> its syntax error (dev)
@@ -569,26 +577,43 @@ class Site:
 
     # ---- serving ------------------------------------------------------------------------
 
-    async def __call__(self, ctx: Context) -> Response:
-        response = await self._route(ctx)
-        return self._secure(response)
+    def __call__(self, ctx: Context) -> Awaitable[Response]:
+        """``await site(ctx)``: the response to one request, with the security headers. A
+        path whose script or service was found before (``_remember``) goes straight to its
+        page, whose coroutine is handed back as it is (one coroutine less per request);
+        anything else is routed (development mode routes every request: files change)."""
+        if not self.dev:
+            page = self._known.get(ctx.request.path)
+            if page is not None and (page.methods is None or ctx.request.method in page.methods):
+                return self._run_page(ctx, page)
+        return self._routed(ctx)
+
+    async def _routed(self, ctx: Context) -> Response:
+        return self._secure(await self._route(ctx))
 
     def _secure(self, response: Response) -> Response:
         """The response with the security headers it does not set itself. A new Response:
-        a page may return one object built once, which must not change."""
+        a page may return one object built once, which must not change. (A response that
+        conn built for this request has them already: :meth:`_page_outcome`.)"""
         headers = response.headers
-        if len(headers) == 1 and headers[0][0] == "Content-Type":
-            # The usual answer (conn.return_, a service's value) has its type and nothing
-            # else, so it lacks every security header: the lists made once do.
-            html = headers[0][1].startswith("text/html")
-            extra = self._html_extra if html else self._other_extra
-        else:
-            extra = self._missing_headers(headers)
+        if headers:
+            last = headers[-1]
+            if last is self._html_last or last is self._other_last:
+                return response  # the site's own header objects: secured already
+        extra = self._missing(headers)
         if not extra:
             return response
         if type(response) is not Response:  # a WebSocketUpgrade stays one
             return dataclasses.replace(response, headers=[*headers, *extra])
         return Response(response.status, [*headers, *extra], response.body)
+
+    def _missing(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The security headers ``headers`` lacks."""
+        if len(headers) == 1 and headers[0][0] == "Content-Type":
+            # The usual answer (conn.return_, a service's value) has its type and nothing
+            # else, so it lacks every security header: the lists made once do.
+            return self._html_extra if headers[0][1].startswith("text/html") else self._other_extra
+        return self._missing_headers(headers)
 
     def _missing_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The security headers that ``headers`` lacks (those for HTML only on HTML)."""
@@ -606,16 +631,8 @@ class Site:
 
     async def _route(self, ctx: Context) -> Response:
         request = ctx.request
-        if self.dev:
-            if self.refresh() and self.regions is not None:
-                self.regions.reload()
-        else:
-            known = self._known.get(request.path)
-            if known is not None:  # a script or service found for this path before
-                target, traps = known
-                if isinstance(target, pages.Script):
-                    return await self._run_script(ctx, target, None, traps)
-                return await self._run_service(ctx, target, None, traps)
+        if self.dev and self.refresh() and self.regions is not None:
+            self.regions.reload()
         path = request.path
         decoded = unquote(path) if "%" in path else path
 
@@ -633,8 +650,9 @@ class Site:
             return route.upgrade(request, self.dev)
         svc = self.services.get(decoded)
         if svc is not None:
-            self._remember(path, svc, traps)
-            return await self._run_service(ctx, svc, None, traps)
+            page = _service_page(svc, traps)
+            self._remember(path, page)
+            return await self._run_service(ctx, page)
 
         name = decoded[1:]
         if name.endswith(".py"):
@@ -653,7 +671,8 @@ class Site:
         if script is not None and "[" in name:
             script = None  # a [param] file is reached through its pattern only
         if script is not None:
-            self._remember(path, script, traps)
+            if not self.no_script_cache:  # (that mode compiles the script on every request)
+                self._remember(path, _script_page(script, traps))
             return await self._run_script(ctx, script, None, traps)
 
         if self.templates is not None and "." not in name.rsplit("/", 1)[-1]:
@@ -682,31 +701,21 @@ class Site:
             return await self._trapped_static(ctx, traps)
         return self._static(ctx)
 
-    def _remember(self, path: str, target: pages.Script | Service, traps: list[Trap]) -> None:
+    def _remember(self, path: str, page: _Page) -> None:
         """Note which script or service answers ``path`` (as sent), so that the next request
-        for it skips the routing above: in production the site's files do not change
-        until it is loaded again (``_load`` forgets them all); development mode looks
+        for it skips the routing above (``__call__``): in production the site's files do not
+        change until it is loaded again (``_load`` forgets them all); development mode looks
         every time. Bounded: percent-encoded spellings of one path must not fill memory."""
         if not self.dev and len(self._known) < _KNOWN_PATHS:
-            self._known[path] = (target, traps)
+            self._known[path] = page
 
     def _run_service(
-        self, ctx: Context, svc: Service, params: dict[str, str] | None, traps: list[Trap]
+        self, ctx: Context, page: _Page, params: dict[str, str] | None = None
     ) -> Awaitable[Response]:
-        if ctx.request.method not in svc.methods:
-            return _ready(self._not_allowed(ctx.request.method, ", ".join(svc.methods)))
-        code = getattr(svc.func, "__code__", None)
-        timed = inspect.iscoroutinefunction(svc.func)
-        return self.run_page(
-            ctx,
-            svc.respond,
-            f"service {svc.path}",
-            code and code.co_filename,
-            timed,
-            params=params,
-            traps=traps,
-            check_csrf=svc.csrf,
-        )
+        assert page.methods is not None
+        if ctx.request.method not in page.methods:
+            return _ready(self._not_allowed(ctx.request.method, ", ".join(page.methods)))
+        return self._run_page(ctx, page, params)
 
     def _run_script(
         self,
@@ -722,11 +731,7 @@ class Site:
                 return _ready(
                     self.error_page(500, detail=f"the page does not compile: {err}", exc=err)
                 )
-        # Only a script that awaits can be stopped at its deadline (trio cancels at an
-        # await); a script that never awaits gets no deadline and costs no cancel scope.
-        return self.run_page(
-            ctx, script.run, script.name, script.path, script.is_async, params=params, traps=traps
-        )
+        return self._run_page(ctx, _script_page(script, traps), params)
 
     async def _run_pattern(
         self, ctx: Context, decoded: str, name: str, traps: list[Trap]
@@ -739,7 +744,7 @@ class Site:
         by_service = self.service_routes.match(decoded) if self.service_routes else None
         by_script = self.script_routes.match("/" + name) if self.script_routes else None
         if by_service is not None and (by_script is None or _wins(by_service[0], by_script[0])):
-            return await self._run_service(ctx, by_service[1], by_service[2], traps)
+            return await self._run_service(ctx, _service_page(by_service[1], traps), by_service[2])
         if by_script is not None:
             name = by_script[1]
             script = self._dev_script(name) if self.dev else self.scripts.get(name)
@@ -833,19 +838,73 @@ class Site:
         its allocations counted.
         ``await site.run_page(...)``: it hands back the coroutine that does the work rather
         than being a coroutine itself, one object less on every request (Hop §3.1)."""
-        return self._run_page(ctx, run, page, filename, timed, params, traps, check_csrf)
+        spec = _Page(run, page, filename, timed, tuple(traps), check_csrf)
+        return self._run_page(ctx, spec, params)
 
     async def _run_page(
+        self, ctx: Context, page: _Page, params: dict[str, str] | None = None
+    ) -> Response:
+        """Run ``page`` for one request: its ``conn`` (:meth:`_prepare`), then the page with
+        its guards: the watchdog finds this frame on the loop's stack (to name a page that
+        holds the loop); ``current_conn()`` and the forms getters find conn, its form and
+        its form-error list (one context variable); a coroutine the page drops unawaited
+        is noted on conn (pyweb.app.unawaited); the page runs in a region (pyweb.regions)."""
+        request = ctx.request
+        if (
+            request.query  # a form to read
+            or params
+            or request.chunked
+            or request.content_length
+            or request.header("cookie") is not None  # a session to load
+            or (page.check_csrf and request.method in csrf.UNSAFE_METHODS)  # a token to check
+        ):
+            conn = await self._prepare(ctx, page, params)
+            if not isinstance(conn, Conn):
+                return self._secure(conn)  # the form's 400 or 413, CSRF's 403: no page runs
+        else:  # the usual GET: nothing to read, load or check before the page
+            conn = self._conn(ctx, page, _EMPTY, _EMPTY, None, None)
+        conn.watchdog = blocking.current()  # it finds conn on the stack (blocking.page_codes)
+        conn_token = _current.set(conn)
+        regions = self.regions
+        slot = regions.enter() if regions is not None else None
+        try:
+            response = await self._page_outcome(ctx, conn, page)
+        finally:
+            found = regions.leave(ctx, page.name, slot) if regions is not None else None
+            if conn.files is not _EMPTY and conn.files:
+                close_all(conn.files.multi_items())  # uploads not moved: their files go
+            _current.reset(conn_token)
+        if found is not None:
+            response = regions.answer(response, page.name, found)  # type: ignore[union-attr]
+        if conn.unawaited:
+            response = self._unawaited_page(ctx, page.name, page.filename, conn.unawaited)
+        if conn.held is not None:  # the watchdog saw this page hold the loop
+            response = self._blocked(ctx, conn.held, response)
+        if response is conn._made:
+            return response  # secured in place by _page_outcome
+        return self._secure(response)
+
+    def _conn(
         self,
         ctx: Context,
-        run: Callable[[Conn], Awaitable[None]],
-        page: str,
-        filename: str | None,
-        timed: bool = True,
-        params: dict[str, str] | None = None,
-        traps: Sequence[Trap] = (),
-        check_csrf: bool = True,
-    ) -> Response:
+        page: _Page,
+        form: MultiDict,
+        files: MultiDict,
+        body: bytes | None,
+        params: dict[str, str] | None,
+    ) -> Conn:
+        # (positional: a class called with keywords costs a dictionary per call)
+        conn = Conn(ctx, form, files, page.name, page.filename, self.root, self.templates, body, params)
+        if self.login_url != Conn.login_url:  # (the default is a class attribute: no store)
+            conn.login_url = self.login_url
+        return conn
+
+    async def _prepare(
+        self, ctx: Context, page: _Page, params: dict[str, str] | None
+    ) -> Conn | Response:
+        """The conn of a request that has more than a plain GET: its form read (the query,
+        a form body), its session loaded (a session cookie), its CSRF token checked (a
+        POST, PUT, PATCH or DELETE). A Response instead when the page must not run."""
         request = ctx.request
         content_type = None
         body = None
@@ -870,116 +929,79 @@ class Site:
             return self.error_page(err.status, detail=str(err))
         if params:  # the getters read path parameters too; the path wins (the last value)
             form = MultiDict([*form.multi_items(), *params.items()])
-        conn = Conn(
-            ctx,
-            form=form,
-            files=files,
-            page=page,
-            filename=filename,
-            site_root=self.root,
-            templates=self.templates,
-            body=body,
-            path_params=params,
-        )
-        conn.login_url = self.login_url
+        conn = self._conn(ctx, page, form, files, body, params)
         if request.header("cookie") is not None:
             cookie = conn.cookies.get(COOKIE_NAME)
             if cookie:
                 conn._session = await self.sessions.load(cookie)
-        if check_csrf and request.method in csrf.UNSAFE_METHODS and not self._exempt(conn.path):
+        if page.check_csrf and request.method in csrf.UNSAFE_METHODS and not self._exempt(conn.path):
             why = csrf.missing_token(conn)
             if why is not None:
                 return self._csrf_refused(conn, why)
-        # The guards: the watchdog knows which page this frame runs (to name one that holds
-        # the loop); current_conn() and the forms getters find conn and its form; a
-        # coroutine the page drops unawaited is noted on conn (pyweb.app.unawaited).
-        dog = blocking.watchdog()
-        frame = sys._getframe()
-        dog.begin(frame, page, self.root)
-        conn_token = _current.set(conn)
-        form_token = forms.current_form.set(form)
-        regions = self.regions  # the page runs in a region: pyweb.regions
-        slot = regions.enter() if regions is not None else None
-        try:
-            response = await self._page_outcome(ctx, conn, run, page, filename, timed, traps)
-        finally:
-            found = regions.leave(ctx, page, slot) if regions is not None else None
-            if files:
-                close_all(files.multi_items())  # uploads not moved: their temporary files go
-            forms.current_form.reset(form_token)
-            _current.reset(conn_token)
-            held = dog.end(frame)
-            # The frame holds itself through this variable: a cycle that would keep conn
-            # and the response alive until the garbage collector runs (docs/performance.md).
-            del frame
-        if regions is not None and found is not None:
-            response = regions.answer(response, page, found)
-        if conn.unawaited:
-            response = self._unawaited_page(ctx, page, filename, conn.unawaited)
-        if held is not None:
-            response = self._blocked(ctx, held, dog, response)
-        return response
+        return conn
 
-    async def _page_outcome(
-        self,
-        ctx: Context,
-        conn: Conn,
-        run: Callable[[Conn], Awaitable[None]],
-        page: str,
-        filename: str | None,
-        timed: bool,
-        traps: Sequence[Trap] = (),
-    ) -> Response:
+    async def _page_outcome(self, ctx: Context, conn: Conn, page: _Page) -> Response:
         """Run the page and turn what happened into one response (see the module doc):
         the traps first, then the page, unless a trap answered."""
         ended: BaseException | None = None  # sys.exit() or KeyboardInterrupt in the page
-        with forms.collect() as errors:
-            try:
-                answer = _trapped(conn, traps, run) if traps else run(conn)
-                if timed and self.page_timeout is not None:
-                    # Marlow §4: a page gets page_timeout seconds, then a 503. A page that
-                    # waits on its own events (a long poll) lifts it (Conn._no_deadline).
-                    with runtime.current().move_on_after(self.page_timeout) as scope:
-                        conn.deadline_scope = scope
-                        await answer
-                    conn.deadline_scope = None
-                    if scope.cancelled_caught:
-                        return self._too_long(ctx, page)
-                elif answer is not pages.DONE:  # (DONE: a script without await has run)
+        try:
+            answer = _trapped(conn, page.traps, page.run) if page.traps else page.run(conn)
+            if answer is pages.DONE:
+                pass  # a script without await has run
+            elif page.timed and self.page_timeout is not None:
+                # Marlow §4: a page gets page_timeout seconds, then a 503. A page that
+                # waits on its own events (a long poll) lifts it (Conn._no_deadline).
+                with runtime.current().move_on_after(self.page_timeout) as scope:
+                    conn.deadline_scope = scope
                     await answer
-            except forms.FormErrors as exc:
-                return self._bad_form(conn, errors + [e for e in exc.errors if e not in errors])
-            except forms.FormError as exc:
-                return self._bad_form(conn, errors + ([exc] if exc not in errors else []))
-            except ProtocolError:
-                raise  # a bad or oversized body: the server answers 400/413
-            except (RequestError, JSONFieldErrors) as exc:
-                return _refusal(conn, exc)
-            except PageExit:
-                pass  # conn.exit(): the page ends here, its answer (if any) stands
-            except (SystemExit, KeyboardInterrupt) as exc:
-                # sys.exit(), exit(), quit() or Ctrl-C's exception raised by the page itself:
-                # it ends the page, never the server (every other page keeps being served).
-                _from_the_page(exc, filename)
-                ended = exc
-            except Exception as exc:
-                if errors:  # the page tripped over a None from wrap_fail
-                    return self._bad_form(conn, errors)
-                return self._page_error(ctx, page, filename, exc)
-            if errors:
-                return self._bad_form(conn, errors)
+                conn.deadline_scope = None
+                if scope.cancelled_caught:
+                    return self._too_long(ctx, page.name)
+            else:
+                await answer
+        except PageExit:
+            pass  # conn.exit(): the page ends here, its answer (if any) stands
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # sys.exit(), exit(), quit() or Ctrl-C's exception raised by the page itself:
+            # it ends the page, never the server (every other page keeps being served).
+            _from_the_page(exc, page.filename)
+            ended = exc
+        except Exception as exc:
+            return self._page_failed(ctx, conn, page, exc)
+        if conn.form_errors:  # wrap_fail getters recorded errors: one 400 lists them
+            return self._bad_form(conn, conn.form_errors)
         if conn._session is not None and conn.response is not None:
             await self._save_session(conn)
         response = conn.finish()
+        if response is not None and response is conn._made:
+            # Made by conn for this request, so no one else holds it: its security headers
+            # go in place, and _secure finds them there (no second Response per request).
+            response.headers.extend(self._missing(response.headers))
         if ended is not None and (response is None or isinstance(ended, KeyboardInterrupt)):
-            return self._ended(ctx, page, filename, ended)
+            return self._ended(ctx, page.name, page.filename, ended)
         if response is None:
             return self.error_page(
                 500,
-                detail=f"{page} finished without giving a response: call conn.return_(...) "
+                detail=f"{page.name} finished without giving a response: call conn.return_(...) "
                 "(or return a value from a service)",
             )
         return response
+
+    def _page_failed(self, ctx: Context, conn: Conn, page: _Page, exc: Exception) -> Response:
+        """The response for a page that raised ``exc``: a form's 400, a request's 4xx, or
+        the error page (500, or the status the exception names)."""
+        errors = conn.form_errors
+        if isinstance(exc, forms.FormErrors):
+            return self._bad_form(conn, errors + [e for e in exc.errors if e not in errors])
+        if isinstance(exc, forms.FormError):
+            return self._bad_form(conn, errors + ([exc] if exc not in errors else []))
+        if isinstance(exc, ProtocolError):
+            raise exc  # a bad or oversized body: the server answers 400/413
+        if isinstance(exc, RequestError | JSONFieldErrors):
+            return _refusal(conn, exc)
+        if errors:  # the page tripped over a None from wrap_fail
+            return self._bad_form(conn, errors)
+        return self._page_error(ctx, page.name, page.filename, exc)
 
     def _exempt(self, path: str) -> bool:
         return any(csrf.matches(pattern, path) for pattern in self.csrf_exempt)
@@ -1020,15 +1042,18 @@ class Site:
             conn.request.header("x-forwarded-proto") == "https"
         ):
             parts.append("Secure")
-        conn._set_cookies.append(("Set-Cookie", "; ".join(parts)))
+        conn.add_set_cookie("; ".join(parts))
         response = conn.response
         if response is not None and not any(
             n.lower() == "cache-control" for n, _ in response.headers
         ):
-            # a response that sets a session cookie is this browser's only (a new Response:
-            # the page's may be an object built once)
-            private = [*response.headers, ("Cache-Control", "private, no-store")]
-            conn.response = dataclasses.replace(response, headers=private)
+            # a response that sets a session cookie is this browser's only (a new Response,
+            # unless conn made this one: the page's may be an object built once)
+            if response is conn._made:
+                response.headers.append(("Cache-Control", "private, no-store"))
+            else:
+                private = [*response.headers, ("Cache-Control", "private, no-store")]
+                conn.response = dataclasses.replace(response, headers=private)
 
     def _page_error(
         self, ctx: Context, page: str, filename: str | None, exc: Exception
@@ -1092,14 +1117,8 @@ class Site:
         _log(ctx, why, None)
         return self.error_page(500, detail=why)
 
-    def _blocked(
-        self,
-        ctx: Context,
-        run: blocking.PageRun,
-        dog: blocking.Watchdog,
-        response: Response,
-    ) -> Response:
-        for held in dog.new_reports(run):  # the error log: once per page and line
+    def _blocked(self, ctx: Context, run: blocking.PageRun, response: Response) -> Response:
+        for held in blocking.watchdog().new_reports(run):  # the error log: once per page and line
             _log(ctx, f"{run.page}: {blocking.describe(held, self.display)}", None)
         if not self.dev:
             return response
@@ -1108,6 +1127,46 @@ class Site:
 
     def __repr__(self) -> str:
         return f"Site({self.root!r}, dev={self.dev})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Page:
+    """What a request for a page runs, worked out once per URL (``Site._known`` keeps it):
+    the page's code, the names its messages use, whether it gets a deadline, the traps
+    before it, whether an unsafe method needs the CSRF token, and a service's methods."""
+
+    run: Callable[[Conn], Awaitable[None]]
+    name: str
+    """``pages/guess.py``, ``service /mul``: what messages call the page."""
+    filename: str | None
+    timed: bool
+    """Only a page that awaits can be stopped at its deadline (trio cancels at an await);
+    a script that never awaits gets no deadline and costs no cancel scope."""
+    traps: tuple[Trap, ...] = ()
+    check_csrf: bool = True
+    methods: tuple[str, ...] | None = None
+    """A service's methods (another one is a 405); None: a script answers any method."""
+
+
+def _script_page(script: pages.Script, traps: Sequence[Trap]) -> _Page:
+    return _Page(script.run, script.name, script.path, script.is_async, tuple(traps))
+
+
+def _service_page(svc: Service, traps: Sequence[Trap]) -> _Page:
+    code = getattr(svc.func, "__code__", None)
+    return _Page(
+        svc.respond,
+        f"service {svc.path}",
+        code and code.co_filename,
+        inspect.iscoroutinefunction(svc.func),
+        tuple(traps),
+        svc.csrf,
+        svc.methods,
+    )
+
+
+# The watchdog finds a running page by the frames of this function, in its local "conn".
+blocking.page_codes[Site._run_page.__code__] = "conn"
 
 
 async def _ready_value(response: Response) -> Response:

@@ -6,13 +6,14 @@ trio is pyweb's default loop and its teaching model; this module is the second s
 layers, status page, ``max_requests`` recycling, reload and error pages); only how bytes
 move differs. :class:`HttpProtocol` is an ``asyncio.Protocol``: the loop calls
 :meth:`~HttpProtocol.data_received` with the bytes of a connection, and the protocol feeds
-them to the same sans-IO parser the trio server uses, runs the handler in a task with the
-same :class:`~pyweb.server.context.RequestContext` (``aio_context.py``), and writes the reply
+them to the same sans-IO parser the trio server uses, runs the handler in the connection's
+task with the same :class:`~pyweb.server.context.RequestContext` (``aio_context.py``), and
+writes the reply
 framed by the same :func:`~pyweb.protocol.frame_response` straight to the transport
-(``aio_reply.py``): no stream wrappers on the hot path. Marlow's ``talk`` is here too,
-turned inside out by callbacks: a request arrives → the handler runs → the reply is written
-→ the access record is queued → the next request (already buffered, or the next
-``data_received``).
+(``aio_reply.py``): no stream wrappers on the hot path. Marlow's ``talk`` is here too, in
+the connection's one task (:meth:`HttpProtocol._talk`, started by the first request): a
+request arrives → the handler runs → the reply is written → the access record is queued →
+the next request (already buffered, or handed over by the next ``data_received``).
 
 What it shares with the trio server, module by module: the parser's limits (413/414/431),
 the body (``body.py``: on demand, ``100 Continue``, the whole-body deadline, the
@@ -27,8 +28,8 @@ settings: ``first_byte_timeout``, ``header_timeout`` (408), ``keepalive_timeout`
 ``websocket.py``'s session, fed by this protocol (``aio_websocket.py``). The process around
 it (signals, SIGHUP reload, ``--workers``) is ``aio_main.py``.
 
-What it does not do: assemble replies in a reply arena (``writelines`` hands the head and
-the body to the transport together, and uvloop sends them with one ``writev``).
+What it does not do: assemble replies in a reply arena (a small body is joined to its head
+and written at once, a large one handed to the transport beside it).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from .aio_websocket import run_aio_session
 from .budget import BUDGET
 from .logging import ServerLog, access_record
 from .proxy import peer_host
-from .reply import ReplyAborted, request_line
+from .reply import ReplyAborted, Sent, request_line
 from .slots import LINGER
 
 __all__ = ["AsyncioServer", "HttpProtocol", "new_loop", "serve_asyncio"]
@@ -166,7 +167,7 @@ class AsyncioServer(Server):
 
 
 class HttpProtocol(asyncio.Protocol):
-    """One connection: bytes in through the parser, one handler task per request, replies
+    """One connection: bytes in through the parser, one task answering its requests, replies
     written to the transport (see the module doc)."""
 
     def __init__(self, server: AsyncioServer) -> None:
@@ -181,7 +182,7 @@ class HttpProtocol(asyncio.Protocol):
         self.transport: Any = None
         self.replies: AioReplies = None  # type: ignore[assignment]
         self.peer = self.client = "-"
-        self.sock: PeekSocket | None = None
+        self._sock: PeekSocket | None = None
         self.via_proxy: Any = None
         self.phase = IDLE
         self.fresh = True
@@ -212,7 +213,22 @@ class HttpProtocol(asyncio.Protocol):
         self.ws_chunks: list[bytes] | None = None
         """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
         self._lingering = False  # refused, and counted among the lingering (slots.py)
-        self._waiting = False  # registered as waiting for a request in the slots
+        self._listed: dict[Any, None] | None = None
+        """The slots' list this connection waits in (idle, heads or fresh), if any."""
+        self._task: asyncio.Task[None] | None = None
+        """The connection's one task, which answers its requests one after the other."""
+        self._arrival: asyncio.Future[Request | None] | None = None
+        """What that task waits on between two requests: the next one, or None (closed)."""
+
+    @property
+    def sock(self) -> PeekSocket | None:
+        """The connection's socket, to peek at (slots.py); looked up on first use, since
+        few connections are ever asked."""
+        if self._sock is None:
+            sock = self.transport.get_extra_info("socket")
+            if sock is not None:
+                self._sock = PeekSocket(sock.fileno())
+        return self._sock
 
     # ------------------------------------------------------------------ the loop's callbacks
 
@@ -220,13 +236,12 @@ class HttpProtocol(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = self.client = f"{peer[0]}:{peer[1]}" if peer else "-"
-        sock = transport.get_extra_info("socket")
         server = self.server
-        if sock is not None:
-            self.sock = PeekSocket(sock.fileno())
+        if server.set_nodelay:
             # Nagle off (listener.py says why); uvloop does it for every TCP connection
             # itself, and a setsockopt through its socket wrapper costs microseconds.
-            if server.set_nodelay and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         proxies = server.proxies
         if proxies is not None and proxies.trusts(peer_host(self.peer)):
@@ -287,6 +302,7 @@ class HttpProtocol(asyncio.Protocol):
         self._client_left()
         self._disarm()
         self._cancel_timer()
+        self._hand_over(None)  # the connection's task, waiting for a request, ends
         if self._body_waiter is not None or self._drain_waiter is not None:
             reset = ConnectionResetError("the client closed the connection")
             self._wake_body(reset)
@@ -313,10 +329,7 @@ class HttpProtocol(asyncio.Protocol):
 
     def _admitted(self) -> None:
         self.admitted = True
-        fd = self.sock.fd if self.sock is not None else -1
-        self.replies = AioReplies(
-            self.transport, fd, self.peer, self.log, self.error_page, self.drain
-        )
+        self.replies = AioReplies(self.transport, self.peer, self.log, self.error_page, self.drain)
         if self.parser.buffered:  # a newcomer admitted because it spoke: its request is here
             self._next_request()
         else:
@@ -476,67 +489,152 @@ class HttpProtocol(asyncio.Protocol):
                 self.transport.close()
                 return
             self._arm(patience)
+        # Listed where slots.waiting() would put it, at the end (the longest waits are
+        # first), remembering the list: a request's start is one pop, not four.
         slots = self.server.slots
-        if self._waiting:  # (a head half here: it moves from idle to the heads)
-            slots.working(self)
-        slots.waiting(self)
-        self._waiting = True
+        listed = slots.heads if phase == HEAD else slots.fresh if self.fresh else slots.idle
+        if self._listed is not None:  # (a head half here: it moves from idle to the heads)
+            self._listed.pop(self, None)
+        listed[self] = None
+        self._listed = listed
 
     def _next_request(self) -> None:
-        if self.closing:
+        """Bytes arrived while no request is being answered: if a whole head is here, the
+        connection's task answers it (started with the first request; later ones are
+        handed to it), else the wait goes on."""
+        request = self._take_request()
+        if request is None:
             return
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._talk(request))
+        else:
+            self._hand_over(request)
+
+    def _hand_over(self, request: Request | None) -> None:
+        """Wake the connection's task waiting between two requests (None: to end)."""
+        arrival = self._arrival
+        if arrival is not None:
+            self._arrival = None
+            arrival.set_result(request)
+
+    def _take_request(self) -> Request | None:
+        """The next request head from the parser, now being answered; None when there is
+        none (a wait for it is set up), or when the connection closes (a bad request
+        gets its error page on the way)."""
+        if self.closing:
+            return None
         try:
             event = self.parser.next_event()
         except ProtocolError as err:  # Marlow's ``Left resp``: a page saying why, close
             self._reject(err, None)
-            return
+            return None
         if event is NEED_DATA:
             self._wait_for_request()
-            return
+            return None
         if type(event) is ConnectionClosed:
+            self.closing = True
             self.transport.close()
-            return
+            return None
         if type(event) is not Request:
             raise RuntimeError(f"parser produced {event!r} where a request head belongs")
-        self._disarm()
-        if self._waiting:
-            self._waiting = False
-            self.server.slots.working(self)
+        self._deadline = _INF  # (disarmed: the timer, when it fires, does nothing)
+        if self._listed is not None:  # no longer waiting (slots.working)
+            self._listed.pop(self, None)
+            self._listed = None
         self.phase = HANDLER
         self.fresh = False
         self.busy = True
-        asyncio.get_running_loop().create_task(self._respond(event))
+        return event
 
-    async def _respond(self, request: Request) -> None:
-        """Run the handler, send its reply, log it, go on to the next request."""
+    async def _talk(self, request: Request | None) -> None:
+        """Marlow's ``talk`` in the connection's one task: answer a request, then the next
+        (already in the parser, or handed over by :meth:`_next_request` when it arrives),
+        while the connection lasts. One task per connection, not per request, as on trio:
+        a keep-alive request costs a future, not a task (docs/performance.md)."""
         try:
-            await self._talk(request)
+            while request is not None and await self._exchange(request):
+                request = self._take_request()
+                if request is None and not self.closing:
+                    arrival = self._arrival = asyncio.get_running_loop().create_future()
+                    request = await arrival
         except (ReplyAborted, TimeoutError, OSError):
             self.abort()  # a client that left or reads nothing, or a broken stream
         except Exception as exc:  # a bug in the server itself: log it, keep serving others
             self.log.error(f"internal error on connection from {self.peer}", exc=exc)
             self.abort()
 
-    async def _talk(self, request: Request) -> None:
+    async def _exchange(self, request: Request) -> bool:
+        """One request: the handler's response, sent and logged. True when the connection
+        stays open for the next request."""
         ctx = AioContext(self, request)
         try:
-            response = await self.run_handler(ctx)
+            response = self._checked(await self.handler(ctx))
         except ProtocolError as err:  # from ctx.body(): a bad, slow or oversized body
+            self.release_body()
             self._reject(err, request)
-            return
+            return False
+        except Exception as exc:
+            response = self._handler_failed(ctx, exc)
+        if self.reserved:  # the page is done with its body: out of the budget
+            self.release_body()
         if self.closing:  # the client left while its page ran: nobody to answer
-            return
+            return False
         if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
             await self._websocket(request, response, ctx.received_at)
-            return
+            return False
         body = ctx.request_body  # None: no body, and the handler asked for none
-        keep_alive = self.may_keep_alive(request)
+        keep_alive = self.may_keep_alive(request, ctx.received_at)
         if body is None:  # a request without a body: the parser's EndOfMessage, at once
             self.parser.next_event()
         else:
             keep_alive = body.settle(keep_alive)
+        # Sent at once when the body is in memory (bytes, a page's Fragments): no coroutine.
+        sent = self.replies.write_now(request, response, keep_alive)
+        if sent is None or not self._writable or self.in_stream_budget:
+            sent = await self._reply_later(request, response, keep_alive, ctx, sent)
+        elif self.server.access_enabled:
+            self.log_access(request, sent[0], sent[1], ctx.received_at, ctx.alloc)
+        keep_alive = sent[2]
+        if keep_alive and body is not None and body.must_drain:
+            keep_alive = await body.drain()
+        return self._replied(keep_alive)
+
+    def _checked(self, response: Response) -> Response:
+        """The handler's result, if it is a Response (a TypeError for the 500 page if not);
+        a streamed one moves to the stream budget (slots.py)."""
+        if not isinstance(response, Response):
+            raise TypeError(
+                f"a handler must return a pyweb Response, not {type(response).__name__}"
+            )
+        if type(response.body) is not bytes and hasattr(response.body, "__aiter__"):
+            self.server.slots.to_streams(self)
+        return response
+
+    def _replied(self, keep_alive: bool) -> bool:
+        """The reply is out: the connection waits for the next request, or closes."""
+        self.busy = False
+        if not keep_alive or self.closing:
+            self.closing = True
+            self.transport.close()
+            return False
+        return True
+
+    async def _reply_later(
+        self,
+        request: Request,
+        response: Response,
+        keep_alive: bool,
+        ctx: AioContext,
+        sent: Sent | None,
+    ) -> Sent:
+        """The reply, and its log, when it waits: a file, a stream (``sent`` is None: not
+        written yet), a client that reads slower than the page is written, or a request
+        in the stream budget."""
         try:
-            status, sent, keep_alive = await self.replies.send(request, response, keep_alive)
+            if sent is None:
+                sent = await self.replies.send(request, response, keep_alive)
+            else:
+                await self.drain()
         except ReplyAborted as abort:  # a stream that broke: the client sees it cut
             if abort.sent is not None and self.server.access_enabled:
                 self.log_access(request, abort.sent[0], abort.sent[1], ctx.received_at)
@@ -545,40 +643,17 @@ class HttpProtocol(asyncio.Protocol):
             if self.in_stream_budget:
                 self.server.slots.from_streams(self)
         if self.server.access_enabled:
-            self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
-        if keep_alive and body is not None and body.must_drain:
-            keep_alive = await body.drain()
-        self.busy = False
-        if not keep_alive or self.closing:
-            self.closing = True
-            self.transport.close()
-            return
-        self._next_request()  # a pipelined request may already be in the parser
+            self.log_access(request, sent[0], sent[1], ctx.received_at, ctx.alloc)
+        return sent
 
-    async def run_handler(self, ctx: AioContext) -> Response:
-        """``genResponse``: the handler's response, or a 500 page when it raised or gave
-        something that is not a Response. A ProtocolError (a bad body) goes up."""
-        try:
-            response = await self.handler(ctx)
-            if not isinstance(response, Response):
-                raise TypeError(
-                    f"a handler must return a pyweb Response, not {type(response).__name__}"
-                )
-            if hasattr(response.body, "__aiter__"):  # a streamed reply: its own budget
-                self.server.slots.to_streams(self)
-            return response
-        except ProtocolError:
-            raise
-        except Exception as exc:
-            if not self.closing:  # (a client that left while its page ran is not an error)
-                self.log.error(
-                    f"handler error for {self.peer}",
-                    request_line=request_line(ctx.request),
-                    exc=exc,
-                )
-            return self.error_page(500, detail=str(exc), exc=exc)
-        finally:
-            self.release_body()  # the page is done with its body: out of the budget
+    def _handler_failed(self, ctx: AioContext, exc: Exception) -> Response:
+        """``genResponse``'s other half: the handler raised (or gave something that is not
+        a Response): logged, and a 500 page."""
+        if not self.closing:  # (a client that left while its page ran is not an error)
+            self.log.error(
+                f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
+            )
+        return self.error_page(500, detail=str(exc), exc=exc)
 
     async def _websocket(
         self, request: Request, upgrade: WebSocketUpgrade, received_at: float
@@ -615,7 +690,7 @@ class HttpProtocol(asyncio.Protocol):
         chunks.clear()
         return data
 
-    def may_keep_alive(self, request: Request) -> bool:
+    def may_keep_alive(self, request: Request, received_at: float) -> bool:
         """The client asks for it, the server is not stopping, and the connection has not
         served ``keepalive_requests`` requests or lived ``keepalive_time`` (as on trio)."""
         self.served += 1
@@ -624,7 +699,7 @@ class HttpProtocol(asyncio.Protocol):
             request.keep_alive
             and not self.server.closing
             and self.served < config.keepalive_requests
-            and time.time() - self.opened_at < config.keepalive_time
+            and received_at - self.opened_at < config.keepalive_time
         )
 
     def client_watch(self) -> Latch:

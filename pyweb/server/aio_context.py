@@ -34,9 +34,10 @@ class AioContext(RequestContext):
         self.request = request
         self.peer = connection.peer
         self.scheme = "http"
-        if connection.via_proxy is not None:  # the client behind the proxy, and its scheme
+        if request.forwarded and connection.via_proxy is not None:
+            # the client behind the proxy, and its scheme (the parser noted the fields)
             self.peer, self.scheme = forwarded(request.headers, self.peer, connection.via_proxy)
-            connection.client = self.peer  # (the access log names it)
+        connection.client = self.peer  # (the access log names it)
         self.dev = connection.config.dev
         self.received_at = time.time()
         self.alloc = None

@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import pyweb_regions
+
 from .aio import AsyncioServer, new_loop
 from .workers import RECYCLE_EXIT
 
@@ -38,7 +40,9 @@ def serve_asyncio(
     banner: Callable[[AsyncioServer], str] | None = None,
 ) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit status. ``reload(server)`` runs on
-    SIGHUP; ``banner(server)`` is printed after the status line (``--dev``)."""
+    SIGHUP; ``banner(server)`` is printed after the status line (``--dev``). An OSError
+    that stops the server from listening is raised (``pyweb serve`` prints it as one line,
+    the same for both loops)."""
     if config.scheduler != "one-to-one":  # Hop's schedulers are the trio server's
         _say(
             f"warning: --scheduler {config.scheduler} is for the trio server; on asyncio "
@@ -47,26 +51,38 @@ def serve_asyncio(
     loop, name = new_loop()
     asyncio.set_event_loop(loop)
     server = AsyncioServer(config, handler)
-    try:
-        loop.run_until_complete(server.start())
-    except OSError as exc:
-        print(f"pyweb: error: cannot listen on {config.host}:{config.port}: {exc}", file=sys.stderr)
-        loop.close()
-        return 2
     forced = loop.create_future()
-    watched = _watch_signals(loop, server, reload, forced)  # before the banner: a
-    _announce(server, site_dir, name)  # supervisor or a test may signal as soon as it reads it
-    if banner is not None:
-        print(banner(server), flush=True)
     try:
-        return loop.run_until_complete(_run(server, forced))
+        return loop.run_until_complete(_serve(server, site_dir, name, reload, banner, forced))
     finally:
-        for signum in watched:
-            loop.remove_signal_handler(signum)
         for task in asyncio.all_tasks(loop):
             task.cancel()
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
+
+
+async def _serve(
+    server: AsyncioServer,
+    site_dir: str,
+    loop_name: str,
+    reload: Callable[[AsyncioServer], object] | None,
+    banner: Callable[[AsyncioServer], str] | None,
+    forced: asyncio.Future[None],
+) -> int:
+    """Listen, watch the signals, say so, serve until shut down. One run of the loop from
+    start to end: a signal that arrives between two runs (a test or a supervisor signals as
+    soon as it reads the banner) was lost, or handled without waking the loop, on uvloop."""
+    loop = asyncio.get_running_loop()
+    await server.start()  # an OSError (the port is taken...) goes up to the CLI
+    watched = _watch_signals(loop, server, reload, forced)  # before the banner: a
+    try:
+        _announce(server, site_dir, loop_name)  # supervisor or test may signal once it reads it
+        if banner is not None:
+            print(banner(server), flush=True)
+        return await _run(server, forced)
+    finally:
+        for signum in watched:
+            loop.remove_signal_handler(signum)
 
 
 def _announce(server: AsyncioServer, site_dir: str, loop_name: str) -> None:
@@ -77,7 +93,7 @@ def _announce(server: AsyncioServer, site_dir: str, loop_name: str) -> None:
         return
     print(
         f"pyweb serving {site_dir} on {server.url} (loop asyncio on {loop_name}, "
-        f"dev mode {'on' if config.dev else 'off'})",
+        f"dev mode {'on' if config.dev else 'off'}, regions {pyweb_regions.IMPLEMENTATION})",
         flush=True,
     )
 

@@ -4,8 +4,10 @@ The asyncio twin of ``reply.py`` (Marlow's ``sendResponse``, Hop's "reply" stage
 same API (:meth:`AioReplies.send` returns what the access log needs) and the same three
 kinds of body, framed by the same sans-IO :func:`~pyweb.protocol.frame_response`:
 
-* **bytes** (and a page's ``Fragments``): head and body handed to the transport together
-  (``writelines``: uvloop sends them with one ``writev``, no join);
+* **bytes** (and a page's ``Fragments``): :meth:`AioReplies.write_now`, no coroutine: head
+  and body joined and written at once when the body is small (uvloop then tries the
+  ``send`` right away; two pieces take its ``writev`` path, which costs more than the
+  copy), handed over together (``writelines``) when it is large;
 * **a file** (:class:`~pyweb.protocol.FileBody`): ``os.sendfile`` on the connection's
   socket whenever the transport has nothing queued (Hop §3.3.1: no copy through user
   space); when the client's window is full, the next piece goes through the transport
@@ -41,10 +43,13 @@ if TYPE_CHECKING:
 
     from .logging import ServerLog
 
-__all__ = ["AioReplies", "FILE_PIECE"]
+__all__ = ["AioReplies", "FILE_PIECE", "JOIN_LIMIT"]
 
 FILE_PIECE = 256 * 1024
 """Bytes of a file read and queued on the transport when sendfile would block."""
+
+JOIN_LIMIT = 16 * 1024
+"""Bodies up to this size are copied behind their head and written in one piece."""
 
 _SIZED = (bytes, bytearray, memoryview)
 
@@ -52,25 +57,66 @@ _SIZED = (bytes, bytearray, memoryview)
 class AioReplies:
     """The replies of one asyncio connection (see the module doc)."""
 
-    __slots__ = ("transport", "fd", "peer", "log", "error_page", "drain")
+    __slots__ = ("transport", "_fd", "peer", "log", "error_page", "drain")
 
     def __init__(
         self,
         transport: Any,
-        fd: int,
         peer: str,
         log: ServerLog,
         error_page: Callable[..., Response],
         drain: Callable[[], Awaitable[None]],
     ) -> None:
         self.transport = transport
-        self.fd = fd
-        """The socket's descriptor, for sendfile (-1: not a socket, pieces only)."""
+        self._fd: int | None = None
         self.peer = peer
         self.log = log
         self.error_page = error_page
         self.drain = drain
         """Waits while the transport's buffer is over its high mark (``send_timeout``)."""
+
+    @property
+    def fd(self) -> int:
+        """The socket's descriptor, for sendfile (-1: not a socket, pieces only); looked up
+        at the first file sent."""
+        if self._fd is None:
+            sock = self.transport.get_extra_info("socket")
+            self._fd = sock.fileno() if sock is not None else -1
+        return self._fd
+
+    def write_now(self, request: Request, response: Response, keep_alive: bool) -> Sent | None:
+        """Write a reply whose body is in memory (bytes, a page's Fragments), head and body
+        at once; returns what :meth:`send` returns, or None, with nothing written, when
+        :meth:`send` must do it (a file, a stream, a header or Fragments that need the 500
+        page). The caller waits for the transport to drain."""
+        body = response.body
+        if type(body) is not bytes:
+            if isinstance(body, Fragments):
+                try:
+                    data = bytes(body)
+                except (TypeError, ValueError):
+                    return None
+                if len(data) != body.length:
+                    return None
+                body = data
+            elif not isinstance(body, _SIZED):
+                return None
+        try:
+            head = frame_response(
+                request, response.status, response.headers, len(body), keep_alive=keep_alive
+            )
+        except ValueError:
+            return None
+        if not head.send_body or not body:
+            self.transport.write(head.data)
+            return response.status, 0, head.keep_alive
+        if len(body) <= JOIN_LIMIT:
+            lines = head.lines
+            lines.append(body)
+            self.transport.write(b"".join(lines))
+        else:
+            self.transport.writelines((head.data, body))
+        return response.status, len(body), head.keep_alive
 
     async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
         """Send ``response``; returns (status, body bytes sent, whether to keep the

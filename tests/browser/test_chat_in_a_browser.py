@@ -2,10 +2,11 @@
 three ways of listening: long poll (``/chat#poll``), server-sent events (``#sse``) and a
 WebSocket (``#ws``).
 
-``pyweb serve pages --workers 2 --cache redis://...`` runs in a subprocess; six tabs listen
-(two per way). Messages are posted until both workers have taken some (each answer names
-its worker), so every tab, whichever worker holds its listener, must show messages that
-were posted to the other worker. Then a message typed into a WebSocket tab (sent on the
+``pyweb serve pages --workers 2 --cache redis://...`` runs in a subprocess (the
+``chat_workers`` fixture of tests/conftest.py), on each loop; six tabs listen (two per way).
+Messages are posted until both workers have taken some (each answer names its worker), so
+every tab, whichever worker holds its listener, must show messages that were posted to the
+other worker. Then a message typed into a WebSocket tab (sent on the
 WebSocket) must show in every tab.
 """
 
@@ -16,11 +17,8 @@ import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -35,18 +33,9 @@ if CHROMIUM is None and os.environ.get("CI") == "true":
 pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine"),
     pytest.mark.timeout(120),
+    pytest.mark.loops("trio", "asyncio"),
 ]
-PAGES = Path(__file__).resolve().parents[2] / "pages"
 SESSION: dict[int, tuple[str, str]] = {}
-BANNER = re.compile(r"pyweb serving .+ on http://127\.0\.0\.1:(\d+)/")
-
-
-def redis_up() -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=0.5).close()
-    except OSError:
-        return False
-    return True
 
 
 def request(port: int, method: str, target: str, body: bytes = b"") -> tuple[str, dict]:
@@ -69,35 +58,6 @@ def request(port: int, method: str, target: str, body: bytes = b"") -> tuple[str
     return worker, json.loads(rest)
 
 
-@pytest.fixture(scope="module")
-def port():
-    if not redis_up():
-        if os.environ.get("CI") == "true":
-            raise AssertionError("Redis is not running on 127.0.0.1:6379")
-        pytest.skip("Redis is not running on 127.0.0.1:6379")
-    prefix = f"pyweb-test:{uuid.uuid4().hex[:8]}:"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", str(PAGES), "--port", "0", "--workers", "2",
-         "--cache", f"redis://127.0.0.1:6379/0?prefix={prefix}", "--access-log", "none"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    found = BANNER.match(proc.stdout.readline())  # type: ignore[union-attr]
-    if not found:
-        proc.kill()
-        raise AssertionError(f"no banner: {proc.stderr.read()}")  # type: ignore[union-attr]
-    try:
-        yield int(found.group(1))
-    finally:
-        proc.terminate()
-        proc.wait(20)
-        import redis
-
-        client = redis.Redis(host="127.0.0.1", port=6379)
-        keys = list(client.scan_iter(match=prefix + "*", count=1000))
-        if keys:
-            client.unlink(*keys)
-
-
 def waiting_total(port: int) -> int:
     """Requests and sockets waiting in both workers (asked until both have answered)."""
     seen: dict[str, int] = {}
@@ -108,7 +68,8 @@ def waiting_total(port: int) -> int:
     return sum(seen.values())
 
 
-def test_every_tab_sees_messages_posted_to_either_worker(port):
+def test_every_tab_sees_messages_posted_to_either_worker(chat_workers):
+    port = chat_workers
     base = f"http://127.0.0.1:{port}"
     before = waiting_total(port)
     with sync_api.sync_playwright() as p:

@@ -60,9 +60,9 @@ def use_impl(request, monkeypatch) -> str:
 # 1 MB and sleeps (trio runs other requests meanwhile), small.py allocates 300 KB at once.
 INTERLEAVED_PAGES = {
     "big.py": """
-        import trio
+        from pyweb import runtime
         first = bytearray(1_000_000)
-        await trio.sleep(0.6)
+        await runtime.sleep(0.6)
         conn.return_(f"big {len(first)}", content_type="text/plain")
     """,
     "small.py": """

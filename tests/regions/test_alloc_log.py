@@ -10,17 +10,18 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import pyweb.testing
 from pyweb.app.site import Site
+from tests.helpers import serve_command
+from tests.loops import asyncio_lacks
 
 from .conftest import INTERLEAVED_PAGES, interleave, load, write_site
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 PAGES = {
     "hello.py": 'conn.return_("hello", content_type="text/plain")\n',
@@ -59,6 +60,7 @@ def root(tmp_path: Path) -> Path:
     return write_site(tmp_path / "site", PAGES)
 
 
+@asyncio_lacks("alloc profile", when={"use_impl": "c"})
 def test_each_page_request_logs_what_its_page_allocated(root, tmp_path, use_impl):
     targets = ["/hello", "/big", "/hello", "/boom", "/style.css", "/missing", "/_pyweb/stats"]
     site = Site(root, profile_alloc=True)
@@ -87,6 +89,7 @@ def test_without_profiling_the_field_is_a_dash(root, tmp_path, use_impl):
     assert {m["alloc"] for m in found} == {"-"}
 
 
+@asyncio_lacks("alloc profile")
 def test_interleaved_requests_are_each_logged_with_their_own_bytes(tmp_path):
     """While one request sleeps, four others run on the same thread and allocate 1.2 MB:
     the sleeping request's line still shows only its own 1 MB (the per-task slot)."""
@@ -109,6 +112,7 @@ def test_interleaved_requests_are_each_logged_with_their_own_bytes(tmp_path):
     assert 1_000_000 <= big_bytes < 1_200_000, big_bytes  # not 2.2 MB
 
 
+@asyncio_lacks("alloc profile")
 def test_the_timed_format_is_unchanged_by_profiling(root, tmp_path):
     load("c")
     log = tmp_path / "access.log"
@@ -125,9 +129,10 @@ def serve_once(
     root: Path, flags: list[str], regions: str, target: str, text: str
 ) -> tuple[str, str]:
     """``pyweb serve root *flags`` in a subprocess (``PYWEB_REGIONS=regions``): one GET of
-    ``target``, which must answer ``text``, then SIGTERM; returns its banner and stderr."""
+    ``target``, which must answer ``text``, then SIGTERM; returns its banner and stderr. On
+    the test's loop."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", str(root), "--port", "0", *flags],
+        serve_command(root, "--port", "0", *flags),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -164,6 +169,7 @@ def test_pyweb_serve_says_why_the_field_is_a_dash(root, tmp_path, regions):
     assert LINE.match(line) and line.endswith(" alloc=-"), line
 
 
+@asyncio_lacks("alloc profile")
 def test_pyweb_serve_with_profile_alloc_logs_numbers(root, tmp_path):
     load("c")
     log = tmp_path / "access.log"

@@ -1,5 +1,6 @@
 """``pyweb serve`` names the regions implementation in its banner; ``PYWEB_REGIONS=python``
-forces the fallback; the regions flags reach the site (a real subprocess, real sockets)."""
+forces the fallback; the regions flags reach the site (a real subprocess, real sockets, on
+each loop)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,22 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import pyweb_regions
+from tests.helpers import serve_command
+from tests.loops import asyncio_lacks
 
 from .conftest import write_site
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 
 def _serve(root: Path, *flags: str, env: dict[str, str] | None = None):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", str(root), "--port", "0", *flags],
+        serve_command(root, "--port", "0", *flags),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -76,6 +78,7 @@ def test_banner_names_the_implementation(root, forced):
             proc.wait()
 
 
+@asyncio_lacks("alloc profile")
 def test_table_1_flags_and_the_stats_page(root):
     import json
 

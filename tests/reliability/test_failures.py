@@ -3,7 +3,8 @@ PostgreSQL outage and a Redis outage (proxies of our own, cut; never the shared 
 a worker killed with ``kill -9``, and ``--max-requests`` recycling, each under load from
 keep-alive clients. "Acknowledged" means the client got a 2xx: every write so answered
 must be in the database afterwards, and a client may see 503s (the outage) but no 500s
-and no resets on a reused connection."""
+and no resets on a reused connection. On both loops: the servers in a thread through
+:mod:`pyweb.testing`, ``pyweb serve`` with ``--loop`` (:func:`tests.helpers.serve_command`)."""
 
 from __future__ import annotations
 
@@ -13,22 +14,25 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import uuid
 from pathlib import Path
 
+import pytest
 import trio
 
 from pyweb import cache, db
 from pyweb.app.site import Site
 from pyweb.testing import serve
+from tests.helpers import serve_command
 
 from ..cache.conftest import need_redis, unique_prefix
 from ..db.conftest import PG_HOST, PG_PORT, require
 from ..db.proxy import Proxy
 from .conftest import ROOT, SOAK
+
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 WRITE_PAGE = (
     "from pyweb import db, qq\n"
@@ -151,15 +155,16 @@ def test_a_redis_outage_keeps_every_page_answering(tmp_path: Path) -> None:
 
 
 def pyweb_serve(site: Path, *args: str) -> tuple[subprocess.Popen, int]:
-    """``pyweb serve SITE --workers ...`` from this checkout, on a free port."""
+    """``pyweb serve SITE --workers ...`` from this checkout, on a free port and on the
+    test's loop."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     # (the write page is a POST target for scripts, not a form: no CSRF token)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYWEB_SECRET_KEY="reliability-" + "k" * 32)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", str(site), "--port", str(port),
-         "--access-log", "none", "--csrf-exempt", "/w", *args],
+        serve_command(site, "--port", str(port), "--access-log", "none", "--csrf-exempt", "/w",
+                      *args),
         cwd=str(ROOT), env=env, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     # Ready when a worker answers: the supervisor's socket accepts (into the backlog) before

@@ -1,5 +1,6 @@
 """The command line, as a user runs it: ``python -m pyweb serve DIR --port 0`` in a
-subprocess; the banner names the real port; SIGTERM and SIGINT shut it down with exit 0."""
+subprocess; the banner names the real port; SIGTERM and SIGINT shut it down with exit 0.
+On both loops (``--loop trio`` and ``--loop asyncio``: :func:`tests.helpers.serve_command`)."""
 
 from __future__ import annotations
 
@@ -8,22 +9,31 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 
 import pytest
 
-pytestmark = pytest.mark.timeout(60)
+from tests.helpers import serve_command
+
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 
-def _start(*args: str) -> tuple[subprocess.Popen, str]:
+def _start(site: str, *args: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", *args],
+        serve_command(site, *args),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     banner = proc.stdout.readline()  # type: ignore[union-attr]
     return proc, banner
+
+
+def _settings(loop: str, dev: str, scheduler: str = "one-to-one") -> str:
+    """The banner's parenthesis: trio names its scheduler, asyncio its event loop (uvloop,
+    or the standard one); both the dev mode and the regions implementation."""
+    if loop == "asyncio":
+        return rf"\(loop asyncio on (uvloop|asyncio), dev mode {dev}, regions (c|python)\)"
+    return rf"\(scheduler {scheduler}, dev mode {dev}, regions (c|python)\)"
 
 
 def _get(port: int, target: str) -> bytes:
@@ -42,12 +52,11 @@ def site(tmp_path):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_serve_a_directory_then_stop_with_a_signal(site, signum):
+def test_serve_a_directory_then_stop_with_a_signal(site, signum, loop):
     proc, banner = _start(str(site), "--port", "0", "--access-log", "none")
     try:
         m = re.fullmatch(
-            r"pyweb serving (.+) on http://127\.0\.0\.1:(\d+)/ "
-            r"\(scheduler one-to-one, dev mode off, regions (c|python)\)\n",
+            r"pyweb serving (.+) on http://127\.0\.0\.1:(\d+)/ " + _settings(loop, "off") + r"\n",
             banner,
         )
         assert m, banner
@@ -64,7 +73,7 @@ def test_serve_a_directory_then_stop_with_a_signal(site, signum):
             proc.wait()
 
 
-def test_options_reach_the_server(site):
+def test_options_reach_the_server(site, loop):
     proc, banner = _start(
         str(site), "--port", "0", "--scheduler", "pool", "--pool-size", "2", "--dev",
         "--access-log", "none", "--error-log", "none", "--max-body", "10",
@@ -72,7 +81,7 @@ def test_options_reach_the_server(site):
         "--max-connections", "5",
     )  # fmt: skip
     try:
-        assert "(scheduler pool, dev mode on, regions " in banner
+        assert re.search(_settings(loop, "on", scheduler="pool"), banner), banner
         port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             s.sendall(b"POST /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n")
@@ -88,7 +97,7 @@ def test_options_reach_the_server(site):
 def test_missing_directory_is_a_clear_error(tmp_path):
     missing = str(tmp_path / "nope")
     result = subprocess.run(
-        [sys.executable, "-m", "pyweb", "serve", missing, "--port", "0"],
+        serve_command(missing, "--port", "0"),
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert result.returncode == 2
@@ -106,7 +115,7 @@ def test_missing_directory_is_a_clear_error(tmp_path):
 )
 def test_bad_arguments_are_argparse_errors(args, site):
     result = subprocess.run(
-        [sys.executable, "-m", "pyweb", "serve", str(site), *args],
+        serve_command(site, *args),
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert result.returncode == 2
@@ -119,7 +128,7 @@ def test_port_in_use_is_a_clear_error(site):
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "pyweb", "serve", str(site), "--port", str(port)],
+            serve_command(site, "--port", str(port)),
             capture_output=True, text=True, timeout=30, env={**os.environ},
         )  # fmt: skip
     assert result.returncode == 2
@@ -135,8 +144,7 @@ def test_port_in_use_under_workers_is_the_same_line(site):
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "pyweb", "serve", str(site), "--port", str(port),
-             "--workers", "2"],
+            serve_command(site, "--port", str(port), "--workers", "2"),
             capture_output=True, text=True, timeout=30,
         )  # fmt: skip
     assert result.returncode == 2
@@ -146,7 +154,7 @@ def test_port_in_use_under_workers_is_the_same_line(site):
 
 def test_a_host_that_is_not_ours_is_one_line(site):
     result = subprocess.run(
-        [sys.executable, "-m", "pyweb", "serve", str(site), "--host", "192.0.2.1", "--port", "0"],
+        serve_command(site, "--host", "192.0.2.1", "--port", "0"),
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert result.returncode == 2
