@@ -112,7 +112,7 @@ def test_an_error_page_is_a_failure_even_with_status_200(tmp_path):
     site = write_site(tmp_path / "site", FORM_SITE)
     (tmp_path / "users.py").write_text(BROKEN_USERS)
     done = loadtest(str(site), "--locustfile", str(tmp_path / "users.py"),
-                    "--users", "1", "--time", "2s")
+                    "--users", "1", "--time", "4s")
     output = done.stdout + done.stderr
     assert done.returncode == 1, output[-3000:]
     assert "error page with status 200" in output
@@ -123,7 +123,7 @@ def test_an_error_page_is_a_failure_even_with_status_200(tmp_path):
 
 def test_without_a_locustfile_a_visitor_follows_the_links(tmp_path):
     site = write_site(tmp_path / "site", FORM_SITE)
-    done = loadtest(str(site), "--users", "2", "--time", "2s")
+    done = loadtest(str(site), "--users", "2", "--time", "4s")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
     assert "visitor_locustfile.py" in output
