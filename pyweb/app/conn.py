@@ -157,7 +157,7 @@ class Conn:
     __slots__ = (
         "ctx", "request", "method", "path", "form", "files", "form_errors", "page",
         "path_params", "response", "_made", "_returned_at", "_filename", "_site_root",
-        "_templates", "_body", "watchdog", "__dict__", "__weakref__",
+        "_templates", "_body", "watchdog", "_scope", "__dict__", "__weakref__",
     )  # fmt: skip
 
     def __init__(
@@ -201,6 +201,7 @@ class Conn:
         self.watchdog: Any = None
         """The watchdog of the loop the page runs on (:mod:`pyweb.app.blocking`), which
         finds the page on the loop's stack when it holds the loop."""
+        self._scope: dict[str, Any] | None = None  # a script's globals (pages.end_scope)
 
     # Set by few requests: class attributes until then (see __slots__).
     login_url = "/login"

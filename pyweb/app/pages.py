@@ -32,10 +32,11 @@ import inspect
 import os
 import sys
 import types
-from collections.abc import Awaitable, Generator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyweb.protocol.response import Response
 from pyweb.regions import GuardedLoader
 
 __all__ = [
@@ -65,6 +66,10 @@ class Script:
     """``(st_mtime_ns, st_size)`` when compiled; a different stat means recompile (dev)."""
     scope: dict[str, Any] = field(init=False, repr=False, compare=False)
     """The globals every run starts from, made once: each run gets a copy of its own."""
+    defines: bool = field(init=False, repr=False, compare=False)
+    """The script defines a function, class, lambda or generator, which holds the script's
+    globals, which hold it: a cycle, broken by emptying them after the request
+    (:func:`end_scope`). A script without one frees its globals as it ends."""
 
     def __post_init__(self) -> None:
         self.scope = {
@@ -73,6 +78,7 @@ class Script:
             "__builtins__": builtins,
             "conn": None,
         }
+        self.defines = _makes_functions(self.code)
 
     def run(self, conn: Any) -> Awaitable[None]:
         """Run the script's top-level code once, for one request, in fresh globals (a copy
@@ -83,9 +89,75 @@ class Script:
         that does not has run by the time this returns, and gives an awaitable that is
         already done: no coroutine is made for it (docs/performance.md)."""
         scope = self.scope.copy()
+        if self.defines:  # its functions hold these globals: the site empties them (end_scope)
+            conn._scope = scope
         scope["conn"] = conn
         result = eval(self.code, scope)  # noqa: S307 - this *is* the page
         return result if self.is_async else DONE
+
+
+_CALLED_AT_ONCE = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
+
+
+def _makes_functions(code: types.CodeType) -> bool:
+    """Whether ``code`` makes a function (or class, lambda, generator) that may be kept: a
+    list, set or dict comprehension's function is called at once and dropped."""
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name not in _CALLED_AT_ONCE or _makes_functions(const):
+                return True
+    return False
+
+
+def end_scope(scope: dict[str, Any], response: Response) -> Response:
+    """Empty a script's globals once its reply no longer needs them: now for a reply in
+    memory, when the body ends for a streamed one (its generator may read the page's names).
+
+    Why: a function the page defines holds the globals (``__globals__``) that hold it, a
+    cycle, so without this everything the page built waited for Python's cyclic collector
+    (docs/performance.md). Another kind of response (a WebSocket upgrade, whose session may
+    be the page's function) keeps its globals: the collector frees them later."""
+    if type(response) is not Response:
+        return response
+    body = response.body
+    if type(body) is bytes or not hasattr(body, "__aiter__"):
+        scope.clear()
+        return response
+    return Response(response.status, response.headers, ScopedStream(body, scope))
+
+
+class ScopedStream:
+    """A script's streamed body that empties the script's globals when it ends: run out,
+    or closed by the server (``aclose``: after an error, a client gone, a HEAD request)."""
+
+    __slots__ = ("_body", "_pieces", "_scope")
+
+    def __init__(self, body: AsyncIterable[bytes], scope: dict[str, Any]) -> None:
+        self._body = body
+        self._pieces: AsyncIterator[bytes] | None = None
+        self._scope = scope
+
+    def __aiter__(self) -> ScopedStream:
+        self._pieces = self._body.__aiter__()
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self._pieces.__anext__()  # type: ignore[union-attr]
+        except StopAsyncIteration:  # run out: the page's generator has ended
+            self._scope.clear()
+            raise
+
+    async def aclose(self) -> None:
+        """Close the body, then empty the globals: the body's own cleanup (a generator's
+        ``finally``) may read the page's names."""
+        body = self._pieces if self._pieces is not None else self._body
+        aclose = getattr(body, "aclose", None)
+        try:
+            if aclose is not None:
+                await aclose()
+        finally:
+            self._scope.clear()
 
 
 class _Done:

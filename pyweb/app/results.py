@@ -37,17 +37,24 @@ JSON = "application/json"
 
 
 async def _encode_stream(parts: AsyncIterable[str | bytes]) -> AsyncIterator[bytes]:
-    async for part in parts:
-        if isinstance(part, str):
-            yield part.encode("utf-8")
-        elif isinstance(part, bytes | bytearray | memoryview):
-            yield bytes(part)
-        elif hasattr(part, "__html__"):
-            yield part.__html__().encode("utf-8")
-        else:
-            raise TypeError(
-                f"a streamed body yields str or bytes, not {type(part).__name__}: {part!r:.60}"
-            )
+    try:
+        async for part in parts:
+            if isinstance(part, str):
+                yield part.encode("utf-8")
+            elif isinstance(part, bytes | bytearray | memoryview):
+                yield bytes(part)
+            elif hasattr(part, "__html__"):
+                yield part.__html__().encode("utf-8")
+            else:
+                raise TypeError(
+                    f"a streamed body yields str or bytes, not {type(part).__name__}: {part!r:.60}"
+                )
+    finally:
+        # Closed by the server (a client gone): close the page's generator now, so its
+        # cleanup runs while the page's names are there (pages.ScopedStream).
+        aclose = getattr(parts, "aclose", None)  # (an async generator's: the page's)
+        if aclose is not None:
+            await aclose()
 
 
 def _json_default(value: object) -> object:

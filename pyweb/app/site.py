@@ -869,7 +869,14 @@ class Site:
         slot = regions.enter() if regions is not None else None
         try:
             response = await self._page_outcome(ctx, conn, page)
+            scope = conn._scope
+            if scope is not None:  # a script's globals: emptied once the reply is done
+                if type(response) is Response and type(response.body) is bytes:
+                    scope.clear()  # (the usual reply: pages.end_scope's case without its call)
+                else:
+                    response = pages.end_scope(scope, response)
         finally:
+            conn._scope = None  # (the globals hold conn: no cycle back, whatever happened)
             found = regions.leave(ctx, page.name, slot) if regions is not None else None
             if conn.files is not _EMPTY and conn.files:
                 close_all(conn.files.multi_items())  # uploads not moved: their files go
