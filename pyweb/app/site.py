@@ -868,7 +868,10 @@ class Site:
         regions = self.regions
         slot = regions.enter() if regions is not None else None
         try:
-            response = await self._page_outcome(ctx, conn, page)
+            if slot is None:
+                response = await self._page_outcome(ctx, conn, page)
+            else:  # --profile-alloc: the page's own steps are counted (any loop)
+                response = await regions.counted(self._page_outcome(ctx, conn, page), slot)  # type: ignore[union-attr]
         finally:
             found = regions.leave(ctx, page.name, slot) if regions is not None else None
             if conn.files is not _EMPTY and conn.files:
