@@ -1,7 +1,7 @@
 """Table 1's database pages on PostgreSQL and MySQL: pyweb on both loops against its peers.
 
 Run:  .venv/bin/python benchmarks/bench_db_pages.py [--short] [--duration S] [--rounds N]
-          [--databases postgresql,mysql] [--servers a,b] [--markdown FILE]
+          [--databases postgresql,mysql] [--servers a,b] [--markdown FILE] [--callgrind]
 
 For each reachable database (PostgreSQL at 127.0.0.1:5432 db ``test``, MariaDB at
 127.0.0.1:3306), a schema (or database) of its own is filled with ``pages/schema.*.sql``
@@ -22,11 +22,18 @@ on CPU 0; the database server shares the two cores, so these numbers are the noi
 the benchmarks. Rounds are interleaved (the order of the servers rotates), the tables show
 medians and the median of the same-round ratios. Measured, never asserted: read the ratios.
 For SQLite, ``benchmarks/table1.py`` has the same pages against Flask and Starlette.
+
+``--callgrind`` counts instructions per request instead (one round, each server under
+``valgrind --tool=callgrind``, as ``peers_callgrind.py`` does for the other pages): the
+server's own work, all its threads (the trio bridge's loop thread too), not the database's.
+It barely moves with the machine's load, so two runs (before and after a change) compare.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import http.client
 import os
 import signal
 import statistics
@@ -43,6 +50,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import peers  # noqa: E402 - wrk, pinning, the peers' venv
+import peers_callgrind  # noqa: E402 - valgrind's counters for a server's processes
 
 import pyweb.testing  # noqa: E402
 from pyweb import db, qq  # noqa: E402
@@ -69,9 +77,13 @@ def reachable(port: int) -> bool:
     return pyweb.testing.reachable("127.0.0.1", port)
 
 
-def ensure_drivers() -> None:
+def ensure_drivers(servers: list[str]) -> None:
+    """The peers' drivers: all three for Flask, asyncpg alone for Starlette."""
+    if "flask" not in servers and "starlette" not in servers:
+        return
+    modules = "psycopg, pymysql, asyncpg" if "flask" in servers else "asyncpg"
     python = str(peers.PEERS_VENV / "bin" / "python")
-    check = subprocess.run([python, "-c", "import psycopg, pymysql, asyncpg"], capture_output=True)
+    check = subprocess.run([python, "-c", f"import {modules}"], capture_output=True)
     if check.returncode != 0:
         print(f"installing {', '.join(DRIVERS)} into the peers' venv ...", flush=True)
         subprocess.run([python, "-m", "pip", "install", "--quiet", *DRIVERS], check=True)
@@ -129,10 +141,12 @@ def command(server: str, port: int, url: str) -> tuple[list[str], Path]:
 
 
 def start(
-    server: str, url: str, log: Path, cpu: str | None
+    server: str, url: str, log: Path, cpu: str | None, prefix: list[str] | None = None,
+    timeout: float = 30.0,
 ) -> tuple[subprocess.Popen[bytes], int, object]:
     port = peers.free_port()
     argv, cwd = command(server, port, url)
+    argv = [*(prefix or []), *argv]
     out = open(log, "wb")  # noqa: SIM115 - closed by stop()
     env = dict(os.environ, DB_PEERS_URL=url, DB_POOL_SIZE=str(POOL_SIZE),
                PYTHONPATH=str(peers.APPS))  # fmt: skip
@@ -140,7 +154,7 @@ def start(
         peers.pinned(cpu, argv), cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
         env=env, start_new_session=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{server} exited: {log.read_text()[-800:]}")
@@ -152,7 +166,7 @@ def start(
             pass
         time.sleep(0.1)
     stop(proc, out)
-    raise RuntimeError(f"{server} did not answer /db in 30 s: {log.read_text()[-800:]}")
+    raise RuntimeError(f"{server} did not answer /db in {timeout:g} s: {log.read_text()[-800:]}")
 
 
 def stop(proc: subprocess.Popen[bytes], out: object) -> None:
@@ -209,6 +223,57 @@ def measure_database(
                 stop(proc, out)
 
 
+def fixed_requests(port: int, path: str, count: int, connections: int = 2) -> int:
+    """``count`` GETs of ``path`` over ``connections`` keep-alive connections at once; the
+    number answered 200. A fixed count, not wrk's "as many as fit in S seconds": a request
+    cut off at the end would count its instructions but not itself."""
+
+    def client(n: int) -> int:
+        connection = http.client.HTTPConnection(peers.HOST, port, timeout=120)
+        ok = 0
+        for _ in range(n):
+            connection.request("GET", path)
+            response = connection.getresponse()
+            response.read()
+            ok += response.status == 200
+        connection.close()
+        return ok
+
+    share = [count // connections + (i < count % connections) for i in range(connections)]
+    with concurrent.futures.ThreadPoolExecutor(connections) as pool:
+        return sum(pool.map(client, share))
+
+
+def callgrind_database(args: argparse.Namespace, dialect: str, url: str, work: Path) -> None:
+    """Instructions per request of each server and page, under callgrind (one round)."""
+    servers = [s for s in args.servers if dialect in ONLY_ON.get(s, {dialect})]
+    for server in servers:
+        prefix = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-instr=no",
+                  f"--callgrind-out-file={work}/{server}.%p.out"]  # fmt: skip
+        try:
+            proc, port, out = start(server, url, work / f"{server}.log", None, prefix, 300.0)
+        except RuntimeError as exc:
+            print(f"[{dialect}] {server}: FAILED to start: {exc}", flush=True)
+            continue
+        try:
+            for page in PAGES_MEASURED:
+                requests = args.requests // 10 if page == "log" else args.requests
+                fixed_requests(port, "/" + page, 20)  # warm-up: connections, caches, imports
+                pids = peers_callgrind.group_pids(proc.pid)
+                peers_callgrind.control("-z", pids)
+                answered = fixed_requests(port, "/" + page, requests)
+                before = len(list(work.glob(f"{server}.*.out.*")))
+                peers_callgrind.control("-d", pids)
+                peers_callgrind.wait_for_dumps(work, server, before + len(pids))
+                total = peers_callgrind.dumped_total(work, server)
+                bad = requests - answered
+                print(f"[{dialect}] {server:<14} {page:<6} {requests:>6} requests "
+                      f"{total / requests:>12,.0f} instructions each"
+                      + (f"  !! {bad} not 200" if bad else ""), flush=True)  # fmt: skip
+        finally:
+            stop(proc, out)
+
+
 def table(args: argparse.Namespace, results: Results) -> str:
     def med(rs: dict[int, Result], key: str) -> float:
         return statistics.median(float(r.get(key, 0)) for r in rs.values())
@@ -259,6 +324,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--server-cpu", default="1", help="CPU for the servers (taskset -c)")
     parser.add_argument("--wrk-cpu", default="0", help="CPU for wrk (taskset -c)")
     parser.add_argument("--markdown", metavar="FILE", help="also write the table to FILE")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="instructions per request under valgrind instead (see above)")
+    parser.add_argument("--requests", type=int, default=400,
+                        help="with --callgrind: requests per page (a tenth for log)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="with --callgrind: keep the dumps in DIR (for callgrind_annotate)")
     args = parser.parse_args()
     if args.short:
         args.duration, args.rounds = 2, 1
@@ -274,7 +345,7 @@ def main() -> int:
     args = parse_args()
     peers.ensure_peers_venv()
     peers.ensure_wrk()
-    ensure_drivers()
+    ensure_drivers(args.servers)
     results: Results = {}
     with tempfile.TemporaryDirectory(prefix="pyweb-bench-db-pages-") as tmp:
         for dialect in list(args.databases):
@@ -284,11 +355,18 @@ def main() -> int:
                 continue
             url, drop = prepare(dialect, admin_url)
             try:
-                measure_database(args, dialect, url, Path(tmp), results)
+                if args.callgrind:
+                    work = Path(args.keep or tmp)
+                    work.mkdir(parents=True, exist_ok=True)
+                    callgrind_database(args, dialect, url, work)
+                else:
+                    measure_database(args, dialect, url, Path(tmp), results)
             finally:
                 admin = db.Database(admin_url, pools=1, handles=1)
                 trio.run(admin.dml, drop)
                 admin.close()
+    if args.callgrind:
+        return 0
     text = table(args, results)
     print("\n" + text)
     if args.markdown:

@@ -21,7 +21,7 @@ from typing import Any
 import trio
 
 import pyweb_regions
-from pyweb import signing
+from pyweb import heap, signing
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import setting_default, settings
@@ -439,6 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         for problem in site.problems:  # only in --dev: served anyway, shown on the page
             print(f"pyweb: warning: {problem}", file=sys.stderr)
+        heap.settle()  # the garbage collector and what starting made (pyweb/heap.py)
         regions = site.regions
         if config.access_log_format == "alloc" and args.listen_fd is None:
             if regions is None or not regions.profile_alloc:

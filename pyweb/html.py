@@ -412,7 +412,6 @@ def _general_items(tag: str, children: tuple[Any, ...], raw: bool) -> tuple[list
 
 
 _new_node = object.__new__
-_TEXT_TYPES = frozenset({str, int})
 # Most text has nothing to escape: one search finds out, cheaper than five replaces.
 _needs_escape = re.compile("[&<>\"']").search
 
@@ -703,33 +702,71 @@ def document(*children: Any, **attrs: Any) -> Node:
     return _Document(children, [(_attr_name(k), v) for k, v in attrs.items()])
 
 
+def _rendered_now(open_tag: str, close: str, children: tuple[Any, ...]) -> str | None:
+    """The HTML of an element whose children are all text, ints or nodes already rendered
+    (and not too long: see ``_RENDER_NOW_LIMIT``); None when one is anything else.
+
+    :func:`_setup`'s short path for the constructors, where most nodes of a page are made
+    (a table row and its cells), without the general path's set-up around it."""
+    parts = [open_tag]
+    append = parts.append
+    copied = 0
+    for kid in children:
+        t = type(kid)
+        if t is Node:
+            html = kid._cache
+            if html is None:
+                return None
+            copied += len(html)
+            if copied > _RENDER_NOW_LIMIT:
+                return None
+            append(html)
+        elif t is str:
+            append(kid if _needs_escape(kid) is None else _escape_text(kid))
+        elif t is int:
+            append(str(kid))
+        else:
+            return None
+    append(close)
+    return "".join(parts)
+
+
 def _constructor(tag: str) -> Callable[..., Node]:
     info = _tag_info(tag)
     tag, open_plain, _, close, void, _, plain = info
-    one_text_fast = plain and not void  # see below
+    short = plain and not void  # see below
 
     def construct(*children: Any, **attrs: Any) -> Node:
         node = _new_node(Node)
         if attrs:
             pairs = [(_PY_ATTR_NAMES.get(k) or _attr_name(k), v) for k, v in attrs.items()]
             _setup(node, info, children, pairs)
-        elif one_text_fast and len(children) == 1 and type(children[0]) in _TEXT_TYPES:
-            # TD(value), the commonest node of a page built from rows: _setup's short path
-            # written out for one text or int child (a third of the instructions).
-            kid = children[0]
-            node._tag = tag
-            node._open = open_plain
-            node._attrs = ()
-            node._close = close
-            node._seen = False
-            node._children = children
-            node._cacheable = True
-            node._items = ()
-            if type(kid) is str and _needs_escape(kid) is not None:
-                kid = _escape_text(kid)
-            node._cache = f"{open_plain}{kid}{close}"
-        else:
+            return node
+        if not short:
             _setup(node, info, children, None)
+            return node
+        # The commonest nodes of a page built from rows (TD(value), TR(TD(...), ...)):
+        # _setup's short path written out, the node's HTML made now. One text child
+        # (escaped) or int child is the commonest of all and needs no list.
+        if len(children) == 1 and type(children[0]) is str:
+            kid = children[0]
+            html = f"{open_plain}{kid if _needs_escape(kid) is None else _escape_text(kid)}{close}"
+        elif len(children) == 1 and type(children[0]) is int:
+            html = f"{open_plain}{children[0]}{close}"
+        else:
+            html = _rendered_now(open_plain, close, children)  # type: ignore[assignment]
+            if html is None:
+                _setup(node, info, children, None)
+                return node
+        node._tag = tag
+        node._open = open_plain
+        node._attrs = ()
+        node._close = close
+        node._seen = False
+        node._children = children
+        node._cacheable = True
+        node._items = ()
+        node._cache = html
         return node
 
     construct.__name__ = construct.__qualname__ = tag.upper()

@@ -4,10 +4,12 @@ A test module that starts servers says ``pytestmark = pytest.mark.loops("trio",
 "asyncio")``; each of its tests then runs once per loop (ids ``[trio]`` and ``[asyncio]``,
 so ``-k asyncio`` picks one side), and every server it starts through
 :mod:`pyweb.testing` (``serve``, ``ServerThread``, the ``kit`` of tests/server) runs on that
-loop. A test about trio itself keeps ``@pytest.mark.loops("trio")`` with a comment saying
-why; one case of a parametrised test, ``pytest.param(..., marks=pytest.mark.trio_only("why"))``
-(its asyncio run is skipped, with the reason). ``--loops trio`` (or ``PYWEB_TEST_LOOPS=trio``) runs one loop only; ``make test`` runs
-both.
+loop, and so does every ``pyweb serve`` process started with ``tests.helpers.serve_command``
+(``start_serve``), which adds ``--loop``. A test about trio itself keeps
+``@pytest.mark.loops("trio")`` with a comment saying why; one case of a parametrised test,
+``pytest.param(..., marks=pytest.mark.trio_only("why"))`` (its asyncio run is skipped, with
+the reason). ``--loops trio`` (or ``PYWEB_TEST_LOOPS=trio``) runs one loop only; ``make
+test`` runs both.
 
 The asyncio server does not do everything the trio server does yet. A test that needs
 such a feature says so with ``@asyncio_lacks("<feature>")``: its asyncio run is then an

@@ -200,8 +200,10 @@ FIRST_FAILURE = {
 }
 
 
+@pytest.mark.loops("trio", "asyncio")
 @pytest.mark.parametrize("path", EXERCISES, ids=_id)
-def test_unsolved_exercise_fails_at_its_first_check_in_plain_words(path, tmp_path):
+def test_unsolved_exercise_fails_at_its_first_check_in_plain_words(path, tmp_path, loop, monkeypatch):
+    monkeypatch.setenv("PYWEB_TESTING_LOOP", loop)  # the kernel's servers run on the test's loop
     nb = nbformat.read(path, as_version=4)
     with pytest.raises(CellExecutionError):
         execute(nb, tmp_path)
@@ -289,6 +291,7 @@ assert not srv.running
 ]
 
 
+# About trio itself (trio's guest mode on the kernel's asyncio loop): one run, not one per loop.
 def test_guest_mode_in_a_real_kernel(tmp_path):
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(src.strip()) for src in GUEST_CELLS]

@@ -37,9 +37,17 @@ DEFAULT_IDLE = 3600.0
 _SALT = "pyweb.session"
 
 
+_JSON = json.JSONEncoder(allow_nan=False)
+"""One encoder for every session: ``json.dumps`` with an option makes a new one per call."""
+_PLAIN = (str, int, bool, type(None))
+"""Values that are JSON as they are (a float may be NaN, which JSON has not)."""
+
+
 def _check_json(key: str, value: Any) -> None:
+    if type(value) in _PLAIN:  # (the CSRF token, a user id: no dumps to check them)
+        return
     try:
-        json.dumps(value, allow_nan=False)
+        _JSON.encode(value)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"conn.session[{key!r}]: a session holds JSON values (str, int, float, bool, "
@@ -140,6 +148,6 @@ class SessionStore:
             return "" if dropped else None
         fresh = session.sid is None
         sid = session.sid = session.sid or secrets.token_urlsafe(24)
-        await self.cache.ainsert(sid, json.dumps(session._data, allow_nan=False))
+        await self.cache.ainsert(sid, _JSON.encode(session._data))
         session.modified = False
         return signing.signer(_SALT).sign(sid).decode("ascii") if fresh else None

@@ -850,16 +850,19 @@ class Site:
         its form-error list (one context variable); a coroutine the page drops unawaited
         is noted on conn (pyweb.app.unawaited); the page runs in a region (pyweb.regions)."""
         request = ctx.request
-        if request.query or params or request.chunked or request.content_length:
-            conn = await self._prepare(ctx, page, params)  # (a form to read first)
-        elif request.header("cookie") is not None or (
-            page.check_csrf and request.method in csrf.UNSAFE_METHODS
+        if (
+            request.query  # a form to read
+            or params
+            or request.chunked
+            or request.content_length
+            or request.header("cookie") is not None  # a session to load
+            or (page.check_csrf and request.method in csrf.UNSAFE_METHODS)  # a token to check
         ):
-            conn = await self._prepare(ctx, page, None)  # (a session to load, a token to check)
+            conn = await self._prepare(ctx, page, params)
+            if not isinstance(conn, Conn):
+                return self._secure(conn)  # the form's 400 or 413, CSRF's 403: no page runs
         else:  # the usual GET: nothing to read, load or check before the page
             conn = self._conn(ctx, page, _EMPTY, _EMPTY, None, None)
-        if not isinstance(conn, Conn):
-            return self._secure(conn)  # the form's 400 or 413, CSRF's 403: no page runs
         conn.watchdog = blocking.current()  # it finds conn on the stack (blocking.page_codes)
         conn_token = _current.set(conn)
         regions = self.regions
@@ -868,7 +871,7 @@ class Site:
             response = await self._page_outcome(ctx, conn, page)
         finally:
             found = regions.leave(ctx, page.name, slot) if regions is not None else None
-            if conn.files:
+            if conn.files is not _EMPTY and conn.files:
                 close_all(conn.files.multi_items())  # uploads not moved: their files go
             _current.reset(conn_token)
         if found is not None:
@@ -1044,10 +1047,13 @@ class Site:
         if response is not None and not any(
             n.lower() == "cache-control" for n, _ in response.headers
         ):
-            # a response that sets a session cookie is this browser's only (a new Response:
-            # the page's may be an object built once)
-            private = [*response.headers, ("Cache-Control", "private, no-store")]
-            conn.response = dataclasses.replace(response, headers=private)
+            # a response that sets a session cookie is this browser's only (a new Response,
+            # unless conn made this one: the page's may be an object built once)
+            if response is conn._made:
+                response.headers.append(("Cache-Control", "private, no-store"))
+            else:
+                private = [*response.headers, ("Cache-Control", "private, no-store")]
+                conn.response = dataclasses.replace(response, headers=private)
 
     def _page_error(
         self, ctx: Context, page: str, filename: str | None, exc: Exception

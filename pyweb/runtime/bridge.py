@@ -62,11 +62,43 @@ def _shorten_switch_interval() -> None:
 
 
 class _Call:
-    __slots__ = ("task", "done")
+    """One query handed to the loop: its asyncio task, and the trio task waiting for it.
 
-    def __init__(self) -> None:
+    The trio task parks itself (``wait_task_rescheduled``) and the loop's done-callback
+    reschedules it through the run's token: a ``trio.Event`` per query cost about a fifth
+    of a whole crossing (docs/performance.md). An Event is made only after a cancellation,
+    to wait for the asyncio task's clean-up."""
+
+    __slots__ = ("task", "waiter", "parked", "finished", "event")
+
+    def __init__(self, waiter: trio.lowlevel.Task) -> None:
         self.task: asyncio.Task[Any] | None = None
-        self.done = trio.Event()
+        self.waiter = waiter
+        self.parked = False
+        self.finished = False
+        self.event: trio.Event | None = None
+
+    def finish(self) -> None:
+        """In the trio run, when the asyncio task is done: wake whoever waits for it."""
+        self.finished = True
+        if self.parked:
+            self.parked = False
+            trio.lowlevel.reschedule(self.waiter)
+        if self.event is not None:
+            self.event.set()
+
+    def abort(self, _raise_cancel: object) -> trio.lowlevel.Abort:
+        """The trio task is cancelled while parked: it stops waiting (see LoopThread.call)."""
+        self.parked = False
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def finished_event(self) -> trio.Event:
+        """An Event set when the asyncio task is done (made on demand)."""
+        if self.event is None:
+            self.event = trio.Event()
+            if self.finished:
+                self.event.set()
+        return self.event
 
 
 class LoopThread:
@@ -100,11 +132,11 @@ class LoopThread:
         """Run ``coro`` on the loop and wait for it from trio (see the module doc)."""
         loop = self.loop
         token = trio.lowlevel.current_trio_token()
-        call = _Call()
+        call = _Call(trio.lowlevel.current_task())
 
         def wake(_task: object) -> None:
             try:
-                token.run_sync_soon(call.done.set)
+                token.run_sync_soon(call.finish)
             except trio.RunFinishedError:  # the trio run is gone: nobody to wake
                 pass
 
@@ -115,13 +147,14 @@ class LoopThread:
         # A fresh context: the trio task's context variables (sniffio's "this is trio"
         # among them) must not follow the query onto the asyncio loop.
         loop.call_soon_threadsafe(start, context=contextvars.Context())
+        call.parked = True
         try:
-            await call.done.wait()
+            await trio.lowlevel.wait_task_rescheduled(call.abort)
         except trio.Cancelled:
             # call_soon_threadsafe keeps order: start() has run before this callback.
             loop.call_soon_threadsafe(lambda: call.task.cancel() if call.task else None)
             with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_GRACE):
-                await call.done.wait()
+                await call.finished_event().wait()
             raise
         task = call.task
         assert task is not None

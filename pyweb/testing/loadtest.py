@@ -1,7 +1,7 @@
 """``pyweb loadtest DIR``: serve a site and run locust against it, in one command.
 
 The site is served in this process (a :class:`~pyweb.testing.ServerThread` on 127.0.0.1
-and a free port, access log off, its database a temporary SQLite file unless ``--db``
+and a free port, on trio or on ``$PYWEB_TESTING_LOOP``, access log off, its database a temporary SQLite file unless ``--db``
 says otherwise, so a load test does not fill the site's own database). locust runs
 headless in a subprocess for ``--time`` with ``--users`` simulated users, then prints its
 table: requests, failures, response-time percentiles, requests per second. The exit
@@ -114,8 +114,8 @@ def run(
         runner = ServerThread(build_server(site_dir, error_log=None, **_signing())).start()
         try:
             url = f"http://127.0.0.1:{runner.port}"
-            print(f"pyweb loadtest: serving {site_dir} at {url}; {users} users for {time} "
-                  f"({users_file})", flush=True)
+            print(f"pyweb loadtest: serving {site_dir} at {url} on {runner.loop}; {users} users "
+                  f"for {time} ({users_file})", flush=True)
             return run_locust(url, users_file, users=users, time=time, locust=locust,
                               wrap=wrap).returncode
         finally:

@@ -1,11 +1,13 @@
 """pyweb loadtest and pyweb.testing.locust: real locust, real server, real sockets.
 
 locust is installed on first use into its own environment (``make test`` does it first, so
-that no test has to wait for pip).
+that no test has to wait for pip). On both loops: ``pyweb loadtest`` serves on
+``$PYWEB_TESTING_LOOP``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -13,18 +15,24 @@ from pathlib import Path
 
 import pytest
 
+from pyweb.testing import default_loop
 from tests.helpers import write_site
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.loops("trio", "asyncio")]
 
 
 def loadtest(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    """``pyweb loadtest ARGS``, its site served on the test's loop (checked in its output)."""
+    loop = default_loop()
+    done = subprocess.run(
         [sys.executable, "-m", "pyweb", "loadtest", *args],
         capture_output=True, text=True, cwd=ROOT, timeout=400,
-    )
+        env={**os.environ, "PYWEB_TESTING_LOOP": loop},
+    )  # fmt: skip
+    assert done.returncode == 2 or f" on {loop}; " in done.stdout, done.stdout[-3000:]
+    return done
 
 
 def aggregated(output: str) -> tuple[int, int]:
@@ -104,7 +112,7 @@ def test_an_error_page_is_a_failure_even_with_status_200(tmp_path):
     site = write_site(tmp_path / "site", FORM_SITE)
     (tmp_path / "users.py").write_text(BROKEN_USERS)
     done = loadtest(str(site), "--locustfile", str(tmp_path / "users.py"),
-                    "--users", "1", "--time", "2s")
+                    "--users", "1", "--time", "4s")
     output = done.stdout + done.stderr
     assert done.returncode == 1, output[-3000:]
     assert "error page with status 200" in output
@@ -115,7 +123,7 @@ def test_an_error_page_is_a_failure_even_with_status_200(tmp_path):
 
 def test_without_a_locustfile_a_visitor_follows_the_links(tmp_path):
     site = write_site(tmp_path / "site", FORM_SITE)
-    done = loadtest(str(site), "--users", "2", "--time", "2s")
+    done = loadtest(str(site), "--users", "2", "--time", "4s")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
     assert "visitor_locustfile.py" in output
