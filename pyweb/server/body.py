@@ -193,7 +193,7 @@ class RequestBody:
         (slots.py): then a 408."""
         connection = self.connection
         slots = connection.server.slots
-        slots.waiting(connection, stalled_body=True)
+        room = slots.waiting(connection, stalled_body=True)
         try:
             # (trio's own wait: a trickled body wakes this once per byte, a thousand
             # of them hundreds of times a second)
@@ -207,7 +207,7 @@ class RequestBody:
                 ) from None
             raise
         finally:
-            slots.working(connection)
+            room.pop(connection, None)  # (slots.working, for the one place it can be)
 
     def settle(self, keep_alive: bool) -> bool:
         """After the handler: drop what is already buffered of an unread body, and decide

@@ -340,8 +340,7 @@ class Connection:
                 wrap(guard(self._deadline_evt), _timed_out),
                 port.recv_evt(),
             )
-        slots = self.server.slots
-        slots.waiting(self)
+        room = self.server.slots.waiting(self)
         try:
             while True:
                 what = await sync(evt)
@@ -360,7 +359,7 @@ class Connection:
                 return False  # another client needed the slot; nothing was in progress
             raise
         finally:
-            slots.working(self)
+            room.pop(self, None)  # (slots.working, for the one place it can be)
 
     def _grace(self) -> bool:
         """Shorten an idle wait to the server's ``close_grace`` after its shutdown began;

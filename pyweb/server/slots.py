@@ -170,17 +170,22 @@ class Slots:
             if self.clients[host] <= 0:
                 del self.clients[host]
 
-    def waiting(self, connection: Connection, stalled_body: bool = False) -> None:
+    def waiting(
+        self, connection: Connection, stalled_body: bool = False
+    ) -> dict[Connection, None]:
         """The connection waits for bytes (of a request body: ``stalled_body``): it may be
-        closed for a newcomer."""
+        closed for a newcomer. Returns where it is kept: when the wait is over, popping it
+        from there is the cheap :meth:`working` (the one place it can be)."""
         if stalled_body:
-            self.bodies[connection] = None
+            room = self.bodies
         elif connection.phase == HEAD:
-            self.heads[connection] = None
+            room = self.heads
         elif connection.fresh:  # its request may be on its way: see _evict_one
-            self.fresh[connection] = None
+            room = self.fresh
         else:  # an idle keep-alive connection: no request in progress
-            self.idle[connection] = None
+            room = self.idle
+        room[connection] = None
+        return room
 
     def working(self, connection: Connection) -> None:
         """The wait is over (bytes arrived, or the connection ends)."""
