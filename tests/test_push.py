@@ -4,6 +4,9 @@ On the in-process cache and on a real Redis (127.0.0.1:6379, keys under a prefix
 run). The outage tests put a proxy of their own between pyweb and Redis and cut it (the
 shared Redis is never stopped); another process's publishes are made straight to Redis with
 the same script, as another worker would.
+
+Every test runs on both loops (``run_here``: the test's loop, as a page on that loop's
+server would call SharedMulticast).
 """
 
 from __future__ import annotations
@@ -13,19 +16,26 @@ import socket
 import threading
 import uuid
 
+import anyio
 import pytest
 import redis
-import trio
 
 from pyweb import cache
 from pyweb import push as shared_module
 from pyweb.events import Channel, choose, select, sync, timeout, wrap
 from pyweb.push import MulticastUnavailable, Resync, SharedMulticast
+from pyweb.runtime.testing import run
+from pyweb.testing import default_loop
 from tests.db.proxy import Proxy
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
 RUN_PREFIX = f"pyweb-test:{uuid.uuid4().hex[:8]}:"
+
+
+def run_here(main):
+    """``main()`` to completion on the test's loop (real time: Redis is real)."""
+    return run(main, default_loop(), virtual_time=False)
 
 
 def redis_up() -> bool:
@@ -107,7 +117,7 @@ def test_every_port_sees_every_message_in_order_with_its_seq(where, request):
             assert got == sent
         assert await ch.since(seqs[44]) == sent[45:]
 
-    trio.run(main)
+    run_here(main)
 
 
 async def settle(ports):
@@ -136,11 +146,11 @@ def test_a_port_in_a_choice_with_a_timeout_and_a_client_gone_event(where, reques
         assert await sync(evt) == ("timeout", None)
         await ch.send({"text": "hi"})
         assert await sync(evt) == ("message", "hi")
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(gone.send, None)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(gone.send, None)
             assert await sync(evt) == ("gone", None)
 
-    trio.run(main)
+    run_here(main)
 
 
 @pytest.mark.parametrize("where", ["on_memory", "on_redis"])
@@ -154,7 +164,7 @@ def test_bad_messages_are_refused_naming_the_value(where, request):
         with pytest.raises(TypeError, match="must be JSON"):
             await ch.send({"when": object()})
 
-    trio.run(main)
+    run_here(main)
     with pytest.raises(ValueError, match="without spaces"):
         SharedMulticast("two words")
 
@@ -167,7 +177,7 @@ def test_the_history_is_bounded(on_memory):
             await ch.send({"i": i})
         assert [m["i"] for m in await ch.since(0)] == [2, 3, 4]
 
-    trio.run(main)
+    run_here(main)
 
 
 # --- Redis: other processes, outages, gaps --------------------------------------------------
@@ -179,11 +189,11 @@ def test_a_message_from_another_process_reaches_the_port(on_redis):
     async def main():
         port = ch.port()
         await settle([port])
-        seq = await trio.to_thread.run_sync(other_process_publishes, on_redis, "cross", "hello")
+        seq = await anyio.to_thread.run_sync(other_process_publishes, on_redis, "cross", "hello")
         got = await next_message(port)
         assert got == {"seq": seq, "text": "hello"}
 
-    trio.run(main)
+    run_here(main)
 
 
 def test_a_skipped_sequence_number_is_a_resync(on_redis):
@@ -201,7 +211,7 @@ def test_a_skipped_sequence_number_is_a_resync(on_redis):
         assert isinstance(got, Resync) and "expected message" in got.reason
         assert await next_message(port) == second
 
-    trio.run(main)
+    run_here(main)
 
 
 def test_a_cut_to_redis_is_a_resync_and_the_history_fills_the_gap():
@@ -225,10 +235,10 @@ def test_a_cut_to_redis_is_a_resync_and_the_history_fills_the_gap():
             with pytest.raises(MulticastUnavailable):
                 await ch.send({"text": "lost?"})  # the sender is told: nothing is silent
             missed = [
-                await trio.to_thread.run_sync(other_process_publishes, prefix, "cut", f"m{i}")
+                await anyio.to_thread.run_sync(other_process_publishes, prefix, "cut", f"m{i}")
                 for i in range(3)
             ]
-            await trio.sleep(0.3)
+            await anyio.sleep(0.3)
             proxy.start()  # same port: Redis is back for this process
             got = await next_message(port, 20)
             assert isinstance(got, Resync)
@@ -238,7 +248,7 @@ def test_a_cut_to_redis_is_a_resync_and_the_history_fills_the_gap():
             after = await ch.send({"text": "after"})
             assert await next_message(port) == after
 
-        trio.run(main)
+        run_here(main)
     finally:
         proxy.stop()
         cache.configure("memory")
@@ -250,7 +260,7 @@ async def retry_since(ch, after):
         try:
             return await ch.since(after)
         except MulticastUnavailable:
-            await trio.sleep(0.1)
+            await anyio.sleep(0.1)
     raise AssertionError("the history stayed unreadable")
 
 
@@ -273,12 +283,12 @@ def test_after_redis_loses_its_data_sequence_numbers_keep_increasing(on_redis):
         assert await next_message(port) == new
         assert await ch.since(old["seq"]) == [new]
 
-    trio.run(main)
+    run_here(main)
 
 
 def test_two_event_loops_each_get_every_message(on_redis):
-    """Two servers in one process (two trio loops, as pyweb.testing runs them) each have
-    their own subscriber; both see a message sent from either."""
+    """Two servers in one process (two loops in two threads, as pyweb.testing runs them)
+    each have their own subscriber; both see a message sent from either."""
     ch = SharedMulticast("loops")
     results: dict[str, list] = {"a": [], "b": []}
     barrier = threading.Barrier(2, timeout=20)
@@ -287,12 +297,12 @@ def test_two_event_loops_each_get_every_message(on_redis):
         async def main():
             port = ch.port()
             await settle([port])
-            await trio.to_thread.run_sync(barrier.wait)
+            await anyio.to_thread.run_sync(barrier.wait)
             if sender:
                 await ch.send({"from": name})
             results[name].append(await next_message(port))
 
-        trio.run(main)
+        run_here(main)
 
     threads = [
         threading.Thread(target=loop, args=("a", True)),

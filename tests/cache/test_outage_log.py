@@ -1,5 +1,6 @@
 """A Redis outage (a proxy of our own, cut; never the shared server) is logged once when it
-starts and once when it ends, with the number of cache operations it turned into misses."""
+starts and once when it ends, with the number of cache operations it turned into misses
+(on both loops: the server runs on the test's loop)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ import io
 import time
 from pathlib import Path
 
+import pytest
+
 from pyweb import cache
 from pyweb.testing import serve
 
 from ..db.proxy import Proxy
 from .conftest import need_redis, unique_prefix
+
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 
 def test_a_redis_outage_is_logged_once_at_each_end(tmp_path: Path) -> None:

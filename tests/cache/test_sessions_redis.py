@@ -1,20 +1,25 @@
 """Sessions shared by the workers of `pyweb serve --workers 2 --cache redis://...`: a session
 started on one worker process is read, changed and ended on the other (the data lives in
-the Redis-backed ``pyweb.sessions`` cache, the browser holds only the signed id)."""
+the Redis-backed ``pyweb.sessions`` cache, the browser holds only the signed id). On both
+loops: the workers run on the test's loop (``serve_command`` adds ``--loop``)."""
 
 from __future__ import annotations
 
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from pyweb import testing
 
 from ..app.conftest import write_site
+from ..helpers import serve_command
 from .conftest import REDIS_URL, need_redis, unique_prefix
+
+pytestmark = pytest.mark.loops("trio", "asyncio")
 
 SITE = {
     "visits.py": """
@@ -41,8 +46,8 @@ def test_two_workers_share_sessions_through_redis(tmp_path: Path):
     port = _free_port()
     url = f"{REDIS_URL}?prefix={unique_prefix()}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pyweb", "serve", str(root), "--port", str(port),
-         "--workers", "2", "--cache", url, "--access-log", "none"],
+        serve_command(root, "--port", str(port), "--workers", "2", "--cache", url,
+                      "--access-log", "none"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYWEB_SECRET_KEY": "two-workers-share-this-key-0123"},

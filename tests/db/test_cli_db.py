@@ -1,4 +1,8 @@
-"""``pyweb serve --db URL`` and ``pyweb db init``: the command line of pyweb.db."""
+"""``pyweb serve --db URL`` and ``pyweb db init``: the command line of pyweb.db.
+
+The tests of ``serve`` run on both loops; those of parsing and of ``pyweb db init`` start
+no server and have no ``--loop`` (db init runs its script once, on trio, whatever the
+site is served on): one run each."""
 
 from __future__ import annotations
 
@@ -9,12 +13,15 @@ import pytest
 
 from pyweb import db
 from pyweb.cli import build_parser, main
+from pyweb.testing import default_loop
 
 
+@pytest.mark.loops("trio", "asyncio")
 def test_serve_refuses_a_bad_database_url(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["serve", str(tmp_path), "--db", "oracle://x/y", "--port", "0"]) == 2
+    argv = ["serve", str(tmp_path), "--db", "oracle://x/y", "--port", "0", "--loop", default_loop()]
+    assert main(argv) == 2
     assert "--db: unknown database URL 'oracle://x/y'" in capsys.readouterr().err
     db.configure(None)
 
@@ -53,6 +60,7 @@ def test_db_init_reports_sql_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "syntax error" in err and "create tabel oops" in err
 
 
+@pytest.mark.loops("trio", "asyncio")
 def test_a_failing_query_shows_sql_and_message_on_the_dev_error_page(tmp_path: Path) -> None:
     from pyweb.testing import serve
 

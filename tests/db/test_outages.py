@@ -2,7 +2,10 @@
 of our own, cut; never the shared service) is logged once when it starts and once when it
 ends with the count of failed requests, not with a traceback per 503; a NUL in a form field
 is a 400 naming the field on every backend (it was a 500 on PostgreSQL); an error PostgreSQL
-sends while shutting down is a 503 and the handle is discarded (it was a 500)."""
+sends while shutting down is a 503 and the handle is discarded (it was a 500).
+
+On both loops: a test with a ``backend`` serves on ``backend.loop`` (the fixture is already
+one run per backend and loop); the PostgreSQL shutdown tests are marked ``loops``."""
 
 from __future__ import annotations
 
@@ -15,12 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
-import trio
 
 from pyweb import db
 from pyweb.app.formdata import FormLimits
 from pyweb.app.site import Site
 from pyweb.testing import serve
+from pyweb.testing.server import use_loop
 
 from ..csrf_helpers import csrf_token
 from .conftest import PG_HOST, PG_PORT, Backend, require
@@ -49,7 +52,7 @@ def test_an_outage_is_logged_once_at_each_end_with_its_count(
     db.configure(backend.url.replace(f":{port}/", f":{proxy.port}/"), timeout=2.0)
     log = io.StringIO()
     try:
-        with serve(_count_site(tmp_path), error_log=log) as client:
+        with use_loop(backend.loop), serve(_count_site(tmp_path), error_log=log) as client:
             assert client.get("/count").text == "<p>42</p>"
             proxy.stop()
             failed = [client.get("/count").status for _ in range(60)]
@@ -72,10 +75,10 @@ def test_nul_in_a_form_field_is_a_400_naming_it(backend: Backend, tmp_path: Path
     shutil.copytree(PAGES, site, ignore=shutil.ignore_patterns("data", "__pycache__"))
     database = db.configure(backend.url, site=site)
     assert database is not None
-    trio.run(database.dml, "drop table if exists guest")
+    backend.run(database.dml, "drop table if exists guest")
     database._schema_done = database.schema is None
     try:
-        with serve(site) as client:
+        with use_loop(backend.loop), serve(site) as client:
             token = csrf_token(client, "/guest")  # the guest book's form carries it
             for bad in ("a\x00b", "esc\x1b[31m", "\x07"):
                 r = client.post(
@@ -91,10 +94,10 @@ def test_nul_in_a_form_field_is_a_400_naming_it(backend: Backend, tmp_path: Path
                       "csrf_token": token},
             )  # fmt: skip
             assert ok.status == 303  # tab, CR and LF are text
-        assert trio.run(database.one_field, "select count(*) from guest") == 1
+        assert backend.run(database.one_field, "select count(*) from guest") == 1
         if backend.name != "postgresql":  # (PostgreSQL's text cannot hold NUL at all)
             opted = Site(site, form_limits=FormLimits(allow_control_chars=True))
-            with serve(opted) as client:
+            with use_loop(backend.loop), serve(opted) as client:
                 token = csrf_token(client, "/guest")
                 r = client.post(
                     "/guest_add",
@@ -102,7 +105,7 @@ def test_nul_in_a_form_field_is_a_400_naming_it(backend: Backend, tmp_path: Path
                           "csrf_token": token},
                 )  # fmt: skip
                 assert r.status == 303
-            rows = trio.run(database.list, "select comment from guest where name = 'Eve'")
+            rows = backend.run(database.list, "select comment from guest where name = 'Eve'")
             assert [row["comment"] for row in rows] == ["a\x00b"]
     finally:
         db.configure(None)
@@ -161,6 +164,7 @@ class ShutdownProxy(Proxy):
         self.cut = False
 
 
+@pytest.mark.loops("trio", "asyncio")
 @pytest.mark.parametrize(
     "payload",
     [
