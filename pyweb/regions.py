@@ -31,9 +31,10 @@ before each request instead of restoring snapshots (column six); the script-cach
 (column five) lives in the site.
 
 Allocation accounting (``profile_alloc=True``, C only): the allocator hook is installed
-once, and a trio :class:`~trio.abc.Instrument` charges the bytes allocated during each task
-step to the request that task is serving, so interleaved requests on one thread are each
-charged their own bytes. :meth:`SiteRegions.stats` is what ``/_pyweb/stats`` shows (``pyweb/app/stats.py``); each
+once, and the page's own awaitable is counted step by step (:meth:`SiteRegions.counted`:
+the bytes allocated during each ``send`` into it go to its request), so interleaved
+requests on one thread are each charged their own bytes, on trio and asyncio alike.
+:meth:`SiteRegions.stats` is what ``/_pyweb/stats`` shows (``pyweb/app/stats.py``); each
 request's own count goes to ``ctx.alloc``, which ``--access-log-format alloc`` writes as
 ``alloc=BYTES/CALLS`` (docs/logging.md).
 """
@@ -48,11 +49,9 @@ import sys
 import threading
 import types
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any
-
-import trio
 
 import pyweb_regions
 from pyweb.protocol.errorpage import error_response
@@ -149,26 +148,59 @@ class GuardedLoader(importlib.machinery.SourceFileLoader):
                         regions.guard(m)
 
 
-# ---- allocation accounting under trio ---------------------------------------------------
+# ---- allocation accounting, on any loop -----------------------------------------------
 
 
-class _AllocInstrument(trio.abc.Instrument):
-    """Charges each task step's allocations to the request its task is serving."""
+class _Stepping(threading.local):
+    """Set while a counted page takes a step on this thread: a page that a page runs
+    (``enter`` inside that step) gets no slot of its own, since the outer one pays."""
 
-    def __init__(self) -> None:
-        self.slots: dict[trio.lowlevel.Task, list[int]] = {}
-        self.start = (0, 0)
+    slot: list[int] | None = None
 
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        if task in self.slots:
-            self.start = pyweb_regions.alloc_counts()
 
-    def after_task_step(self, task: trio.lowlevel.Task) -> None:
-        slot = self.slots.get(task)
-        if slot is not None:
-            b, c = pyweb_regions.alloc_counts()
-            slot[0] += b - self.start[0]
-            slot[1] += c - self.start[1]
+_stepping = _Stepping()
+
+
+class _Counted:
+    """A page's awaitable whose allocations are charged to ``slot``: each step of it (each
+    ``send`` or ``throw`` into it, up to its next suspension) is counted on its own, so
+    the requests that run while it waits are not charged to it, on trio and asyncio alike
+    (no loop hook: the page's own coroutine is the unit)."""
+
+    __slots__ = ("awaitable", "slot")
+
+    def __init__(self, awaitable: Awaitable[Any], slot: list[int]) -> None:
+        self.awaitable = awaitable
+        self.slot = slot
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps = self.awaitable.__await__()
+        slot = self.slot
+        counts = pyweb_regions.alloc_counts
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            _stepping.slot = slot
+            start = counts()
+            try:
+                if error is None:
+                    suspended = steps.send(value)
+                else:
+                    suspended = steps.throw(error)
+            except StopIteration as done:
+                return done.value
+            finally:
+                b, c = counts()
+                slot[0] += b - start[0]
+                slot[1] += c - start[1]
+                _stepping.slot = None
+            try:
+                value, error = (yield suspended), None
+            except GeneratorExit:  # abandoned unfinished: close the page the same way
+                steps.close()  # type: ignore[attr-defined]
+                raise
+            except BaseException as thrown:  # a cancellation, delivered into the page
+                value, error = None, thrown
 
 
 def _charge_request(ctx: Any, slot: list[int]) -> None:
@@ -219,8 +251,7 @@ class SiteRegions:
         self.profile_alloc = False
         self.alloc_message = ""
         self.page_allocs: dict[str, list[int]] = {}  # page -> [requests, bytes, calls]
-        self._instrument: _AllocInstrument | None = None
-        self._instrument_run: object = None
+        self._thread: int | None = None  # the thread whose counters server_thread shows
         self._thread_base: tuple[int, int] | None = None
         self.requests = 0
         self._requests_base = 0
@@ -280,14 +311,16 @@ class SiteRegions:
         :meth:`answer`) around its page, which spares a coroutine per request."""
         slot = self.enter()
         try:
-            response = await call(*args)
+            page_awaitable = call(*args)
+            response = await (page_awaitable if slot is None else self.counted(page_awaitable, slot))
         finally:
             found = self.leave(ctx, page, slot)
         return response if found is None else self.answer(response, page, found)
 
     def enter(self) -> list[int] | None:
         """A page starts: re-run the library (``exec_library``), start counting its
-        allocations (``profile_alloc``: the slot to hand to :meth:`leave`)."""
+        allocations (``profile_alloc``: the slot to give :meth:`counted` and then
+        :meth:`leave`; None without profiling, and for a page that a page runs)."""
         if self.exec_library:
             self._exec_library()
         slot = self._alloc_begin() if self.profile_alloc else None
@@ -419,33 +452,24 @@ class SiteRegions:
             return
         pyweb_regions.alloc_enable(True)
         self.profile_alloc = True
-        self._instrument = _AllocInstrument()
+
+    def counted(self, awaitable: Awaitable[Response], slot: list[int]) -> Awaitable[Response]:
+        """``awaitable`` (the page that :meth:`enter` gave ``slot`` to), charging the
+        allocations of its own steps to ``slot``; :meth:`leave` then hands them on."""
+        return _Counted(awaitable, slot)
 
     def _alloc_begin(self) -> list[int] | None:
-        instrument = self._instrument
-        assert instrument is not None
-        root = trio.lowlevel.current_root_task()
-        if self._instrument_run is not root:  # a new trio.run (tests start several)
-            trio.lowlevel.add_instrument(instrument)
-            self._instrument_run = root
+        if _stepping.slot is not None:  # a page calling a page: the outer one pays
+            return None
+        thread = threading.get_ident()
+        if self._thread != thread:  # counters are per thread: start this one's sums
+            self._thread = thread
             self._thread_base = pyweb_regions.alloc_counts()
             self._requests_base = self.requests
         self.requests += 1
-        task = trio.lowlevel.current_task()
-        if task in instrument.slots:  # a page calling a page: the outer one pays
-            return None
-        slot = [0, 0]
-        instrument.slots[task] = slot
-        instrument.start = pyweb_regions.alloc_counts()  # this step started now for us
-        return slot
+        return [0, 0]
 
     def _alloc_end(self, page: str, slot: list[int]) -> None:
-        instrument = self._instrument
-        assert instrument is not None
-        b, c = pyweb_regions.alloc_counts()
-        slot[0] += b - instrument.start[0]
-        slot[1] += c - instrument.start[1]
-        del instrument.slots[trio.lowlevel.current_task()]
         totals = self.page_allocs.setdefault(page, [0, 0, 0])
         totals[0] += 1
         totals[1] += slot[0]

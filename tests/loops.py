@@ -28,12 +28,9 @@ ASYNCIO_LACKS: dict[str, str] = {
     # the name the marks use -> what the asyncio server does not do yet
     # (landed: the logs, unread bodies, handler results, failing streams, WebSockets, a
     # fresh connection at shutdown, unframeable Fragments, the chat's long polls, the
-    # connection slots, the X-Pyweb-Regions header of development mode)
+    # connection slots, the X-Pyweb-Regions header of development mode, the 500 for a
+    # reply head larger than the reply arena, --profile-alloc)
     "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
-    "reply checks": "a 500 for a head larger than the reply arena (the asyncio server has no "
-    "arena: it sends such a head)",
-    "alloc profile": "--profile-alloc (pyweb.regions charges allocations to a request "
-    "with a trio Instrument: on asyncio every page is a 500)",
     "upload fairness": "a normal client served promptly beside 40 uploads of 16 MB (its "
     "median wait is about 0.4 s against 0.02 s on trio, its worst near the 1 s bound: "
     "not strict, some runs pass)",

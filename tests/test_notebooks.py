@@ -22,8 +22,6 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from tests.loops import asyncio_lacks
-
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"))
 EXERCISES = sorted((ROOT / "notebook").glob("*.ipynb"))
@@ -128,9 +126,8 @@ def _on_both_loops(path: Path) -> object:
     """A notebook for the run on each loop, marked where its asyncio run cannot be. The
     tutorials teach on trio; their pages wait with ``pyweb.runtime.sleep`` and start tasks
     with anyio's task group, so that they run on the loop the kernel's servers use."""
-    marks = {
-        "05_regions.ipynb": asyncio_lacks("alloc profile"),  # its Site has profile_alloc=True
-    }
+    # a tutorial that cannot run on asyncio: its name -> tests.loops.asyncio_lacks(...)
+    marks: dict[str, pytest.MarkDecorator] = {}  # none now
     mark = marks.get(path.name) if path.parent.name == "tutorials" else None
     return pytest.param(path, id=_id(path), marks=[mark] if mark else [])
 

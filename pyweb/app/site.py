@@ -868,7 +868,10 @@ class Site:
         regions = self.regions
         slot = regions.enter() if regions is not None else None
         try:
-            response = await self._page_outcome(ctx, conn, page)
+            if slot is None:
+                response = await self._page_outcome(ctx, conn, page)
+            else:  # --profile-alloc: the page's own steps are counted (any loop)
+                response = await regions.counted(self._page_outcome(ctx, conn, page), slot)  # type: ignore[union-attr]
             scope = conn._scope
             if scope is not None:  # a script's globals: emptied once the reply is done
                 if type(response) is Response and type(response.body) is bytes:

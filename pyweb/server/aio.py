@@ -299,24 +299,30 @@ class HttpProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
-        self._client_left()
-        self._disarm()
-        self._cancel_timer()
-        self._hand_over(None)  # the connection's task, waiting for a request, ends
+        self._deadline = _INF
+        if self.gone is not None:
+            self._client_left()
+        if self._timer is not None:
+            self._cancel_timer()
+        if self._arrival is not None:
+            self._hand_over(None)  # the connection's task, waiting for a request, ends
         if self._body_waiter is not None or self._drain_waiter is not None:
             reset = ConnectionResetError("the client closed the connection")
             self._wake_body(reset)
             self._wake_drain(reset)
         server = self.server
         slots = server.slots
-        self._stop_speaking()
+        if self._speaking:
+            self._stop_speaking()
         if self.admitted:
             slots.release(self)
         if self._lingering:
             slots.lingering -= 1
-        self.release_body()
+        if self.reserved:
+            self.release_body()
         server.connections.discard(self)
-        server.connection_ended()
+        if server.closing:
+            server.connection_ended()
 
     def pause_writing(self) -> None:
         self._writable = False
@@ -505,10 +511,12 @@ class HttpProtocol(asyncio.Protocol):
         request = self._take_request()
         if request is None:
             return
-        if self._task is None:
+        arrival = self._arrival
+        if arrival is not None:  # (the task waits for it)
+            self._arrival = None
+            arrival.set_result(request)
+        elif self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._talk(request))
-        else:
-            self._hand_over(request)
 
     def _hand_over(self, request: Request | None) -> None:
         """Wake the connection's task waiting between two requests (None: to end)."""
@@ -568,7 +576,9 @@ class HttpProtocol(asyncio.Protocol):
         stays open for the next request."""
         ctx = AioContext(self, request)
         try:
-            response = self._checked(await self.handler(ctx))
+            response = await self.handler(ctx)
+            if type(response) is not Response or type(response.body) is not bytes:
+                response = self._checked(response)
         except ProtocolError as err:  # from ctx.body(): a bad, slow or oversized body
             self.release_body()
             self._reject(err, request)

@@ -7,7 +7,8 @@ kinds of body, framed by the same sans-IO :func:`~pyweb.protocol.frame_response`
 * **bytes** (and a page's ``Fragments``): :meth:`AioReplies.write_now`, no coroutine: head
   and body joined and written at once when the body is small (uvloop then tries the
   ``send`` right away; two pieces take its ``writev`` path, which costs more than the
-  copy), handed over together (``writelines``) when it is large;
+  copy), handed over together (``writelines``) when it is large; a head larger than the
+  trio server's reply arena could hold (:data:`HEAD_LIMIT`) is a 500, as on trio;
 * **a file** (:class:`~pyweb.protocol.FileBody`): ``os.sendfile`` on the connection's
   socket whenever the transport has nothing queued (Hop §3.3.1: no copy through user
   space); when the client's window is full, the next piece goes through the transport
@@ -27,6 +28,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import pyweb_regions
 from pyweb.protocol.response import (
     LAST_CHUNK,
     FileBody,
@@ -36,20 +38,24 @@ from pyweb.protocol.response import (
     frame_response,
 )
 
-from .reply import ReplyAborted, Sent, request_line
+from .reply import REPLY_PAGES, ReplyAborted, Sent, request_line
 
 if TYPE_CHECKING:
     from pyweb.protocol.messages import Request
 
     from .logging import ServerLog
 
-__all__ = ["AioReplies", "FILE_PIECE", "JOIN_LIMIT"]
+__all__ = ["AioReplies", "FILE_PIECE", "HEAD_LIMIT", "JOIN_LIMIT"]
 
 FILE_PIECE = 256 * 1024
 """Bytes of a file read and queued on the transport when sendfile would block."""
 
 JOIN_LIMIT = 16 * 1024
 """Bodies up to this size are copied behind their head and written in one piece."""
+
+HEAD_LIMIT = REPLY_PAGES * pyweb_regions.PAGE_SIZE
+"""The largest reply head: what the trio server's reply arena can hold (``reply.py``). A
+larger one (a page setting 80 KiB of header fields) is answered with a 500, as on trio."""
 
 _SIZED = (bytes, bytearray, memoryview)
 
@@ -107,15 +113,25 @@ class AioReplies:
             )
         except ValueError:
             return None
+        # A head too large for the trio server's reply arena: send() answers a 500.
         if not head.send_body or not body:
-            self.transport.write(head.data)
+            data = head.data
+            if len(data) > HEAD_LIMIT:
+                return None
+            self.transport.write(data)
             return response.status, 0, head.keep_alive
         if len(body) <= JOIN_LIMIT:
             lines = head.lines
             lines.append(body)
-            self.transport.write(b"".join(lines))
+            data = b"".join(lines)
+            if len(data) - len(body) > HEAD_LIMIT:
+                return None
+            self.transport.write(data)
         else:
-            self.transport.writelines((head.data, body))
+            data = head.data
+            if len(data) > HEAD_LIMIT:
+                return None
+            self.transport.writelines((data, body))
         return response.status, len(body), head.keep_alive
 
     async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
@@ -143,8 +159,15 @@ class AioReplies:
             )
         except ValueError as exc:  # a CR LF in a header: nothing sent yet, a 500 instead
             return await self._send_500(request, str(exc), keep_alive)
+        data = head.data
+        if len(data) > HEAD_LIMIT:  # the trio server's arena has no room for it: a 500
+            message = (
+                f"the reply's header fields do not fit the reply arena ({len(data)} bytes, "
+                f"more than {HEAD_LIMIT})"
+            )
+            return await self._send_500(request, message, keep_alive)
         if head.send_body and body:
-            self.transport.writelines((head.data, body))
+            self.transport.writelines((data, body))
             sent = len(body)
         else:
             self.transport.write(head.data)

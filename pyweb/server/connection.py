@@ -280,13 +280,13 @@ class Connection:
         kernel buffer costs no clock read (Hop §3.1)."""
         if event is NEED_DATA:
             parser = self.parser
-            self.phase = HEAD if parser.buffered else IDLE
             self.deadline = _INF
             while event is NEED_DATA:
                 try:  # the system call first; wait only if it would block
                     receive(self.fd, parser)  # into this thread's region page (recvbuf.py)
                 except BlockingIOError:
-                    if self.deadline == _INF:
+                    if self.deadline == _INF:  # the first wait: for what, and how long
+                        self.phase = HEAD if parser.buffered else IDLE
                         self.deadline = trio.current_time() + self._patience()
                     if not await self.wait_for_request():
                         return None

@@ -84,7 +84,7 @@ class _Unframeable(Exception):
 class Replies:
     """The replies of one connection: ``await replies.send(request, response, keep_alive)``."""
 
-    __slots__ = ("sock", "fd", "peer", "log", "error_page", "send_timeout", "arena")
+    __slots__ = ("sock", "fd", "peer", "log", "error_page", "send_timeout", "arena", "sent")
 
     def __init__(
         self,
@@ -104,6 +104,8 @@ class Replies:
         self.arena = Arena(max_pages=REPLY_PAGES)
         """Where a reply is assembled and sent from: it holds region pages only while a
         reply is on its way; an idle connection holds none."""
+        self.sent = 0
+        """Bytes of the arena a :meth:`write_arena` sent before the kernel buffer filled."""
 
     async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
         """Send ``response`` to ``request``; ``keep_alive`` is what the connection would
@@ -125,7 +127,10 @@ class Replies:
             rest = self._fill(head.lines, body, length)
         except (ValueError, _Unframeable) as exc:  # nothing has been sent: a 500 instead
             return await self._send_500(request, str(exc), keep_alive)
-        await self.send_arena()
+        if self.write_arena():  # all of it at once, the usual case: no second coroutine
+            await trio.lowlevel.cancel_shielded_checkpoint()  # fairness: see send_all
+        else:
+            await self.send_arena()  # the rest, as the client takes it
         if rest is not None:  # larger than the arena: from its own bytes, no copy
             await self.send_all(rest)
         return response.status, length, head.keep_alive
@@ -284,16 +289,37 @@ class Replies:
                 return False
         return True
 
+    def write_arena(self) -> bool:
+        """One writev of what the arena holds, without waiting: True when it all went
+        (the arena is then reset); False leaves the arena for :meth:`send_arena`, which
+        sends the rest. (A plain method: the common case costs no coroutine.)"""
+        arena = self.arena
+        try:
+            sent = arena.send(self.fd)
+        except BlockingIOError:
+            return False
+        except BaseException:
+            arena.reset()  # the pages go back; the connection closes
+            raise
+        if sent < len(arena):
+            self.sent = sent
+            return False
+        arena.reset()
+        return True
+
     async def send_arena(self) -> None:
         """Send what the arena holds and reset it. Fast path: one writev of every page, no
         task switch; when the kernel buffer is full, the same waits as :meth:`send_all`,
-        resuming from the byte count (a partial write is never lost or repeated)."""
+        resuming from the byte count (a partial write is never lost or repeated). After a
+        :meth:`write_arena` that could not send it all, it goes on from where that ended."""
         arena = self.arena
         fd = self.fd
         try:
             total = len(arena)
+            sent, self.sent = self.sent, 0
             try:
-                sent = arena.send(fd)
+                if not sent:
+                    sent = arena.send(fd)
             except BlockingIOError:
                 sent = 0
             waited = sent < total

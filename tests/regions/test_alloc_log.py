@@ -1,6 +1,6 @@
 """The access log's ``alloc`` format (Hop §3.1's per-request count, Marlow §5's log): each
 line ends with ``alloc=BYTES/CALLS``, what the request's page allocated, charged by the same
-per-task slot as ``/_pyweb/stats``; ``alloc=-`` when nothing was counted (a static file, the
+per-request slot as ``/_pyweb/stats``; ``alloc=-`` when nothing was counted (a static file, the
 stats page, profiling off, the Python fallback). Real servers on 127.0.0.1, both
 implementations."""
 
@@ -17,7 +17,6 @@ import pytest
 import pyweb.testing
 from pyweb.app.site import Site
 from tests.helpers import serve_command
-from tests.loops import asyncio_lacks
 
 from .conftest import INTERLEAVED_PAGES, interleave, load, write_site
 
@@ -60,7 +59,6 @@ def root(tmp_path: Path) -> Path:
     return write_site(tmp_path / "site", PAGES)
 
 
-@asyncio_lacks("alloc profile", when={"use_impl": "c"})
 def test_each_page_request_logs_what_its_page_allocated(root, tmp_path, use_impl):
     targets = ["/hello", "/big", "/hello", "/boom", "/style.css", "/missing", "/_pyweb/stats"]
     site = Site(root, profile_alloc=True)
@@ -89,10 +87,9 @@ def test_without_profiling_the_field_is_a_dash(root, tmp_path, use_impl):
     assert {m["alloc"] for m in found} == {"-"}
 
 
-@asyncio_lacks("alloc profile")
 def test_interleaved_requests_are_each_logged_with_their_own_bytes(tmp_path):
     """While one request sleeps, four others run on the same thread and allocate 1.2 MB:
-    the sleeping request's line still shows only its own 1 MB (the per-task slot)."""
+    the sleeping request's line still shows only its own 1 MB (its page counted step by step)."""
     load("c")
     root = write_site(tmp_path / "site", INTERLEAVED_PAGES)
     site = Site(root, profile_alloc=True)
@@ -112,7 +109,6 @@ def test_interleaved_requests_are_each_logged_with_their_own_bytes(tmp_path):
     assert 1_000_000 <= big_bytes < 1_200_000, big_bytes  # not 2.2 MB
 
 
-@asyncio_lacks("alloc profile")
 def test_the_timed_format_is_unchanged_by_profiling(root, tmp_path):
     load("c")
     log = tmp_path / "access.log"
@@ -169,7 +165,6 @@ def test_pyweb_serve_says_why_the_field_is_a_dash(root, tmp_path, regions):
     assert LINE.match(line) and line.endswith(" alloc=-"), line
 
 
-@asyncio_lacks("alloc profile")
 def test_pyweb_serve_with_profile_alloc_logs_numbers(root, tmp_path):
     load("c")
     log = tmp_path / "access.log"

@@ -15,7 +15,6 @@ import pytest
 
 import pyweb_regions
 from tests.helpers import serve_command
-from tests.loops import asyncio_lacks
 
 from .conftest import write_site
 
@@ -78,7 +77,6 @@ def test_banner_names_the_implementation(root, forced):
             proc.wait()
 
 
-@asyncio_lacks("alloc profile")
 def test_table_1_flags_and_the_stats_page(root):
     import json
 

@@ -14,7 +14,6 @@ import pytest
 
 import pyweb.testing
 from pyweb.app.site import Site
-from tests.loops import asyncio_lacks
 
 from .conftest import INTERLEAVED_PAGES, interleave, load, while_in_flight, write_site
 
@@ -212,7 +211,6 @@ def test_dev_reload_rebuilds_the_snapshots(site_dir, use_impl):
         assert client.get("/read").text == "hits=10 names=0"
 
 
-@asyncio_lacks("alloc profile", when={"use_impl": "c"})
 def test_stats_page(site_dir, use_impl):
     server, site = serve(site_dir, profile_alloc=True)
     with server as client:
@@ -308,10 +306,9 @@ def test_a_shared_response_object_does_not_collect_banners(tmp_path, use_impl):
     assert module.PAGE.body == b"<body>hi</body>" and len(module.PAGE.headers) == 1
 
 
-@asyncio_lacks("alloc profile")
 def test_allocations_are_charged_to_the_right_request_when_requests_interleave(tmp_path):
     """While one request sleeps, others run on the same thread: each is charged only the
-    bytes allocated in its own task steps (on trio, an Instrument switches the counter)."""
+    bytes allocated in its own page's steps (the page's coroutine is counted step by step)."""
     load("c")
     root = write_site(tmp_path / "site", INTERLEAVED_PAGES)
     site = Site(root, profile_alloc=True)

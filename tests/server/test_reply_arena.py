@@ -14,7 +14,6 @@ import pyweb_regions
 from pyweb.protocol.response import Fragments, Response
 from pyweb.server import reply
 from pyweb_regions import _fallback
-from tests.loops import asyncio_lacks
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
 
@@ -137,7 +136,6 @@ def test_a_slow_reader_gets_every_byte(kit, arena_mode):
             assert h11_get(sock, ["/5"])[0][1] == body_of(5)
 
 
-@asyncio_lacks("reply checks")
 def test_a_head_larger_than_the_arena_gets_a_500_and_nothing_partial(kit, arena_mode):
     with kit.running(sized, dev=True) as srv:
         with socket.create_connection(("127.0.0.1", srv.port)) as sock:
