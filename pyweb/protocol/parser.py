@@ -175,6 +175,9 @@ class RequestParser:
             if state == _CL_BODY:
                 return self._next_cl_data()
             if state == _EOM:
+                if self._keep_alive:  # (the everyday end, without a call)
+                    self._state = _HEAD
+                    return _NO_TRAILERS
                 return self._end_of_message([])
             if state == _DONE:
                 return NEED_DATA
@@ -212,9 +215,9 @@ class RequestParser:
             raise HeadersTooLarge(
                 f"more than {limits.max_headers} header fields", offending=head[:100]
             )
-        headers = _parse_fields(raw, lines, len(lines), "header") if lines else []
+        headers, special = _header_fields(raw, lines) if lines else ([], [])
         host, content_length, te, keep_alive, expect_continue, forwarded = _read_fields(
-            headers, version
+            special, version
         )
         if target[0] == "/" and host is not None and method != "CONNECT":
             path, _, query = target.partition("?")  # origin-form and Host: the everyday case
@@ -244,7 +247,28 @@ class RequestParser:
         """The request head's bytes (without its final CRLF CRLF), taken out of the
         buffer; or NEED_DATA while it is incomplete, ConnectionClosed at a clean EOF."""
         buf = self._buf
-        if buf and buf[0] == _CR:  # (an index, not startswith: this runs for every request)
+        if not buf or buf[0] not in _TCHAR_BYTES:  # (an index, not startswith: per request)
+            early = self._before_head()
+            if early is not None:
+                return early
+        scan = self._scan
+        end = buf.find(b"\r\n\r\n", scan - 3 if scan > 3 else 0)
+        if end < 0:
+            self._head_incomplete()
+            return NEED_DATA
+        head = buf[:end]
+        del buf[: end + 4]
+        if scan or self._empty_lines:  # (three stores saved on the everyday head)
+            self._scan = 0
+            self._line_seen = False
+            self._empty_lines = 0
+        return head
+
+    def _before_head(self) -> ConnectionClosed | object | None:
+        """The buffer is empty or does not start with a method: skip empty lines, see a
+        clean EOF, or reject a byte that cannot start a request line. None: go on."""
+        buf = self._buf
+        if buf and buf[0] == _CR:
             self._skip_empty_lines()
         if not buf:
             if self._eof:
@@ -256,16 +280,7 @@ class RequestParser:
                 f"a request line must start with a method, got byte {buf[0]:#04x}",
                 offending=bytes(buf[:40]),
             )
-        end = buf.find(b"\r\n\r\n", self._scan - 3 if self._scan > 3 else 0)
-        if end < 0:
-            self._head_incomplete()
-            return NEED_DATA
-        head = buf[:end]
-        del buf[: end + 4]
-        self._scan = 0
-        self._line_seen = False
-        self._empty_lines = 0
-        return head
+        return None
 
     def _skip_empty_lines(self) -> None:
         """RFC 9112 §2.2: ignore (a bounded number of) empty lines before the request line."""
@@ -476,17 +491,19 @@ def _request_line(line: str) -> tuple[str, str, str]:
     allocates over a kilobyte of matcher state, for every request (Hop §3.1). Everything
     else takes the regex, so the two paths accept exactly the same lines: the target is
     1*VCHAR, i.e. ASCII, printable and without the spaces split() removed."""
-    parts = line.split(" ")
-    if len(parts) == 3:
-        method, target, version = parts
-        if (
-            version in _VERSIONS
-            and method in _COMMON_METHODS
-            and target
-            and target.isascii()
-            and target.isprintable()
-        ):
-            return method, target, _VERSIONS[version]
+    try:
+        method, target, version = line.split(" ")
+    except ValueError:  # not three parts
+        return _request_line_regex(line)
+    minor = _VERSIONS.get(version)
+    if (
+        minor is not None
+        and method in _COMMON_METHODS
+        and target
+        and target.isascii()
+        and target.isprintable()
+    ):
+        return method, target, minor
     return _request_line_regex(line)
 
 
@@ -744,6 +761,79 @@ _CTL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]").search
 """Control characters that no field line may hold (HTAB, CR and LF are checked apart)."""
 _CTL_CR_LF = bytes((*range(0x09), *range(0x0A, 0x20), 0x7F))
 """The same characters as bytes, with CR and LF, for the fast check of a whole block."""
+
+
+class LineCache:
+    """Field lines already proven valid, to their ``(lower-cased name, value)``: the parser's
+    fast path (see :func:`_header_fields`). Bounded, because the lines come from clients:
+    at most ``size`` lines of at most ``MAX_LINE`` characters; when full it starts again
+    empty, so it follows the lines the clients send now (a flood of new lines only costs
+    what a miss costs anyway)."""
+
+    __slots__ = ("name", "size", "entries")
+
+    MAX_LINE = 512
+
+    def __init__(self, name: str, size: int) -> None:
+        self.name = name
+        self.size = size
+        self.entries: dict[str, tuple[str, str]] = {}
+
+    def add(self, line: str, field: tuple[str, str]) -> None:
+        if len(line) <= self.MAX_LINE:
+            if len(self.entries) >= self.size:
+                self.entries.clear()
+            self.entries[line] = field
+
+    def __repr__(self) -> str:
+        return f"<LineCache {self.name}: {len(self.entries)} of {self.size}>"
+
+
+PLAIN_LINES = LineCache("valid field lines the parser only passes along", 1024)
+SPECIAL_LINES = LineCache("valid field lines the parser reads (Host, framing, ...)", 256)
+
+
+def _header_fields(
+    raw: bytearray, lines: list[str]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The header fields (lower name, value) of the field ``lines`` split from ``raw``, and
+    those of them the parser reads itself (names in ``_SPECIAL``), in order.
+
+    The fast path: a client sends the same lines again and again (its User-Agent, Accept,
+    Accept-Encoding, Host, ...), so each line already seen and validated is one dict lookup,
+    and the lookups of all lines run in C (``map`` over ``dict.get``); only the few lines
+    the parser reads (usually Host) are looked at in Python. A line that was proven valid
+    is valid again, so nothing is checked less: any line not in the caches sends the whole
+    block through :func:`_parse_fields`, the careful path, which also explains errors.
+    Measured in docs/performance.md, "The parser's fast path"."""
+    plain = PLAIN_LINES.entries
+    fields = []
+    special = []
+    for line in lines:
+        field_ = plain.get(line)
+        if field_ is None:  # a line the parser reads (or one not seen before)
+            field_ = SPECIAL_LINES.entries.get(line)
+            if field_ is None:
+                return _learn_fields(raw, lines)
+            special.append(field_)
+        fields.append(field_)
+    return fields, special
+
+
+def _learn_fields(
+    raw: bytearray, lines: list[str]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """:func:`_header_fields` for a block with a line not seen before: the careful path,
+    then every line (now proven valid) remembered."""
+    fields = _parse_fields(raw, lines, len(lines), "header")
+    special = []
+    for line, field_ in zip(lines, fields, strict=True):
+        if field_[0] in _SPECIAL:
+            special.append(field_)
+            SPECIAL_LINES.add(line, field_)
+        else:
+            PLAIN_LINES.add(line, field_)
+    return fields, special
 
 
 def _parse_fields(

@@ -1,0 +1,124 @@
+"""Instructions per request of the request parser and of ``frame_response``, alone.
+
+What the server does with each request's bytes, without the server: one keep-alive parser
+is fed one request at a time and asked for events until it says ``NEED_DATA`` (a
+``Request``, an ``EndOfMessage``); and a reply's head is framed (``frame_response``) for
+a 13-byte text/plain page. Counted under ``valgrind --tool=callgrind`` (instructions do
+not move with the load of a shared machine), as the difference of two runs of different
+lengths, so start-up and imports cancel out. Run with
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_parse_callgrind.py [--baseline DIR]
+
+``--baseline DIR`` measures another tree (its ``pyweb``) in the same run, for a
+before/after table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+WRK_GET = b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
+"""What wrk sends (the peers benchmark's keep-alive scenarios)."""
+BROWSER_GET = (
+    b"GET /static/css/site.css?v=42 HTTP/1.1\r\n"
+    b"Host: www.example.org\r\n"
+    b"User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:126.0) Gecko/20100101 Firefox/126.0\r\n"
+    b"Accept: text/css,*/*;q=0.1\r\n"
+    b"Accept-Language: en-GB,en;q=0.7,de;q=0.3\r\n"
+    b"Accept-Encoding: gzip, deflate, br, zstd\r\n"
+    b"Referer: https://www.example.org/index.html\r\n"
+    b"Connection: keep-alive\r\n"
+    b"Cookie: session=8f14e45fceea167a5a36dedd4bea2543; theme=dark\r\n"
+    b"Sec-Fetch-Dest: style\r\n"
+    b"Sec-Fetch-Mode: no-cors\r\n"
+    b"\r\n"
+)
+"""A browser's GET with ten fields (as in bench_parse.py)."""
+SMALL_POST = (
+    b"POST /guestbook/add HTTP/1.1\r\n"
+    b"Host: www.example.org\r\n"
+    b"Content-Type: application/x-www-form-urlencoded\r\n"
+    b"Content-Length: 37\r\n"
+    b"\r\n"
+    b"name=Ada+Lovelace&comment=hello+world"
+)
+SCENARIOS = {"wrk-get": WRK_GET, "browser-get": BROWSER_GET, "small-post": SMALL_POST}
+RUNS = (1000, 3000)
+"""The two run lengths: (count(3000) - count(1000)) / 2000 per request."""
+
+
+def child(scenario: str, n: int) -> None:
+    """Run ``n`` requests of one scenario (in the process callgrind watches)."""
+    from pyweb.protocol import NEED_DATA, RequestParser, frame_response
+
+    if scenario == "frame":
+        parser = RequestParser()
+        parser.feed(WRK_GET)
+        request = parser.next_event()
+        headers = [("Content-Type", "text/plain; charset=utf-8")]
+        for _ in range(50):  # warm the caches (status line, header lines, lengths)
+            frame_response(request, 200, headers, 13)  # type: ignore[arg-type]
+        for _ in range(n):
+            frame_response(request, 200, headers, 13)  # type: ignore[arg-type]
+        return
+    data = SCENARIOS[scenario]
+    parser = RequestParser()
+    feed = parser.feed
+    next_event = parser.next_event
+    for _ in range(50 + n):  # 50 to warm the parser's caches
+        feed(data)
+        while next_event() is not NEED_DATA:
+            pass
+
+
+def count(tree: str, scenario: str, n: int) -> int:
+    """Instructions of one child run under callgrind."""
+    with tempfile.TemporaryDirectory(prefix="pyweb-parse-cg-") as tmp:
+        out = os.path.join(tmp, "cg.out")
+        command = [
+            "valgrind", "--tool=callgrind", "--dump-instr=no", f"--callgrind-out-file={out}",
+            sys.executable, os.path.abspath(__file__), "--child", scenario, "--n", str(n),
+        ]  # fmt: skip
+        env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": tree}
+        subprocess.run(
+            command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
+        with open(out) as f:
+            m = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
+        assert m is not None, "no totals in the callgrind output"
+        return int(m[1])
+
+
+def per_request(tree: str, scenario: str) -> float:
+    low, high = (count(tree, scenario, n) for n in RUNS)
+    return (high - low) / (RUNS[1] - RUNS[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", help="another tree to measure beside this one")
+    parser.add_argument("--scenarios", default="wrk-get,browser-get,small-post,frame")
+    parser.add_argument("--child")
+    parser.add_argument("--n", type=int, default=0)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.n)
+        return
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = {"this tree": here}
+    if args.baseline:
+        trees = {"baseline": os.path.abspath(args.baseline), **trees}
+    print("| instructions per request | " + " | ".join(trees) + " |")
+    print("|---|" + "---:|" * len(trees))
+    for scenario in args.scenarios.split(","):
+        cells = [f"{per_request(tree, scenario):,.0f}" for tree in trees.values()]
+        print(f"| {scenario} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
