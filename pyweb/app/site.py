@@ -1171,11 +1171,12 @@ def _script_page(script: pages.Script, traps: Sequence[Trap]) -> _Page:
 
 def _service_page(svc: Service, traps: Sequence[Trap]) -> _Page:
     code = getattr(svc.func, "__code__", None)
+    at_once = svc.at_once and not traps  # (a trap may wait: then the deadline stays)
     return _Page(
-        svc.respond,
+        svc.respond_at_once if at_once else svc.respond,
         f"service {svc.path}",
         code and code.co_filename,
-        inspect.iscoroutinefunction(svc.func),
+        inspect.iscoroutinefunction(svc.func) and not at_once,
         tuple(traps),
         svc.csrf,
         svc.methods,
