@@ -1041,12 +1041,19 @@ class Site:
         return self._form_errors_page(errors)
 
     async def _save_session(self, conn: Conn) -> None:
-        """Store the session if the page changed it; tell the browser a new id."""
+        """Store the session if the page changed it; tell the browser a new id, or, when no
+        session was stored, the CSRF token made for it (pyweb.app.csrf: its own cookie)."""
         assert conn._session is not None
+        csrf.keep_cookie_token(conn)  # a new session keeps the token of a form shown before
         value = await self.sessions.save(conn._session)
-        if value is None:
-            return
-        parts = [f"{COOKIE_NAME}={value}", "Path=/", "HttpOnly", "SameSite=Lax"]
+        if value is not None:
+            name = COOKIE_NAME
+        else:
+            value = csrf.first_visit_cookie(conn)
+            if value is None:
+                return
+            name = csrf.COOKIE
+        parts = [f"{name}={value}", "Path=/", "HttpOnly", "SameSite=Lax"]
         if not value:
             parts.insert(2, "Max-Age=0")
         if getattr(conn.ctx, "scheme", "http") == "https" or (
@@ -1058,7 +1065,7 @@ class Site:
         if response is not None and not any(
             n.lower() == "cache-control" for n, _ in response.headers
         ):
-            # a response that sets a session cookie is this browser's only (a new Response,
+            # a response that sets a session (or CSRF) cookie is this browser's only (a new Response,
             # unless conn made this one: the page's may be an object built once)
             if response is conn._made:
                 response.headers.append(("Cache-Control", "private, no-store"))
