@@ -113,16 +113,14 @@ class SiteError(Exception):
 
 
 def _hidden(decoded: str) -> bool:
-    """Source files of the site, never served as static files."""
-    segments = decoded.split("/")
-    # templates/ is source; data/ holds the site's SQLite database (pyweb.db's default).
-    if len(segments) > 1 and segments[1] in ("templates", "data"):
+    """Source files of the site, never served as static files: a segment that starts
+    with ``_``, a last one that ends in ``.py``, ``.pyc`` or ``.sql``, and what is under
+    ``templates/`` (source) and ``data/`` (the site's SQLite database, pyweb.db's default).
+    Tested on the whole string where it can be: this runs for every static file."""
+    if decoded.startswith("_") or "/_" in decoded or decoded.endswith((".py", ".pyc", ".sql")):
         return True
-    for segment in segments:
-        if segment.startswith("_"):
-            return True
-    last = segments[-1]
-    return last.endswith((".py", ".pyc", ".sql"))
+    segments = decoded.split("/", 2)
+    return len(segments) > 1 and segments[1] in ("templates", "data")
 
 
 class Site:
@@ -184,7 +182,10 @@ class Site:
         # _secure's lists: it is not looked at again (the page path secures in place).
         self._html_last = self._html_extra[-1] if self._html_extra else None
         self._other_last = self._other_extra[-1] if self._other_extra else None
-        self.static = StaticFiles(self.root, hidden=_hidden, dev=dev)
+        # A file's answer ends with these lists' own fields, so _secure passes it as it is.
+        self.static = StaticFiles(
+            self.root, hidden=_hidden, dev=dev, extra_headers=(self._html_extra, self._other_extra)
+        )
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
         pages.install_library_finder(self.root)
