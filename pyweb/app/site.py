@@ -113,16 +113,14 @@ class SiteError(Exception):
 
 
 def _hidden(decoded: str) -> bool:
-    """Source files of the site, never served as static files."""
-    segments = decoded.split("/")
-    # templates/ is source; data/ holds the site's SQLite database (pyweb.db's default).
-    if len(segments) > 1 and segments[1] in ("templates", "data"):
+    """Source files of the site, never served as static files: a segment that starts
+    with ``_``, a last one that ends in ``.py``, ``.pyc`` or ``.sql``, and what is under
+    ``templates/`` (source) and ``data/`` (the site's SQLite database, pyweb.db's default).
+    Tested on the whole string where it can be: this runs for every static file."""
+    if decoded.startswith("_") or "/_" in decoded or decoded.endswith((".py", ".pyc", ".sql")):
         return True
-    for segment in segments:
-        if segment.startswith("_"):
-            return True
-    last = segments[-1]
-    return last.endswith((".py", ".pyc", ".sql"))
+    segments = decoded.split("/", 2)
+    return len(segments) > 1 and segments[1] in ("templates", "data")
 
 
 class Site:
@@ -184,7 +182,10 @@ class Site:
         # _secure's lists: it is not looked at again (the page path secures in place).
         self._html_last = self._html_extra[-1] if self._html_extra else None
         self._other_last = self._other_extra[-1] if self._other_extra else None
-        self.static = StaticFiles(self.root, hidden=_hidden, dev=dev)
+        # A file's answer ends with these lists' own fields, so _secure passes it as it is.
+        self.static = StaticFiles(
+            self.root, hidden=_hidden, dev=dev, extra_headers=(self._html_extra, self._other_extra)
+        )
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
         pages.install_library_finder(self.root)
@@ -1040,12 +1041,19 @@ class Site:
         return self._form_errors_page(errors)
 
     async def _save_session(self, conn: Conn) -> None:
-        """Store the session if the page changed it; tell the browser a new id."""
+        """Store the session if the page changed it; tell the browser a new id, or, when no
+        session was stored, the CSRF token made for it (pyweb.app.csrf: its own cookie)."""
         assert conn._session is not None
+        csrf.keep_cookie_token(conn)  # a new session keeps the token of a form shown before
         value = await self.sessions.save(conn._session)
-        if value is None:
-            return
-        parts = [f"{COOKIE_NAME}={value}", "Path=/", "HttpOnly", "SameSite=Lax"]
+        if value is not None:
+            name = COOKIE_NAME
+        else:
+            value = csrf.first_visit_cookie(conn)
+            if value is None:
+                return
+            name = csrf.COOKIE
+        parts = [f"{name}={value}", "Path=/", "HttpOnly", "SameSite=Lax"]
         if not value:
             parts.insert(2, "Max-Age=0")
         if getattr(conn.ctx, "scheme", "http") == "https" or (
@@ -1057,7 +1065,7 @@ class Site:
         if response is not None and not any(
             n.lower() == "cache-control" for n, _ in response.headers
         ):
-            # a response that sets a session cookie is this browser's only (a new Response,
+            # a response that sets a session (or CSRF) cookie is this browser's only (a new Response,
             # unless conn made this one: the page's may be an object built once)
             if response is conn._made:
                 response.headers.append(("Cache-Control", "private, no-store"))
