@@ -7,9 +7,10 @@ time per request (``time.process_time``), so a busy machine slows the run down b
 the number much less than it changes req/s in ``peers.py``; the client's share is the same
 for every version of the server, so two versions compare by their difference.
 
-``--batch 1`` sends one request at a time (each one waits for bytes: the event choice, the
-deadline); ``--batch 50`` keeps requests in the parser's buffer (the parse/handler/reply
-path alone). To compare two checkouts, run the script with each on ``PYTHONPATH``, in
+``--batch 1`` sends one request at a time (each one waits for bytes: the wait for the next
+request, its deadline); ``--batch 50`` keeps requests in the parser's buffer (the
+parse/handler/reply path alone); ``--close`` opens a connection per request
+(``Connection: close``: the accept, the connection's task, its slot and its close). To compare two checkouts, run the script with each on ``PYTHONPATH``, in
 turns, pinned to one core, and keep the best of several runs::
 
     for i in 1 2 3 4 5; do for tree in /tmp/before .; do
@@ -29,6 +30,7 @@ from pyweb.protocol import Response
 from pyweb.server import Server, ServerConfig
 
 REQUEST = b"GET /hello HTTP/1.1\r\nHost: bench\r\nUser-Agent: bench_talk\r\n\r\n"
+CLOSING = REQUEST[:-2] + b"Connection: close\r\n\r\n"
 REPLY = Response(200, [("Content-Type", "text/plain")], b"Hello, world!")
 
 
@@ -59,7 +61,17 @@ async def one_reply_size(sock: trio.socket.SocketType) -> int:
     return len(head) + 4 + length
 
 
-async def measure(requests: int, batch: int) -> float:
+async def one_connection(port: int) -> None:
+    """A request on a connection of its own, read to the server's close."""
+    sock = trio.socket.socket()
+    with sock:
+        await sock.connect(("127.0.0.1", port))
+        await sock.send(CLOSING)
+        while await sock.recv(1 << 16):
+            pass
+
+
+async def measure(requests: int, batch: int, close: bool = False) -> float:
     config = ServerConfig(port=0, access_log=None, error_log=None)
     if hasattr(config, "keepalive_requests"):  # one connection for the whole run
         config = dataclasses.replace(config, keepalive_requests=10**9)
@@ -74,6 +86,9 @@ async def measure(requests: int, batch: int) -> float:
             await read_exactly(sock, size)
         started = time.process_time()
         done = 0
+        while close and done < requests:
+            await one_connection(server.port)
+            done += 1
         while done < requests:
             await sock.send(REQUEST * batch)
             await read_exactly(sock, size * batch)
@@ -88,9 +103,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--close", action="store_true", help="a connection per request")
     args = parser.parse_args()
-    seconds = trio.run(measure, args.requests, args.batch)
-    print(f"{seconds * 1e6:.2f} µs CPU per request (batch {args.batch}, {args.requests} requests)")
+    seconds = trio.run(measure, args.requests, args.batch, args.close)
+    how = "a connection each" if args.close else f"batch {args.batch}"
+    print(f"{seconds * 1e6:.2f} µs CPU per request ({how}, {args.requests} requests)")
 
 
 if __name__ == "__main__":

@@ -707,18 +707,15 @@ def _rendered_now(open_tag: str, close: str, children: tuple[Any, ...]) -> str |
     (and not too long: see ``_RENDER_NOW_LIMIT``); None when one is anything else.
 
     :func:`_setup`'s short path for the constructors, where most nodes of a page are made
-    (a table row and its cells), without the general path's set-up around it."""
+    (a table row and its cells), without the general path's set-up around it. The length
+    is checked once, on the result: a running count cost more than the join it saves."""
     parts = [open_tag]
     append = parts.append
-    copied = 0
     for kid in children:
         t = type(kid)
         if t is Node:
             html = kid._cache
             if html is None:
-                return None
-            copied += len(html)
-            if copied > _RENDER_NOW_LIMIT:
                 return None
             append(html)
         elif t is str:
@@ -728,7 +725,8 @@ def _rendered_now(open_tag: str, close: str, children: tuple[Any, ...]) -> str |
         else:
             return None
     append(close)
-    return "".join(parts)
+    html = "".join(parts)
+    return html if len(html) <= _RENDER_NOW_LIMIT else None
 
 
 def _constructor(tag: str) -> Callable[..., Node]:
@@ -737,27 +735,37 @@ def _constructor(tag: str) -> Callable[..., Node]:
     short = plain and not void  # see below
 
     def construct(*children: Any, **attrs: Any) -> Node:
-        node = _new_node(Node)
         if attrs:
+            node = _new_node(Node)
             pairs = [(_PY_ATTR_NAMES.get(k) or _attr_name(k), v) for k, v in attrs.items()]
             _setup(node, info, children, pairs)
             return node
         if not short:
+            node = _new_node(Node)
             _setup(node, info, children, None)
             return node
         # The commonest nodes of a page built from rows (TD(value), TR(TD(...), ...)):
         # _setup's short path written out, the node's HTML made now. One text child
-        # (escaped) or int child is the commonest of all and needs no list.
-        if len(children) == 1 and type(children[0]) is str:
+        # (escaped) or int child is the commonest of all and needs no list. Each test
+        # below is asked once (a call to len or type is a good part of a small node).
+        html: str | None
+        if len(children) == 1:
             kid = children[0]
-            html = f"{open_plain}{kid if _needs_escape(kid) is None else _escape_text(kid)}{close}"
-        elif len(children) == 1 and type(children[0]) is int:
-            html = f"{open_plain}{children[0]}{close}"
+            t = type(kid)
+            if t is str:
+                html = (
+                    f"{open_plain}{kid if _needs_escape(kid) is None else _escape_text(kid)}{close}"
+                )
+            elif t is int:
+                html = f"{open_plain}{kid}{close}"
+            else:
+                html = _rendered_now(open_plain, close, children)
         else:
-            html = _rendered_now(open_plain, close, children)  # type: ignore[assignment]
-            if html is None:
-                _setup(node, info, children, None)
-                return node
+            html = _rendered_now(open_plain, close, children)
+        node = _new_node(Node)
+        if html is None:
+            _setup(node, info, children, None)
+            return node
         node._tag = tag
         node._open = open_plain
         node._attrs = ()

@@ -58,6 +58,7 @@ KEY_HELP = (
 _MIN_LENGTH = 16
 
 _keys: list[str] | None = None  # newest first; None: not configured (read the environment)
+_env_keys: tuple[str, list[str]] | None = None  # PYWEB_SECRET_KEY's value and its keys
 
 
 class MissingSecretKey(RuntimeError):
@@ -88,11 +89,16 @@ def configure(key: str | Sequence[str] | None) -> None:
 
 def keys() -> list[str]:
     """The keys in use, newest first; :class:`MissingSecretKey` when there are none."""
+    global _env_keys
     if _keys is not None:
         return _keys
     env = os.environ.get("PYWEB_SECRET_KEY")
     if env:
-        return _as_list(env)
+        # Parsed once per value of the variable, not at each signature (a session cookie is
+        # checked on every request that sends one): about 12k instructions a call.
+        if _env_keys is None or _env_keys[0] != env:
+            _env_keys = (env, _as_list(env))
+        return _env_keys[1]
     raise MissingSecretKey(f"this site has no secret key: {KEY_HELP}")
 
 
@@ -140,17 +146,25 @@ class _KeyedSigner(Signer):
 
 
 _signers: dict[tuple[tuple[str, ...], str], Signer] = {}
+# Per salt, the list keys() gave last time and its signer: the same list object means the
+# same keys, found without making and hashing a tuple of them (every session cookie).
+_last_signer: dict[str, tuple[list[str], Signer]] = {}
 
 
 def signer(salt: str) -> Signer:
     """itsdangerous's plain :class:`~itsdangerous.Signer` for short strings (a session id):
     no JSON and no timestamp, half the work of :func:`sign` on every request."""
-    current = tuple(keys())
+    listed = keys()
+    last = _last_signer.get(salt)
+    if last is not None and last[0] is listed:  # the keys of last time (the usual case)
+        return last[1]
+    current = tuple(listed)
     found = _signers.get((current, salt))
     if found is None:
         if len(_signers) > 64:
             _signers.clear()
         found = _signers[(current, salt)] = _KeyedSigner(list(reversed(current)), salt=salt)
+    _last_signer[salt] = (listed, found)
     return found
 
 
@@ -227,9 +241,11 @@ def use_site_key(root: str, key: str | Sequence[str] | None, *, dev: bool) -> st
     if key:
         configure(key)
         return "the secret_key setting"
-    if os.environ.get("PYWEB_SECRET_KEY"):
-        configure(None)
-        keys()  # a bad value in the variable is an error now, not on the first request
+    env = os.environ.get("PYWEB_SECRET_KEY")
+    if env:
+        # Read now, as the setting is (a bad value is an error now, not on the first
+        # request), and not at each signature: os.environ costs about 5k instructions a read.
+        configure(env)
         return "PYWEB_SECRET_KEY"
     if dev:
         configure(_dev_key(root))

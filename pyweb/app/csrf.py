@@ -22,6 +22,14 @@ Putting the token in a form:
 
 Exemptions: the setting ``csrf_exempt`` (URL patterns, as for traps: ``"/api/*"``) and
 ``@service(..., csrf=False)``, for APIs authenticated by a token rather than a cookie.
+
+Where the token is kept (docs/csrf.md, "Where the token lives"): in the visitor's session
+when there is one (a stored session, or one the page stores now). A first visit with no
+session gets a random token in a cookie of its own instead, ``pyweb_csrf``, signed with the
+site's key (:mod:`pyweb.signing`), ``HttpOnly`` and ``SameSite=Lax``; a POST from a browser
+without a session must send back the token inside that cookie (a signed double-submit
+token). So a guest book's first visit stores nothing on the server. A browser that has a
+session is checked against the session's token only, as before.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import hmac
 import secrets
 from fnmatch import fnmatchcase
 
-from pyweb import html
+from pyweb import html, signing
 from pyweb.quot import safe
 
 from .conn import Conn, _current, current_conn
@@ -38,6 +46,7 @@ from .conn import Conn, _current, current_conn
 __all__ = [
     "csrf_token",
     "csrf_field",
+    "COOKIE",
     "FIELD",
     "HEADER",
     "UNSAFE_METHODS",
@@ -49,6 +58,8 @@ FIELD = "csrf_token"
 HEADER = "x-csrf-token"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _KEY = "_csrf_token"  # where the token lives in the session
+COOKIE = "pyweb_csrf"  # where a browser without a session keeps it (signed)
+_SALT = "pyweb.csrf"  # (a session id's signature is no CSRF cookie's, and the reverse)
 
 
 def matches(pattern: str, path: str) -> bool:
@@ -60,19 +71,76 @@ def matches(pattern: str, path: str) -> bool:
 
 
 def csrf_token(conn: Conn | None = None) -> str:
-    """The session's CSRF token, created (with the session) on first use."""
+    """The browser's CSRF token: its session's (made on first use), or, for a browser with
+    no session, the token of its ``pyweb_csrf`` cookie (made on first use, and the cookie
+    sent with the response unless the page stores a session after all)."""
     conn = conn or current_conn()
     session = conn.session
     token = session.get(_KEY)
-    if not isinstance(token, str):
+    if isinstance(token, str):
+        return token
+    if session.sid is not None or session.modified:  # a session that is, or will be, stored
         token = session[_KEY] = secrets.token_urlsafe(32)
+        return token
+    # No session: nothing is stored for the token alone. It is held in the session for
+    # this request (stored with it if the page writes to the session later) and otherwise
+    # goes to the browser in a signed cookie (first_visit_cookie).
+    token = _cookie_token(conn)
+    if token is None:
+        token = session.cookie_token = secrets.token_urlsafe(32)
+    session.hold(_KEY, token)
     return token
 
 
+def _cookie_token(conn: Conn) -> str | None:
+    """The token in the request's ``pyweb_csrf`` cookie; None if missing or not signed by
+    this site for this use."""
+    value = conn.cookies.get(COOKIE)
+    if not value:
+        return None
+    try:
+        return signing.signer(_SALT).unsign(value).decode("ascii")
+    except (signing.BadSignature, UnicodeDecodeError):
+        return None
+
+
+def first_visit_cookie(conn: Conn) -> str | None:
+    """The value of the ``pyweb_csrf`` cookie this response sets (the token, signed), or
+    None: no token was made for a browser without a session, or the session was stored
+    with the token in it. The site asks after saving the session."""
+    session = conn._session
+    if session is None or session.sid is not None:
+        return None
+    token = session.cookie_token
+    if token is None or session.get(_KEY) != token:  # (the page cleared the session)
+        return None
+    return signing.signer(_SALT).sign(token).decode("ascii")
+
+
+def keep_cookie_token(conn: Conn) -> None:
+    """A session stored for the first time takes the token of the browser's ``pyweb_csrf``
+    cookie, so a form shown before the session existed still posts. (The site calls this
+    before saving; a session with a token of its own, or being emptied, is left alone.)"""
+    session = conn._session
+    if (
+        session is not None
+        and session.sid is None
+        and session.modified
+        and session
+        and _KEY not in session
+        and COOKIE in conn.cookies
+    ):
+        token = _cookie_token(conn)
+        if token is not None:
+            session[_KEY] = token
+
+
 def new_token(conn: Conn) -> None:
-    """A fresh token (on login, so a token seen before login is worth nothing after it)."""
-    if _KEY in conn.session:
-        conn.session[_KEY] = secrets.token_urlsafe(32)
+    """A fresh token in the session (on login, so a token seen before login is worth
+    nothing after it), and a ``pyweb_csrf`` cookie from before the login dropped."""
+    conn.session[_KEY] = secrets.token_urlsafe(32)
+    if COOKIE in conn.cookies:
+        conn.add_set_cookie(f"{COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax")
 
 
 def csrf_field(conn: Conn | None = None) -> object:
@@ -97,11 +165,15 @@ def missing_token(conn: Conn) -> str | None:
             f"this {conn.method} carries no CSRF token (the form field {FIELD} or the "
             f"header X-CSRF-Token)"
         )
-    expected = conn.session.get(_KEY)
+    session = conn._session
+    if session is not None and session.sid is not None:
+        expected = session.get(_KEY)  # a browser with a session: the session's token only
+    else:
+        expected = _cookie_token(conn)  # one without: the token its cookie holds
     if not isinstance(expected, str):
         return (
             f"this {conn.method} carries a CSRF token but the browser has no session it "
-            f"belongs to (no session cookie, or the session expired)"
+            f"belongs to (no session or CSRF cookie, or the session expired)"
         )
     if not hmac.compare_digest(sent.encode(), expected.encode()):
         return f"this {conn.method} carries a CSRF token that is not this session's"

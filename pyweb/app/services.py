@@ -31,13 +31,16 @@ a TypedDict is read from a JSON body (:mod:`pyweb.app.jsonbody`). POSTs need the
 
 from __future__ import annotations
 
+import dis
 import inspect
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from types import CodeType, CoroutineType
 from typing import Any
 
 from pyweb import forms
 
+from . import pages
 from .conn import RequestError
 from .jsonbody import check_json_type, is_json_type, read_json
 from .results import to_response
@@ -76,6 +79,15 @@ class Service:
         skip = ("conn",) if self.json_param is None else ("conn", self.json_param[0])
         self._skip = skip
         forms.check_signature(func, skip=skip)  # a TypeError naming the parameter, at import
+        self._reads_form = bool(forms._plan(func, skip))  # (the plan check_signature made)
+        self.at_once = (
+            inspect.iscoroutinefunction(func)
+            and self.json_param is None
+            and not _may_wait(getattr(func, "__code__", None))
+        )
+        """An async function that never awaits, with no JSON body to read: it cannot
+        wait, so it runs to its end at once (:meth:`respond_at_once`) and needs no page
+        deadline (Hop's hello-ast returns a tree built once)."""
         if self.pattern is not None:
             for name in self.pattern.names:
                 if name not in parameters and not any(
@@ -134,23 +146,48 @@ class Service:
             raise JSONFieldErrors(errors)
         return value
 
-    async def respond(self, conn: Any) -> None:
-        """Parse the arguments from ``conn.form``, call the function, give its response."""
+    def _arguments(self, conn: Any) -> dict[str, Any]:
+        """The function's arguments from ``conn.form`` (all but a JSON body)."""
         if self.login_required:
             from pyweb.auth import require_login
 
             require_login()
         if conn.path_params:
             self._check_path(conn)
-        # FormErrors → one 400 page
-        kwargs = forms.parse_arguments(self.func, conn.form, skip=self._skip)
-        if self.json_param is not None:
-            kwargs[self.json_param[0]] = await self._read_body(conn)
+        kwargs: dict[str, Any] = {}
+        if self._reads_form:  # FormErrors → one 400 page
+            kwargs = forms.parse_arguments(self.func, conn.form, skip=self._skip)
         if self.wants_conn:
             kwargs["conn"] = conn
+        return kwargs
+
+    async def respond(self, conn: Any) -> None:
+        """Parse the arguments from ``conn.form``, call the function, give its response."""
+        kwargs = self._arguments(conn)
+        if self.json_param is not None:
+            kwargs[self.json_param[0]] = await self._read_body(conn)
         result = self.func(**kwargs)
         if inspect.isawaitable(result):
             result = await result
+        self._answer(conn, result)
+
+    def respond_at_once(self, conn: Any) -> Awaitable[None]:
+        """:meth:`respond` for a service that cannot wait (:attr:`at_once`): its coroutine
+        runs to its end in one step, here, and the site gets ``pages.DONE``, as from a
+        script without ``await`` (no coroutine of respond's own, no deadline)."""
+        result: Any = self.func(**self._arguments(conn))
+        if type(result) is CoroutineType:
+            try:
+                result.send(None)
+            except StopIteration as done:
+                result = done.value
+            else:  # (its code has no await: a coroutine without one ends at its first step)
+                result.close()
+                raise RuntimeError(f"{self!r} waited, though its code has no await")
+        self._answer(conn, result)
+        return pages.DONE
+
+    def _answer(self, conn: Any, result: Any) -> None:
         if result is None:
             return  # the service answered through conn.return_ (or will be a 500)
         if conn.response is not None:
@@ -166,6 +203,20 @@ class Service:
 
     def __repr__(self) -> str:
         return f"<service {self.path} -> {self.func.__module__}.{self.func.__qualname__}>"
+
+
+_WAITS = frozenset(
+    {"GET_AWAITABLE", "GET_AITER", "GET_ANEXT", "BEFORE_ASYNC_WITH", "SEND", "YIELD_VALUE"}
+)
+"""The instructions through which a coroutine can hand control to the loop (``await``,
+``async for``, ``async with``): a coroutine whose code has none ends at its first step."""
+
+
+def _may_wait(code: CodeType | None) -> bool:
+    """Whether a coroutine running ``code`` may wait (``True`` when there is no code to read)."""
+    if code is None:
+        return True
+    return any(instruction.opname in _WAITS for instruction in dis.get_instructions(code))
 
 
 class JSONFieldErrors(Exception):

@@ -65,6 +65,10 @@ class Session(MutableMapping[str, Any]):
         self.modified = False
         self._old_sid: str | None = None  # an id to delete when saving (rotated or cleared)
 
+    cookie_token: str | None = None
+    """A CSRF token made for a browser that has no stored session (:mod:`pyweb.app.csrf`):
+    if the session is not stored after all, the token travels in its own signed cookie."""
+
     def __getitem__(self, key: str) -> Any:
         return self._data[key]
 
@@ -78,6 +82,12 @@ class Session(MutableMapping[str, Any]):
     def __delitem__(self, key: str) -> None:
         del self._data[key]
         self.modified = True
+
+    def hold(self, key: str, value: str) -> None:
+        """Set ``key`` without marking the session changed: the value is stored with the
+        rest if the page changes the session, and is forgotten with the request if not
+        (a first visit's CSRF token: no stored session only for it)."""
+        self._data[key] = value
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)

@@ -113,16 +113,14 @@ class SiteError(Exception):
 
 
 def _hidden(decoded: str) -> bool:
-    """Source files of the site, never served as static files."""
-    segments = decoded.split("/")
-    # templates/ is source; data/ holds the site's SQLite database (pyweb.db's default).
-    if len(segments) > 1 and segments[1] in ("templates", "data"):
+    """Source files of the site, never served as static files: a segment that starts
+    with ``_``, a last one that ends in ``.py``, ``.pyc`` or ``.sql``, and what is under
+    ``templates/`` (source) and ``data/`` (the site's SQLite database, pyweb.db's default).
+    Tested on the whole string where it can be: this runs for every static file."""
+    if decoded.startswith("_") or "/_" in decoded or decoded.endswith((".py", ".pyc", ".sql")):
         return True
-    for segment in segments:
-        if segment.startswith("_"):
-            return True
-    last = segments[-1]
-    return last.endswith((".py", ".pyc", ".sql"))
+    segments = decoded.split("/", 2)
+    return len(segments) > 1 and segments[1] in ("templates", "data")
 
 
 class Site:
@@ -184,7 +182,10 @@ class Site:
         # _secure's lists: it is not looked at again (the page path secures in place).
         self._html_last = self._html_extra[-1] if self._html_extra else None
         self._other_last = self._other_extra[-1] if self._other_extra else None
-        self.static = StaticFiles(self.root, hidden=_hidden, dev=dev)
+        # A file's answer ends with these lists' own fields, so _secure passes it as it is.
+        self.static = StaticFiles(
+            self.root, hidden=_hidden, dev=dev, extra_headers=(self._html_extra, self._other_extra)
+        )
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
         pages.install_library_finder(self.root)
@@ -201,7 +202,8 @@ class Site:
         self.traps: list[Trap] = []
         """Traps in registration order."""
         self._known: dict[str, _Page] = {}
-        """URL path (as sent) → the script or service that answered it (``_remember``)."""
+        """URL path (as sent) → the script or service that answered it (``_remember``), or
+        ``_FILE``: a static file did (``_remember_file``)."""
         self.problems: list[Problem] = []
         self._broken: dict[str, Problem] = {}  # script path -> its syntax error (dev)
         self._syntax_errors: dict[str, SyntaxError] = {}  # the same, as raised (dev page)
@@ -585,8 +587,19 @@ class Site:
         if not self.dev:
             page = self._known.get(ctx.request.path)
             if page is not None and (page.methods is None or ctx.request.method in page.methods):
+                if page is _FILE:
+                    return self._file(ctx)
                 return self._run_page(ctx, page)
         return self._routed(ctx)
+
+    async def _file(self, ctx: Context) -> Response:
+        """A path a static file answered before (``_remember_file``): the file again,
+        without the routing that chose it. Anything else (another method, the file gone,
+        a conditional GET's 304 is fine) goes through the routing as usual."""
+        response = self.static.respond(ctx.request)  # (a GET or a HEAD: _FILE.methods)
+        if response is not None and response.status < 400:
+            return self._secure(response)  # (it has them: StaticFiles added them)
+        return self._secure(await self._route(ctx))
 
     async def _routed(self, ctx: Context) -> Response:
         return self._secure(await self._route(ctx))
@@ -699,7 +712,20 @@ class Site:
                 return routed
         if traps:
             return await self._trapped_static(ctx, traps)
-        return self._static(ctx)
+        response = self._static(ctx)
+        if response.status < 400 and not self.dev:
+            self._remember_file(path, name)
+        return response
+
+    def _remember_file(self, path: str, name: str) -> None:
+        """Note that a file answered ``path``, when nothing else ever can in production:
+        scripts and services are loaded once (``_load`` forgets these paths too), but a
+        template page is looked for on disk on every request, so a file that a template
+        added later could shadow (a last segment without a dot, ``/about``) is not noted.
+        Bounded, as ``_remember``."""
+        if self.templates is not None and "." not in name.rsplit("/", 1)[-1]:
+            return
+        self._remember(path, _FILE)
 
     def _remember(self, path: str, page: _Page) -> None:
         """Note which script or service answers ``path`` (as sent), so that the next request
@@ -1040,12 +1066,19 @@ class Site:
         return self._form_errors_page(errors)
 
     async def _save_session(self, conn: Conn) -> None:
-        """Store the session if the page changed it; tell the browser a new id."""
+        """Store the session if the page changed it; tell the browser a new id, or, when no
+        session was stored, the CSRF token made for it (pyweb.app.csrf: its own cookie)."""
         assert conn._session is not None
+        csrf.keep_cookie_token(conn)  # a new session keeps the token of a form shown before
         value = await self.sessions.save(conn._session)
-        if value is None:
-            return
-        parts = [f"{COOKIE_NAME}={value}", "Path=/", "HttpOnly", "SameSite=Lax"]
+        if value is not None:
+            name = COOKIE_NAME
+        else:
+            value = csrf.first_visit_cookie(conn)
+            if value is None:
+                return
+            name = csrf.COOKIE
+        parts = [f"{name}={value}", "Path=/", "HttpOnly", "SameSite=Lax"]
         if not value:
             parts.insert(2, "Max-Age=0")
         if getattr(conn.ctx, "scheme", "http") == "https" or (
@@ -1057,7 +1090,7 @@ class Site:
         if response is not None and not any(
             n.lower() == "cache-control" for n, _ in response.headers
         ):
-            # a response that sets a session cookie is this browser's only (a new Response,
+            # a response that sets a session (or CSRF) cookie is this browser's only (a new Response,
             # unless conn made this one: the page's may be an object built once)
             if response is conn._made:
                 response.headers.append(("Cache-Control", "private, no-store"))
@@ -1158,17 +1191,26 @@ class _Page:
     """A service's methods (another one is a 405); None: a script answers any method."""
 
 
+async def _no_page(conn: Conn) -> None:
+    raise AssertionError("_FILE is a mark, never run")
+
+
+_FILE = _Page(_no_page, "static file", None, False, methods=("GET", "HEAD"))
+"""``Site._known``'s mark for a path a static file answered."""
+
+
 def _script_page(script: pages.Script, traps: Sequence[Trap]) -> _Page:
     return _Page(script.run, script.name, script.path, script.is_async, tuple(traps))
 
 
 def _service_page(svc: Service, traps: Sequence[Trap]) -> _Page:
     code = getattr(svc.func, "__code__", None)
+    at_once = svc.at_once and not traps  # (a trap may wait: then the deadline stays)
     return _Page(
-        svc.respond,
+        svc.respond_at_once if at_once else svc.respond,
         f"service {svc.path}",
         code and code.co_filename,
-        inspect.iscoroutinefunction(svc.func),
+        inspect.iscoroutinefunction(svc.func) and not at_once,
         tuple(traps),
         svc.csrf,
         svc.methods,

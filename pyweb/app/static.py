@@ -253,7 +253,7 @@ class StaticFiles:
 
     __slots__ = (
         "root", "index_files", "dev", "_prefix", "_resolved", "_validators", "_not_content",
-        "_hidden",
+        "_hidden", "_html_extra", "_other_extra",
     )  # fmt: skip
 
     def __init__(
@@ -264,10 +264,14 @@ class StaticFiles:
         dev: bool = False,
         not_content: tuple[str, ...] = NOT_CONTENT,
         hidden: Callable[[str], bool] | None = None,
+        extra_headers: tuple[list[tuple[str, str]], list[tuple[str, str]]] = ([], []),
     ):
         """``not_content``: file-name patterns never served (:data:`NOT_CONTENT`).
         ``hidden``: a test of the *real* path below the root (``"/data/x.db"``) for the
-        places a caller keeps private (a site's ``templates/`` and ``data/``)."""
+        places a caller keeps private (a site's ``templates/`` and ``data/``).
+        ``extra_headers``: fields every answer for a file ends with, ``(for an HTML file,
+        for any other answer)``: a site's security headers, added here to the list the
+        answer is built in rather than to a copy of it afterwards."""
         # Resolved once: every served path is compared against the real root.
         self.root = os.path.realpath(os.fspath(root))
         if not os.path.isdir(self.root):
@@ -278,6 +282,7 @@ class StaticFiles:
             _default_matcher if not_content == NOT_CONTENT else _name_matcher(not_content)
         )
         self._hidden = hidden
+        self._html_extra, self._other_extra = extra_headers
         self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         # URL path on disk -> (path to stat, st_dev, st_ino, checked real path); see respond.
         self._resolved: dict[str, tuple[str, int, int, str]] = {}
@@ -296,30 +301,11 @@ class StaticFiles:
 
         # Decode once. surrogateescape keeps non-UTF-8 bytes as the same bytes on disk.
         decoded = unquote(path, errors="surrogateescape") if "%" in path else path
-        if "\x00" in decoded or "\\" in decoded:
-            return self._refuse(400, "NUL or backslash in the path")
-        segments = decoded.split("/")
-        # segments[0] is "" (the leading slash); the last is "" for a trailing slash.
-        for i in range(1, len(segments)):
-            segment = segments[i]
-            if not segment:
-                if i == len(segments) - 1:
-                    break
-                return self._refuse(400, "empty segment (//) in the path")
-            if segment[0] == ".":
-                if segment == "." or segment == "..":
-                    return self._refuse(400, "'.' or '..' segment in the path")
-                if not (i == 1 and segment == ".well-known"):
-                    return self._refuse(
-                        404, "hidden files (names starting with '.') are not served"
-                    )
-            elif self._not_content(segment):
-                return self._refuse(404, f"{segment!r} is not content (settings, backup, "
-                                    "database, log or source)")
-
         candidate = self.root + decoded if decoded != "/" else self.root
-        # Fast path: realpath costs one lstat per path component (most of respond's time),
-        # so remember which URL resolved to which checked file. The entry is trusted only
+        # Fast path: realpath costs one lstat per path component, and the checks of the
+        # path's segments a regular expression each, so remember which URL resolved to
+        # which checked file (only paths that passed every check below get in, and the
+        # checks give the same answer for the same path). The entry is trusted only
         # while a stat through the unresolved path still reaches the same inode: a moved
         # symlink or a replaced file changes the inode and sends us down the slow path.
         entry = self._resolved.get(candidate)
@@ -337,6 +323,10 @@ class StaticFiles:
             ):
                 return self._file_response(request, real, st)
             del self._resolved[candidate]
+
+        refused = self._refused_path(decoded)
+        if refused is not None:
+            return refused
 
         try:
             real = os.path.realpath(candidate)
@@ -381,6 +371,31 @@ class StaticFiles:
             return None  # "/file.txt/" names a directory that is not there
         self._remember(candidate, candidate, st, real)
         return self._file_response(request, real, st)
+
+    def _refused_path(self, decoded: str) -> Response | None:
+        """The refusal of a URL path no file may answer (``..``, ``//``, a hidden or
+        non-content name), or None."""
+        if "\x00" in decoded or "\\" in decoded:
+            return self._refuse(400, "NUL or backslash in the path")
+        segments = decoded.split("/")
+        # segments[0] is "" (the leading slash); the last is "" for a trailing slash.
+        for i in range(1, len(segments)):
+            segment = segments[i]
+            if not segment:
+                if i == len(segments) - 1:
+                    break
+                return self._refuse(400, "empty segment (//) in the path")
+            if segment[0] == ".":
+                if segment == "." or segment == "..":
+                    return self._refuse(400, "'.' or '..' segment in the path")
+                if not (i == 1 and segment == ".well-known"):
+                    return self._refuse(
+                        404, "hidden files (names starting with '.') are not served"
+                    )
+            elif self._not_content(segment):
+                return self._refuse(404, f"{segment!r} is not content (settings, backup, "
+                                    "database, log or source)")
+        return None
 
     def _private(self, real: str) -> str:
         """Why the resolved path ``real`` (inside the root) must not be served, or "": it is
@@ -441,14 +456,15 @@ class StaticFiles:
         # RFC 9110 §13.2.2: If-None-Match first; If-Modified-Since only without it.
         if if_none_match is not None:
             if _etag_matches(if_none_match, etag):
-                return Response(304, headers, b"")
+                return Response(304, [*headers, *self._other_extra], b"")  # (no type: not HTML)
         elif if_modified_since is not None:
             since = _parse_http_date(if_modified_since)
             if since is not None and mtime <= since:
-                return Response(304, headers, b"")
+                return Response(304, [*headers, *self._other_extra], b"")
 
         headers.append(("Content-Type", content_type))
         headers.append(("Accept-Ranges", "bytes"))
+        extra = self._html_extra if content_type.startswith("text/html") else self._other_extra
         # §14.2: Range is defined for GET only; a HEAD gets the plain 200 head.
         if (
             range_value is not None
@@ -458,11 +474,14 @@ class StaticFiles:
             byte_range = _parse_range(range_value, size)
             if byte_range is False:
                 headers.append(("Content-Range", f"bytes */{size}"))
+                headers.extend(extra)
                 return Response(416, headers, b"")
             if byte_range is not None:
                 first, last = byte_range  # type: ignore[misc]
                 headers.append(("Content-Range", f"bytes {first}-{last}/{size}"))
+                headers.extend(extra)
                 return Response(206, headers, FileBody(real, first, last - first + 1))
+        headers.extend(extra)
         return Response(200, headers, FileBody(real, 0, size))
 
     @staticmethod

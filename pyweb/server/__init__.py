@@ -10,9 +10,12 @@
         ─►  ServerLog (logging.py, Marlow §5: one logging task fed through a Mailbox)
 
 Where a task waits for more than one thing it says so with first-class events (CML §2,
-pyweb.events; docs/events.md "How the server uses events"): an idle connection waits for
-``choose(bytes, its deadline, the broadcast)``, and graceful shutdown is one SHUTDOWN
-message on ``Server.broadcast``, a Multicast (control.py, CML §3.1).
+pyweb.events; docs/events.md "How the server uses events"), and graceful shutdown is one
+SHUTDOWN message on ``Server.broadcast``, a Multicast (control.py, CML §3.1). The two
+hottest waits are written out by hand instead: an idle connection waits for
+``choose(bytes, its deadline, shutdown)`` as a cancel scope around the socket's wait
+(shutdown shortens its deadline), and the accept loop for a connection or the listener's
+closing (shutdown closes it).
 
 Use::
 
@@ -238,9 +241,13 @@ class Server:
             return
         self.closing = True
         self.closing_since = trio.current_time()
-        # One message wakes every waiter: the accept loops stop, idle connections close,
-        # serve() starts waiting for the busy ones (control.py).
+        # One message wakes every waiter that listens (serve() starts waiting for the busy
+        # connections; control.py). A connection waiting idle for its next request does
+        # not listen (its wait is the hot path: connection.py): it is told here, and
+        # closes once close_grace is over.
         self.broadcast.send(SHUTDOWN)
+        for connection in list(self.slots.idle):
+            connection.close_when_idle()
         self.stopping.set()  # long waits in handlers (ctx.shutdown_evt()) end now
         self.scheduler.stop()
         if self.listener is not None:

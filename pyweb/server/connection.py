@@ -28,29 +28,27 @@ started with (``self.config``): a reload (SIGHUP) changes them for new connectio
 
 Timeouts and shutdown are first-class events (Marlow §4, "clients which hang ... can be
 disconnected"; CML §2, pyweb.events). Where Marlow wraps a read in a ``timeout``
-combinator, a connection that must wait for bytes synchronizes on a choice, exactly as a
-CML thread would::
+combinator, a connection that must wait for bytes waits on a choice, as a CML thread would::
 
     choose(
         readable_evt(sock),                          # bytes (or EOF): go and read them
-        wrap(guard(at_deadline), lambda _: TIMED_OUT),   # keep-alive or header timeout
-        port.recv_evt(),                             # the server's broadcast: SHUTDOWN...
+        wrap(at_time(deadline), lambda _: TIMED_OUT),    # keep-alive or header timeout
+        shutdown,                                    # the server stops: an idle wait ends
     )
 
-The cheap formulation, because this is the hot path: the event is built once per
-connection (at its first wait) and kept; the ``guard`` reads the deadline the loop keeps
-in a plain attribute (``Connection.deadline``, one float store per phase, at its first
-wait: ``now + keepalive_timeout`` while idle, ``now + header_timeout`` once part of a head
-has arrived) and makes the timer at each sync; and the connection only syncs when ``recv``
-said it would block: a request already in the kernel buffer costs no event (and no clock
-read) at all. In
-the sync, the socket branch is awaited directly and the port branch is an offer that
-interrupts it (``pyweb.events._core._wait_alone``), so the whole choice costs one cancel
-scope (which carries the timer) and no helper task. A timed-out wait in the middle of a
-request head gets a 408, an idle one is just closed; SHUTDOWN closes an idle connection
-and is ignored half-way through a head (that request is finished, with
-``Connection: close``). The handler phases use the same idiom with ``timeout``:
-``select(readable_evt(sock), timeout(body_timeout))`` while the handler waits for its
+Because this is the hot path, :meth:`~Connection.wait_for_request` writes that one choice
+out by hand instead of building it for ``sync``: the socket is awaited in a trio cancel
+scope whose deadline is the timer branch, and the shutdown branch is the server shortening
+that deadline for each connection that waits idle (:meth:`~Connection.close_when_idle`).
+The deadline is a plain attribute (``Connection.deadline``, one float store per phase, at
+its first wait: ``now + keepalive_timeout`` while idle, ``now + header_timeout`` once part
+of a head has arrived), and the connection only waits when ``recv`` said it would block: a
+request already in the kernel buffer costs no wait (and no clock read) at all. A timed-out
+wait in the middle of a request head gets a 408, an idle one is just closed; shutdown
+closes an idle connection (after ``close_grace``: its next request may be on the wire) and
+leaves one half-way through a head alone (that request is finished, with
+``Connection: close``). The handler phases use the events of :mod:`pyweb.events` as they
+are: ``select(readable_evt(sock), timeout(body_timeout))`` while the handler waits for its
 body (a 408), ``select(writable_evt(fd), timeout(send_timeout))`` while a reply waits for
 a client that doesn't read (the connection is dropped). While the handler runs there is
 no deadline. One connection waiting never holds up another: each waits in its own task.
@@ -59,7 +57,7 @@ Hot path (one keep-alive request): one read, one parse, one handler call, one ``
 (straight to the non-blocking socket, then one yield to the other tasks; only if the kernel
 buffer is full does the task wait), one access record. No task and no closure is created
 per request; a cancel scope only when the request had not arrived yet and the connection
-has to wait for it (the choice above).
+has to wait for it (the wait above).
 """
 
 from __future__ import annotations
@@ -67,11 +65,12 @@ from __future__ import annotations
 import math
 import socket
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
+from trio.lowlevel import wait_readable
 
-from pyweb.events import Event, Port, at_time, choose, guard, readable_evt, sync, wrap
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import RequestParser
@@ -81,7 +80,6 @@ from pyweb.protocol.websocket import WebSocketUpgrade
 from .body import DRAIN_LIMIT
 from .budget import BUDGET
 from .context import RequestContext
-from .control import SHUTDOWN
 from .gone import ClientWatch
 from .logging import AccessRecord
 from .proxy import peer_host
@@ -106,20 +104,13 @@ class _TimedOut(Exception):
     """The header timeout passed half-way through a request head (then a 408)."""
 
 
-_TIMED_OUT = object()  # the value of a wait's timer branch
-
-
-def _timed_out(_: object) -> object:
-    return _TIMED_OUT
-
-
 class Connection:
     """One client connection and its ``talk`` loop. ``await connection.run()`` serves it to the
     end and closes the socket."""
 
     __slots__ = (
         "server", "config", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "site",
-        "log", "port", "request_evt", "fresh", "watch", "replies", "via_proxy", "served",
+        "log", "wait_scope", "fresh", "watch", "replies", "via_proxy", "served",
         "opened_at", "evicted", "in_stream_budget", "reserved", "client",
     )  # fmt: skip
 
@@ -138,15 +129,18 @@ class Connection:
         self.fd = sock.fileno()
         self.peer = peer
         self.parser = RequestParser(config.limits)
-        self.replies = Replies(sock, peer, config, log, self.error_page)
+        # The replies draw their error pages as error_page() does, without holding this
+        # connection (its bound method would be a reference cycle, leaving every
+        # connection, its parser and its socket object to the cyclic collector).
+        self.replies = Replies(
+            sock, peer, config, log, partial(server.error_page, dev=config.dev, site=self.site)
+        )
         self.phase = IDLE
         self.deadline = _INF
-        """When the current wait for a request stops waiting (trio clock), read by the
-        guard of :attr:`request_evt`."""
-        self.port: Port[str] | None = None
-        """This connection's port on ``server.broadcast`` (made at the first wait)."""
-        self.request_evt: Event[object] | None = None
-        """bytes | deadline | broadcast message: what an idle connection waits for."""
+        """When the current wait for a request stops waiting (trio clock)."""
+        self.wait_scope: trio.CancelScope | None = None
+        """The cancel scope of the current wait for a request (its deadline is the
+        timeout), for :meth:`close_when_idle`."""
         self.fresh = True
         """No request has been read yet (graceful shutdown waits for the first one)."""
         self.watch: ClientWatch | None = None
@@ -192,8 +186,6 @@ class Connection:
         finally:
             self.release_body()
             server.connections.discard(self)
-            if self.port is not None:
-                self.port.close()
             if self.watch is not None:
                 self.watch.stop()
             # No other task waits on the socket now (the watch was the only one; this task
@@ -312,54 +304,52 @@ class Connection:
             return self.server.slots.first_byte(self.config.first_byte_timeout)  # (spread
         return self.server.slots.keepalive(self.config.keepalive_timeout)  # in a crowd)
 
-    def _deadline_evt(self) -> Event[None]:
-        # The guard of request_evt: the deadline of *this* wait, set by the loop.
-        return at_time(self.deadline)
-
     async def wait_for_request(self) -> bool:
         """Wait until the socket has bytes (True), the deadline passes (an idle connection:
-        False; half a head: raises :class:`_TimedOut`) or a SHUTDOWN arrives while idle
-        (False). Called only after ``recv`` said it would block."""
+        False; half a head: raises :class:`_TimedOut`) or, while idle, the server's
+        shutdown and its ``close_grace`` are over (False). Called only after ``recv`` said
+        it would block.
+
+        The wait is the choice of the module doc, written out for its one case: the socket
+        is awaited in a cancel scope whose deadline is the timer branch, and the shutdown
+        branch is :meth:`Server.shutdown` shortening that deadline for the connections
+        that wait idle (:meth:`close_when_idle`). The general ``sync`` cost three times as
+        much here (docs/performance.md)."""
         # Graceful shutdown: an idle persistent connection stops waiting. A fresh one is not
         # idle: its client has just connected and is about to send its request (closing it
         # would reset a request already on its way), so it gets the header timeout.
-        idle = self.phase == IDLE and not self.fresh
-        if idle and self.server.closing:
+        if self.phase == IDLE and not self.fresh and self.server.closing:
             # Graceful shutdown or a recycle: a keep-alive client may have sent its next
             # request already (it is on the wire). Closing now would reset it; watch the
             # connection a moment longer instead and answer it with Connection: close.
             if not self._grace():
                 return False
-        evt = self.request_evt
-        if evt is None:
-            # First wait of this connection: subscribe to the broadcast, then build the
-            # event once; every later wait reuses it (the guard re-reads the deadline).
-            self.port = port = self.server.broadcast.port()
-            evt = self.request_evt = choose(
-                readable_evt(self.sock),
-                wrap(guard(self._deadline_evt), _timed_out),
-                port.recv_evt(),
-            )
-        room = self.server.slots.waiting(self)
+        room = self.server.slots.waiting(self)  # (the idle room: what shutdown wakes)
         try:
-            while True:
-                what = await sync(evt)
-                if what is None:
-                    return True
-                if what is _TIMED_OUT:
-                    if self.phase == IDLE:
-                        return False
-                    raise _TimedOut
-                if what == SHUTDOWN and idle and not self._grace():
-                    return False
-                # RELOAD, or SHUTDOWN half-way through a head: finish the request (its
-                # reply will say Connection: close, since server.closing is set).
+            with trio.CancelScope(deadline=self.deadline) as scope:
+                self.wait_scope = scope
+                await wait_readable(self.sock)
         except trio.ClosedResourceError:
             if self.evicted:
                 return False  # another client needed the slot; nothing was in progress
             raise
         finally:
+            self.wait_scope = None
             room.pop(self, None)  # (slots.working, for the one place it can be)
+        if not scope.cancelled_caught:
+            return True  # bytes (or EOF): go and read them
+        if self.phase == IDLE:
+            return False  # idle too long, or the server is stopping: close quietly
+        raise _TimedOut
+
+    def close_when_idle(self) -> None:
+        """The server is shutting down and this connection waits idle (``Slots.idle``):
+        its wait ends once ``close_grace`` is over (at once when that is zero), called by
+        :meth:`Server.shutdown` for each such connection."""
+        scope = self.wait_scope
+        if scope is not None:
+            end = self.server.closing_since + self.config.close_grace
+            self.deadline = scope.deadline = min(self.deadline, end)
 
     def _grace(self) -> bool:
         """Shorten an idle wait to the server's ``close_grace`` after its shutdown began;

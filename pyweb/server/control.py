@@ -2,12 +2,13 @@
 
 Reppy's buffered multicast channel (CML §3.1) gives every reader its own port that sees
 every message sent after the port was made, in order. The server owns one
-:class:`~pyweb.events.Multicast` (``Server.broadcast``); the accept loop of each scheduler
-task and each connection that waits for a request hold a port and put its ``recv_evt()``
-in the choice they block on (``select(readable_evt(sock), deadline, port.recv_evt())``,
-see connection.py). So graceful shutdown is one message, not a walk over every
-connection: whoever is waiting wakes up and decides for itself what the message means
-(an idle connection closes; one half-way through a request head finishes it first).
+:class:`~pyweb.events.Multicast` (``Server.broadcast``): ``serve()`` holds a port and
+waits on it, and so may anyone who cares (a page, a notebook, a test). So graceful shutdown
+is one message, and whoever listens wakes up and decides for itself what it means. The two
+waits on the hot path do not listen, since a port in their choice tripled what a wait
+cost (docs/performance.md): shutdown closes the listener, which ends the accept loops'
+waits, and shortens the deadline of each connection that waits idle for its next request
+(``Connection.close_when_idle``); a connection half-way through a request head finishes it.
 
 Messages are plain strings so that anyone may listen (a page, a notebook, a test).
 ``Server.stopping`` is a :class:`pyweb.events.Latch` beside the broadcast: a port would not

@@ -27,10 +27,6 @@ from typing import Any
 
 import trio
 
-from pyweb.events import Port, readable_evt, select
-
-from .control import SHUTDOWN
-
 __all__ = ["open_listener", "accept", "close_socket"]
 
 
@@ -54,14 +50,16 @@ async def open_listener(host: str, port: int, backlog: int = 128) -> socket.sock
     return sock
 
 
-async def accept(
-    listener: socket.socket, port: Port[str] | None = None
-) -> tuple[socket.socket, str] | None:
+async def accept(listener: socket.socket) -> tuple[socket.socket, str]:
     """Wait for the next connection; return its non-blocking socket (Nagle off) and the
-    peer as text, or ``None`` when ``port`` (on ``Server.broadcast``) says SHUTDOWN
-    first: the accept loop waits on ``select(readable_evt(listener), port.recv_evt())``.
-    Raises ``trio.ClosedResourceError`` if the listener is closed meanwhile, ``OSError`` if
-    accept fails (EMFILE...)."""
+    peer as text. Raises ``trio.ClosedResourceError`` if the listener is closed meanwhile
+    (that is how shutdown stops an accept loop: ``Server.shutdown`` closes the listener),
+    ``OSError`` if accept fails (EMFILE...).
+
+    The wait is a plain ``wait_readable``: a choice of the socket and the server's
+    broadcast (``select(readable_evt(listener), port.recv_evt())``, CML §2.3) said the same
+    at several times the cost, paid at each wait of a server that accepts a connection
+    per request (docs/performance.md)."""
     while True:
         try:
             # ``_accept``, what ``socket.accept`` calls: the wrapper also turns the listener's
@@ -69,10 +67,7 @@ async def accept(
             fd, address = listener._accept()  # type: ignore[attr-defined]
             break
         except BlockingIOError:
-            if port is None:
-                await trio.lowlevel.wait_readable(listener)
-            elif await select(readable_evt(listener), port.recv_evt()) == SHUTDOWN:
-                return None  # (a RELOAD just goes round again)
+            await trio.lowlevel.wait_readable(listener)
     # The listener's family, type and protocol, as socket.accept passes them; read from
     # the C socket below the wrapper, as plain ints (the wrapper's properties make enums).
     plain: Any = super(socket.socket, listener)

@@ -94,20 +94,17 @@ class Scheduler:
         """
         listener = server.listener
         assert listener is not None, "the schedulers run while the server listens"
-        port = server.broadcast.port()  # SHUTDOWN wakes this task in accept
-        while not server.closing:
+        while not server.closing:  # (shutdown closes the listener: accept raises)
             try:
                 async with accept_lock:
                     if server.closing:
                         return
-                    accepted = await socket_accept(listener, port)
+                    accepted = await socket_accept(listener)
             except (trio.ClosedResourceError, OSError) as exc:
                 if server.closing:
                     return  # shutdown closed the listener under us
                 await _accept_failed(server, exc)
                 continue
-            if accepted is None:
-                return  # SHUTDOWN
             await Connection(server, *accepted).run()
 
 
@@ -132,20 +129,16 @@ class OneToOneScheduler(Scheduler):
         listener = server.listener
         assert listener is not None, "the schedulers run while the server listens"
         slots = server.slots
-        port = server.broadcast.port()  # SHUTDOWN wakes the loop in accept (control.py)
         in_a_row = 0
         with self.cancel_scope:
             while True:
                 try:
-                    accepted = await socket_accept(listener, port)
+                    sock, peer = await socket_accept(listener)
                 except (trio.ClosedResourceError, OSError) as exc:
                     if server.closing:
-                        return
+                        return  # shutdown closed the listener (and cancels this scope)
                     await _accept_failed(server, exc)
                     continue
-                if accepted is None:  # SHUTDOWN
-                    return
-                sock, peer = accepted
                 if slots.admit(peer) or (slots.full() and slots.admit(peer, has_bytes(sock))):
                     self.spawn(nursery, Connection(server, sock, peer))
                 else:

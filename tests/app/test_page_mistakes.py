@@ -119,6 +119,24 @@ PAGES = {
         """
     ),
     "_store.py": "async def count_items():\n    return 3\n",
+    "services.py": textwrap.dedent(
+        """\
+        from pyweb import runtime, service
+
+        @service("/svc/sleepy")
+        async def sleepy():
+            await runtime.sleep(30)
+            return "late"
+
+        @service("/svc/at_once")
+        async def at_once(n: int = 2):
+            return f"<p>{n * 21}</p>"
+
+        @service("/svc/at_once_fails")
+        async def at_once_fails():
+            raise ValueError("no await, still a bug")
+        """
+    ),
 }
 
 
@@ -191,6 +209,23 @@ def test_a_page_past_its_deadline_gets_a_503_and_the_connection_stays_usable(sit
         assert r.headers["connection"] != "close" if "connection" in r.headers else True
         assert client.get("/ok").text == "<p>still here</p>"  # same keep-alive connection
     assert "pages/sleepy.py took longer than 0.5 s (--page-timeout)" in log.getvalue()
+
+
+def test_a_service_past_its_deadline_gets_a_503_one_that_never_awaits_runs_at_once(site_dir):
+    server, log = serve(site_dir, page_timeout=0.5)
+    with server as client:
+        r = client.get("/svc/sleepy")
+        assert r.status == 503
+        assert "took too long" in r.text
+        for _ in range(2):  # the second time from the remembered path
+            r = client.get("/svc/at_once?n=3")
+            assert (r.status, r.text) == (200, "<p>63</p>")
+            assert client.get("/svc/at_once?n=x").status == 400
+            r = client.get("/svc/at_once_fails")
+            assert r.status == 500
+        assert client.get("/ok").text == "<p>still here</p>"
+    assert "service /svc/sleepy took longer than 0.5 s (--page-timeout)" in log.getvalue()
+    assert "service /svc/at_once_fails raised ValueError: no await, still a bug" in log.getvalue()
 
 
 def test_long_polls_and_streams_opt_out_of_the_deadline(site_dir):

@@ -264,6 +264,9 @@ def test_login_private_page_logout(site):
         assert stranger.status == 303
         assert stranger.headers["location"] == "/login?next=/private%3Fpage%3D2"
         token = csrf_token(client, "/login")
+        # A first visit stores no session: the form's token is in a cookie of its own.
+        assert "pyweb_session" not in client.cookies and "pyweb_csrf" in client.cookies
+        client.get("/visits")  # a session made after the form was shown keeps its token
         before = client.cookies["pyweb_session"]
         response = client.post(
             "/login",
@@ -389,6 +392,60 @@ def test_token_from_form_field_header_html_form_and_template(site):
     with serve(root) as other:  # another browser's token is not this one's
         other.get("/form")
         assert other.post("/echo", {"x": "d", "csrf_token": token}).status == 403
+
+
+def test_first_visit_token_is_a_signed_cookie_not_a_stored_session(site):
+    root = site(SITE)
+    with serve(root) as client:
+        response = client.get("/form")
+        fields = response.headers.get_all("set-cookie")
+        assert [f.split("=", 1)[0] for f in fields] == ["pyweb_csrf"]  # no session stored
+        assert fields[0].endswith("; Path=/; HttpOnly; SameSite=Lax")
+        assert response.headers["cache-control"] == "private, no-store"
+        token = token_from(response.text)
+        signed = client.cookies["pyweb_csrf"]
+        assert signing.signer("pyweb.csrf").unsign(signed).decode() == token
+        again = client.get("/form")  # the same token while the browser keeps the cookie
+        assert token_from(again.text) == token and again.headers.get_all("set-cookie") == []
+        assert client.post("/echo", {"x": "a", "csrf_token": token}).text == "got a"
+        assert "pyweb_session" not in client.cookies
+        # The cookie must be this site's signature for this use: a changed one, or a
+        # session id's signed value, is no token.
+        for cookie in (("B" if signed[0] == "A" else "A") + signed[1:],  # another value
+                       signing.signer("pyweb.session").sign(token).decode()):  # fmt: skip
+            refused = client.post(
+                "/echo", {"x": "b", "csrf_token": token}, headers={"Cookie": f"pyweb_csrf={cookie}"}
+            )
+            assert refused.status == 403 and "no session" in refused.text
+        # A token without its cookie, or a cookie without its token, is refused too.
+        assert (
+            client.post("/echo", {"x": "c", "csrf_token": token}, headers={"Cookie": "a=b"}).status
+            == 403
+        )
+        assert client.post("/echo", {"x": "d"}).status == 403
+
+
+def test_a_browser_with_a_session_is_checked_against_the_session_only(site):
+    root = site(SITE)
+    with serve(root) as client:
+        client.get("/visits")  # a session first: the token goes in it, as it always did
+        response = client.get("/form")
+        assert response.headers.get_all("set-cookie") == []  # the id the browser has
+        assert "pyweb_csrf" not in client.cookies
+        token = token_from(response.text)
+        assert "_csrf_token" in client.get("/peek").text
+        assert client.post("/echo", {"x": "a", "csrf_token": token}).text == "got a"
+    with serve(root) as other:  # a signed cookie token does not pass for a session's
+        first = other.get("/form")
+        cookie_token = token_from(first.text)
+        signed = other.cookies["pyweb_csrf"]
+        session = client.cookies["pyweb_session"]
+        forged = other.post(
+            "/echo",
+            {"x": "b", "csrf_token": cookie_token},
+            headers={"Cookie": f"pyweb_session={session}; pyweb_csrf={signed}"},
+        )
+        assert forged.status == 403 and "not this session" in forged.text
 
 
 def test_exemptions_service_flag_and_setting(site):

@@ -600,3 +600,31 @@ def test_no_path_escapes_or_reveals_hidden_files(prop_files):
     # The asserts above sit under an `if`: the property proves something only if the
     # generated paths reached files, so check that they did.
     assert served, "no generated path was served: the property checked nothing"
+
+
+def test_a_sites_files_get_its_security_headers_once(site):
+    """The site's security headers come with each answer for a file (HTML-only ones on
+    HTML), in the same order as on a page's answer, each once: 200, 206, 304 and 416."""
+    from pyweb.app.site import Site
+
+    with pyweb.testing.serve(Site(site, hsts=60), error_log=None) as client:
+        html = client.get("/index.html")
+        names = [name.lower() for name, _ in html.headers.items()]
+        for name in ("x-content-type-options", "x-frame-options", "referrer-policy",
+                     "strict-transport-security"):  # fmt: skip
+            assert names.count(name) == 1, name
+        css = client.get("/style.css")
+        assert css.headers["x-content-type-options"] == "nosniff"
+        assert css.headers["strict-transport-security"] == "max-age=60"
+        assert "x-frame-options" not in css.headers and "referrer-policy" not in css.headers
+        etag = html.headers["etag"]
+        not_modified = client.get("/index.html", headers={"If-None-Match": etag})
+        assert not_modified.status == 304
+        assert not_modified.headers["x-content-type-options"] == "nosniff"
+        assert "x-frame-options" not in not_modified.headers  # (no type said: not HTML)
+        part = client.get("/hello.txt", headers={"Range": "bytes=0-1"})
+        assert (part.status, part.body) == (206, b"01")
+        assert part.headers.get_all("x-content-type-options") == ["nosniff"]
+        beyond = client.get("/hello.txt", headers={"Range": "bytes=99-"})
+        assert beyond.status == 416
+        assert beyond.headers.get_all("x-content-type-options") == ["nosniff"]
