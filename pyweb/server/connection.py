@@ -65,6 +65,7 @@ from __future__ import annotations
 import math
 import socket
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -128,7 +129,12 @@ class Connection:
         self.fd = sock.fileno()
         self.peer = peer
         self.parser = RequestParser(config.limits)
-        self.replies = Replies(sock, peer, config, log, self.error_page)
+        # The replies draw their error pages as error_page() does, without holding this
+        # connection (its bound method would be a reference cycle, leaving every
+        # connection, its parser and its socket object to the cyclic collector).
+        self.replies = Replies(
+            sock, peer, config, log, partial(server.error_page, dev=config.dev, site=self.site)
+        )
         self.phase = IDLE
         self.deadline = _INF
         """When the current wait for a request stops waiting (trio clock)."""

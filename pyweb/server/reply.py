@@ -128,7 +128,8 @@ class Replies:
         except (ValueError, _Unframeable) as exc:  # nothing has been sent: a 500 instead
             return await self._send_500(request, str(exc), keep_alive)
         if self.write_arena():  # all of it at once, the usual case: no second coroutine
-            await trio.lowlevel.cancel_shielded_checkpoint()  # fairness: see send_all
+            if head.keep_alive:  # fairness: see send_all (a connection that closes now
+                await trio.lowlevel.cancel_shielded_checkpoint()  # ends its task: no need)
         else:
             await self.send_arena()  # the rest, as the client takes it
         if rest is not None:  # larger than the arena: from its own bytes, no copy
