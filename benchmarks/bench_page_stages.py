@@ -82,12 +82,14 @@ PAGES = {
     "page-hello": "/page/hello",
     "guess": "/page/guess?" + bench_page.GUESS_QUERY,
     "service-hello": "/svc/hello",
+    "static": "/" + bench_page.STATIC_NAME,
 }
 """The peers benchmark's scripts (benchmarks/apps/pyweb_app.py writes the site): ``hello``
 answers 13 bytes of text/plain, ``dynamic`` builds the 984-byte page per request,
 ``page-hello`` and ``guess`` are the example site's ``pages/hello.py`` and ``pages/guess.py``,
 ``service-hello`` its hello service (``pages/hop_services.py``: the ``script`` stage is the
-service's ``respond``)."""
+service's ``respond``), ``static`` the peers' 984-byte static file (no page runs for it: only
+``whole`` is measured, the other stages read 0)."""
 STAGES = ["floor", "route", "regions", "prepare", "outcome", "script", "secure", "whole"]
 _MARK = "sys_getswitchinterval"
 """The C function a callgrind dump is taken before: ``sys.getswitchinterval()`` is called
@@ -145,6 +147,8 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
     """One request's worth of each stage, as a no-argument async call."""
     request = ctx.request
     decoded = request.path
+    if decoded[1:] not in site.scripts and decoded not in site.services:
+        return _whole_only(site, ctx)  # a static file: no page, no stages of one
     svc = site.services.get(decoded)
     if svc is not None:  # a service: its respond is what the script stage runs
         page = site_module._service_page(svc, ())
@@ -246,6 +250,24 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
         "response": response_only,  # subtracted from secure (it builds one)
         "whole": whole,
     }
+    return calls
+
+
+def _whole_only(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """The calls for a path no page answers: ``floor`` and ``whole`` measured, every other
+    stage an empty call (0 once the empty loop is subtracted)."""
+
+    async def nothing() -> None:
+        return None
+
+    async def floor() -> Any:
+        return await _constant_async(ctx)
+
+    async def whole() -> Any:
+        return await site(ctx)
+
+    calls: dict[str, Callable[[], Awaitable[Any]]] = dict.fromkeys(stage_names(), nothing)
+    calls.update(floor=floor, route=floor, prepare=floor, whole=whole)  # (route, prepare: - floor)
     return calls
 
 

@@ -202,7 +202,8 @@ class Site:
         self.traps: list[Trap] = []
         """Traps in registration order."""
         self._known: dict[str, _Page] = {}
-        """URL path (as sent) → the script or service that answered it (``_remember``)."""
+        """URL path (as sent) → the script or service that answered it (``_remember``), or
+        ``_FILE``: a static file did (``_remember_file``)."""
         self.problems: list[Problem] = []
         self._broken: dict[str, Problem] = {}  # script path -> its syntax error (dev)
         self._syntax_errors: dict[str, SyntaxError] = {}  # the same, as raised (dev page)
@@ -586,8 +587,19 @@ class Site:
         if not self.dev:
             page = self._known.get(ctx.request.path)
             if page is not None and (page.methods is None or ctx.request.method in page.methods):
+                if page is _FILE:
+                    return self._file(ctx)
                 return self._run_page(ctx, page)
         return self._routed(ctx)
+
+    async def _file(self, ctx: Context) -> Response:
+        """A path a static file answered before (``_remember_file``): the file again,
+        without the routing that chose it. Anything else (another method, the file gone,
+        a conditional GET's 304 is fine) goes through the routing as usual."""
+        response = self.static.respond(ctx.request)  # (a GET or a HEAD: _FILE.methods)
+        if response is not None and response.status < 400:
+            return self._secure(response)  # (it has them: StaticFiles added them)
+        return self._secure(await self._route(ctx))
 
     async def _routed(self, ctx: Context) -> Response:
         return self._secure(await self._route(ctx))
@@ -700,7 +712,20 @@ class Site:
                 return routed
         if traps:
             return await self._trapped_static(ctx, traps)
-        return self._static(ctx)
+        response = self._static(ctx)
+        if response.status < 400 and not self.dev:
+            self._remember_file(path, name)
+        return response
+
+    def _remember_file(self, path: str, name: str) -> None:
+        """Note that a file answered ``path``, when nothing else ever can in production:
+        scripts and services are loaded once (``_load`` forgets these paths too), but a
+        template page is looked for on disk on every request, so a file that a template
+        added later could shadow (a last segment without a dot, ``/about``) is not noted.
+        Bounded, as ``_remember``."""
+        if self.templates is not None and "." not in name.rsplit("/", 1)[-1]:
+            return
+        self._remember(path, _FILE)
 
     def _remember(self, path: str, page: _Page) -> None:
         """Note which script or service answers ``path`` (as sent), so that the next request
@@ -1164,6 +1189,14 @@ class _Page:
     check_csrf: bool = True
     methods: tuple[str, ...] | None = None
     """A service's methods (another one is a 405); None: a script answers any method."""
+
+
+async def _no_page(conn: Conn) -> None:
+    raise AssertionError("_FILE is a mark, never run")
+
+
+_FILE = _Page(_no_page, "static file", None, False, methods=("GET", "HEAD"))
+"""``Site._known``'s mark for a path a static file answered."""
 
 
 def _script_page(script: pages.Script, traps: Sequence[Trap]) -> _Page:

@@ -288,3 +288,33 @@ def test_a_changed_parameter_script_is_recompiled_in_dev(site):
         page.write_text("conn.return_('two ' + conn.path_params['id'])\n")
         touch_later(page)
         assert client.get("/item/4").text == "two 4"
+
+
+def test_a_file_served_before_is_served_again_and_routing_resumes_when_it_goes(tmp_path):
+    """The site remembers paths a static file answered (production); the routing that
+    chose the file is skipped until the file goes, then a pattern route may answer."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "svc.py").write_text(
+        "from pyweb import service\n\n"
+        "@service('/files/{name}')\n"
+        "def by_name(name: str):\n"
+        "    return f'no file {name}'\n"
+    )
+    (root / "files").mkdir()
+    (root / "files" / "a.txt").write_text("the file")
+    (root / "about").write_text("a file without a dot")
+    (root / "templates").mkdir()
+    with serve(Site(root)) as client:
+        for _ in range(2):
+            r = client.get("/files/a.txt")
+            assert (r.status, r.text) == (200, "the file")
+            assert r.headers["x-content-type-options"] == "nosniff"
+            assert client.head("/files/a.txt").status == 200
+            assert client.post("/files/a.txt", {}).status in (403, 405)
+        (root / "files" / "a.txt").unlink()
+        r = client.get("/files/a.txt")
+        assert (r.status, r.text) == (200, "no file a.txt")
+        assert client.get("/about").text == "a file without a dot"
+        (root / "templates" / "about.html").write_text("the template")
+        assert client.get("/about").text == "the template"  # a template added later wins
