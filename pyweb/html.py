@@ -344,7 +344,7 @@ def _setup_items(
             elif t is Node:
                 append(kid)
                 leaf = False
-                if not kid._cacheable:
+                if kid._cache is None and not kid._cacheable:
                     cacheable = False
             elif t is int:
                 append(str(kid))
@@ -393,7 +393,7 @@ def _general_items(tag: str, children: tuple[Any, ...], raw: bool) -> tuple[list
         if isinstance(kid, Node):
             append(kid)
             leaf = False
-            if not kid._cacheable:
+            if kid._cache is None and not kid._cacheable:
                 cacheable = False
         elif isinstance(kid, str):  # Safe and markupsafe.Markup are HTML; immutable
             html_method = getattr(kid, "__html__", None)
@@ -443,6 +443,10 @@ class Node:
     their HTML at each render.
     """
 
+    # A node made by the constructors' short path (text, ints and rendered nodes inside,
+    # no attributes: most nodes of a page) has its HTML in _cache and leaves _attrs,
+    # _items, _cacheable and _seen unset: they are read only when _cache is None, or
+    # through the attrs property, which gives () for them.
     __slots__ = (
         "_tag",
         "_children",
@@ -493,7 +497,10 @@ class Node:
     @property
     def attrs(self) -> tuple[tuple[str, Any], ...]:
         """The attributes as ``(html_name, value)`` pairs, in the order given."""
-        return self._attrs
+        try:
+            return self._attrs
+        except AttributeError:  # a node of the constructors' short path: none (see above)
+            return ()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Node):
@@ -512,8 +519,8 @@ class Node:
 
     def _repr_args(self) -> list[str]:
         args = [repr(list(self._children))]
-        if self._attrs:
-            args.append(repr(dict(self._attrs)))
+        if self.attrs:
+            args.append(repr(dict(self.attrs)))
         return args
 
     # -- rendering ----------------------------------------------------------------------
@@ -553,7 +560,7 @@ class Node:
         page goes out without ever being one big string. A constant node writes its cached
         HTML in one call.
         """
-        if self._cacheable:
+        if self._cache is not None or self._cacheable:
             write(self.render())
             return
         buffer: list[str] = []
@@ -766,14 +773,14 @@ def _constructor(tag: str) -> Callable[..., Node]:
         if html is None:
             _setup(node, info, children, None)
             return node
+        # Only what a rendered node without attributes needs is stored: _attrs, _items,
+        # _cacheable and _seen stay unset, read only through Node.attrs or once _cache
+        # is None (see the class). Four stores fewer, and four fields fewer for the
+        # collector to visit: about 0.6k instructions per node.
         node._tag = tag
         node._open = open_plain
-        node._attrs = ()
         node._close = close
-        node._seen = False
         node._children = children
-        node._cacheable = True
-        node._items = ()
         node._cache = html
         return node
 

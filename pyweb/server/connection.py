@@ -65,7 +65,6 @@ from __future__ import annotations
 import math
 import socket
 import time
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -129,12 +128,7 @@ class Connection:
         self.fd = sock.fileno()
         self.peer = peer
         self.parser = RequestParser(config.limits)
-        # The replies draw their error pages as error_page() does, without holding this
-        # connection (its bound method would be a reference cycle, leaving every
-        # connection, its parser and its socket object to the cyclic collector).
-        self.replies = Replies(
-            sock, peer, config, log, partial(server.error_page, dev=config.dev, site=self.site)
-        )
+        self.replies = Replies(sock, peer, config, log, server.error_page, self.site)
         self.phase = IDLE
         self.deadline = _INF
         """When the current wait for a request stops waiting (trio clock)."""
@@ -427,10 +421,11 @@ class Connection:
 
     def error_page(self, status: int, **details: Any) -> Response:
         """The page for an error the server answers itself (the one place that makes them:
-        the replies get this method too), through the server: a site may draw its own
-        (templates/_404.html...). ``details`` are ``error_response``'s: ``detail``, ``exc``,
-        ``offending``; shown in development mode (this connection's setting) only."""
-        return self.server.error_page(status, dev=self.config.dev, site=self.site, **details)
+        :meth:`Replies.error_page`, which the replies use too), through the server: a site
+        may draw its own (templates/_404.html...). ``details`` are ``error_response``'s:
+        ``detail``, ``exc``, ``offending``; shown in development mode (this connection's
+        setting) only."""
+        return self.replies.error_page(status, **details)
 
     async def reject(self, err: ProtocolError, request: Request | None) -> None:
         """Marlow's ``Left resp``: answer a protocol error with its status, then close

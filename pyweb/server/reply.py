@@ -84,7 +84,9 @@ class _Unframeable(Exception):
 class Replies:
     """The replies of one connection: ``await replies.send(request, response, keep_alive)``."""
 
-    __slots__ = ("sock", "fd", "peer", "log", "error_page", "send_timeout", "arena", "sent")
+    __slots__ = (
+        "sock", "fd", "peer", "log", "draw", "dev", "site", "send_timeout", "arena", "sent",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -92,20 +94,30 @@ class Replies:
         peer: str,
         config: ServerConfig,
         log: ServerLog,
-        error_page: Callable[..., Response],
+        draw: Callable[..., Response],
+        site: object,
     ) -> None:
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = peer
         self.log = log
-        self.error_page = error_page
-        """``error_page(status, detail=...)``: the connection's error pages (its dev flag)."""
+        # The connection's error pages (Connection.error_page), drawn without holding the
+        # connection: its bound method here would be a reference cycle, leaving every
+        # connection (its parser, its socket object) to the cyclic collector.
+        self.draw = draw
+        """``Server.error_page``, called with the connection's ``dev`` flag and ``site``."""
+        self.dev = config.dev
+        self.site = site
         self.send_timeout = config.send_timeout
         self.arena = Arena(max_pages=REPLY_PAGES)
         """Where a reply is assembled and sent from: it holds region pages only while a
         reply is on its way; an idle connection holds none."""
         self.sent = 0
         """Bytes of the arena a :meth:`write_arena` sent before the kernel buffer filled."""
+
+    def error_page(self, status: int, **details: object) -> Response:
+        """The connection's page for an error the server answers itself."""
+        return self.draw(status, dev=self.dev, site=self.site, **details)
 
     async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
         """Send ``response`` to ``request``; ``keep_alive`` is what the connection would
