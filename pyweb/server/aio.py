@@ -276,7 +276,10 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
 
     def _data_while_busy(self, data: bytes) -> None:
         """Bytes for the handler (its body, or its WebSocket), or a pipelined request:
-        kept, and the reading paused when too much is waiting (READ_AHEAD)."""
+        kept, and the reading paused when too much is waiting (READ_AHEAD), or when they
+        answer the handler's wait (one read per wait, as on trio: the loop would
+        otherwise read a fast upload up to READ_AHEAD in every turn, and 40 of them
+        filled each turn with 20 MB for the pages to handle)."""
         chunks = self.ws_chunks
         if chunks is None:
             self.parser.feed(data)
@@ -284,8 +287,9 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         else:
             chunks.append(data)
             held = len(chunks) * len(data)  # (an estimate: the pieces are alike)
+        answered = self._body_waiter is not None  # (its wait resumes the reading)
         self._wake_body(True)
-        if held > READ_AHEAD and self._reading:
+        if (answered or held > READ_AHEAD) and self._reading:
             self._reading = False
             self.transport.pause_reading()
 
