@@ -29,8 +29,8 @@ ASYNCIO_LACKS: dict[str, str] = {
     # (landed: the logs, unread bodies, handler results, failing streams, WebSockets, a
     # fresh connection at shutdown, unframeable Fragments, the chat's long polls, the
     # connection slots, the X-Pyweb-Regions header of development mode, the 500 for a
-    # reply head larger than the reply arena, --profile-alloc, upload fairness)
-    "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
+    # reply head larger than the reply arena, --profile-alloc, upload fairness, the
+    # schedulers)
 }
 
 

@@ -17,7 +17,8 @@ the next request (already buffered, or handed over by the next ``data_received``
 
 What it shares with the trio server, module by module: the parser's limits (413/414/431),
 the body (``body.py``: on demand, ``100 Continue``, the whole-body deadline, the
-``max_body_memory`` budget, draining an unread body; ``aio_body.py`` only waits), the
+``max_body_memory`` budget, draining an unread body; ``aio_body.py`` only waits), Hop's
+schedulers (``--scheduler``: one-to-one, pool, nothread; ``aio_schedulers.py``), the
 connection slots (``slots.py``: idle connections closed first for a newcomer,
 ``first_byte_timeout``, the ``max_streams`` budget, ``max_connections_per_client``, the fast
 503; ``aio_slots.py``), proxy headers (``proxy.py``), the logs (``logging.py``: one logging
@@ -51,6 +52,7 @@ from . import Server
 from .aio_body import Evicted
 from .aio_context import AioContext
 from .aio_reply import AioReplies
+from .aio_schedulers import AioScheduler, make_aio_scheduler
 from .aio_slots import PeekSocket, refuse
 from .aio_websocket import run_aio_session
 from .budget import BUDGET
@@ -97,10 +99,13 @@ class AsyncioServer(Server):
     # only what both kinds of connection have (see slots.py).
     slots: Any
     connections: set[Any]
+    scheduler: AioScheduler  # type: ignore[assignment]
 
     def __init__(self, config: Any, handler: Any) -> None:
         super().__init__(config, handler)
-        self.aio_server: asyncio.base_events.Server | None = None
+        self.scheduler = make_aio_scheduler(  # Hop's schedulers, on this loop
+            config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
+        )
         self._log_task: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
         self.set_nodelay = True
@@ -124,9 +129,7 @@ class AsyncioServer(Server):
         self.listener = sock
         self.host, self.port = sock.getsockname()[:2]
         self.set_nodelay = not type(loop).__module__.startswith("uvloop")
-        self.aio_server = await loop.create_server(
-            lambda: HttpProtocol(self), sock=sock, backlog=config.backlog
-        )
+        await self.scheduler.start(self, lambda: HttpProtocol(self))
 
     def shutdown(self) -> None:
         """Graceful shutdown: stop accepting, give idle connections ``close_grace`` (a
@@ -138,8 +141,7 @@ class AsyncioServer(Server):
         loop = asyncio.get_running_loop()
         self.closing_since = loop.time()
         self.stopping.set()  # long waits in handlers (ctx.shutdown_evt()) end now
-        if self.aio_server is not None:
-            self.aio_server.close()
+        self.scheduler.stop()
         for connection in list(self.connections):
             connection.server_closing()
         self.connection_ended()
@@ -170,6 +172,10 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     """One connection: bytes in through the parser, one task answering its requests, replies
     written to the transport (:class:`~pyweb.server.aio_reply.AioReplies`; see the module
     doc)."""
+
+    _ended: asyncio.Future[None] | None = None
+    """Set by :meth:`finished` (pool and nothread only: a class default costs one-to-one
+    nothing)."""
 
     def __init__(self, server: AsyncioServer) -> None:
         self.server = server
@@ -333,6 +339,18 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         server.connections.discard(self)
         if server.closing:
             server.connection_ended()
+        ended = self._ended
+        if ended is not None and not ended.done():  # a pool's or nothread's task waits
+            ended.set_result(None)
+
+    async def finished(self) -> None:
+        """Wait until this connection has closed and its last request is done: then the
+        pool's or nothread's task accepts the next one (aio_schedulers.py)."""
+        if self in self.server.connections:  # (connection_lost takes it out)
+            self._ended = asyncio.get_running_loop().create_future()
+            await self._ended
+        if self._task is not None:  # a page may still run for a client that left
+            await asyncio.wait((self._task,))
 
     def pause_writing(self) -> None:
         self._writable = False

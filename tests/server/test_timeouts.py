@@ -11,8 +11,6 @@ import time
 
 import pytest
 
-from tests.loops import asyncio_lacks
-
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 SHORT = dict(
@@ -81,7 +79,6 @@ def test_a_stuck_client_does_not_block_others(kit):
         assert not stuck.closed_by_server(timeout=0.1)  # still waiting, not dropped
 
 
-@asyncio_lacks("schedulers")
 def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
     # The pool scheduler's limit is its number of tasks (Hop §2.4.5); a newcomer in the
     # backlog no longer waits for the idle connection's keep-alive timeout (schedulers.py).
