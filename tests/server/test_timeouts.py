@@ -94,6 +94,22 @@ def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
         second.close()
 
 
+def test_with_the_pool_busy_a_newcomer_in_the_backlog_gets_the_fast_503(kit):
+    # Nothing to close for it (the pool's one task is in a request): after the door's
+    # patience (a second: schedulers.py) the newcomer is answered 503, not left waiting.
+    with kit.running(max_connections=1, scheduler="pool", pool_size=1) as srv:
+        busy = srv.connect()
+        busy.send(kit.build("GET", "/sleep?2.5"))
+        assert kit.state.started.wait(5)
+        second = srv.connect()
+        second.sock.settimeout(5)
+        r = second.request("GET", "/hello")
+        assert r.status == 503 and r.headers["retry-after"] == "1"
+        assert busy.read_response().body == b"slept"  # the request in progress is untouched
+        busy.close()
+        second.close()
+
+
 def test_at_the_limit_an_idle_connection_makes_room_for_a_newcomer(kit):
     # one-to-one (slots.py): the idle keep-alive connection is closed, the newcomer served
     with kit.running(max_connections=1, keepalive_timeout=60.0) as srv:
