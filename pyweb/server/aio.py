@@ -168,9 +168,10 @@ class AsyncioServer(Server):
             connection.abort()
 
 
-class HttpProtocol(asyncio.Protocol):
+class HttpProtocol(AioReplies, asyncio.Protocol):
     """One connection: bytes in through the parser, one task answering its requests, replies
-    written to the transport (see the module doc)."""
+    written to the transport (:class:`~pyweb.server.aio_reply.AioReplies`; see the module
+    doc)."""
 
     _ended: asyncio.Future[None] | None = None
     """Set by :meth:`finished` (pool and nothread only: a class default costs one-to-one
@@ -186,7 +187,6 @@ class HttpProtocol(asyncio.Protocol):
         self.log = log
         self.parser = RequestParser(config.limits)
         self.transport: Any = None
-        self.replies: AioReplies = None  # type: ignore[assignment]
         self.peer = self.client = "-"
         self._sock: PeekSocket | None = None
         self.via_proxy: Any = None
@@ -225,6 +225,12 @@ class HttpProtocol(asyncio.Protocol):
         """The connection's one task, which answers its requests one after the other."""
         self._arrival: asyncio.Future[Request | None] | None = None
         """What that task waits on between two requests: the next one, or None (closed)."""
+
+    @property
+    def replies(self) -> HttpProtocol:
+        """What the shared code (``body.py``, ``websocket.py``) writes through: on asyncio
+        the protocol itself (``AioReplies`` is its base class)."""
+        return self
 
     @property
     def sock(self) -> PeekSocket | None:
@@ -358,7 +364,6 @@ class HttpProtocol(asyncio.Protocol):
 
     def _admitted(self) -> None:
         self.admitted = True
-        self.replies = AioReplies(self.transport, self.peer, self.log, self.error_page, self.drain)
         if self.parser.buffered:  # a newcomer admitted because it spoke: its request is here
             self._next_request()
         else:
@@ -622,7 +627,7 @@ class HttpProtocol(asyncio.Protocol):
         else:
             keep_alive = body.settle(keep_alive)
         # Sent at once when the body is in memory (bytes, a page's Fragments): no coroutine.
-        sent = self.replies.write_now(request, response, keep_alive)
+        sent = self.write_now(request, response, keep_alive)
         if sent is None or not self._writable or self.in_stream_budget:
             sent = await self._reply_later(request, response, keep_alive, ctx, sent)
         elif self.server.access_enabled:
@@ -665,7 +670,7 @@ class HttpProtocol(asyncio.Protocol):
         in the stream budget."""
         try:
             if sent is None:
-                sent = await self.replies.send(request, response, keep_alive)
+                sent = await self.send(request, response, keep_alive)
             else:
                 await self.drain()
         except ReplyAborted as abort:  # a stream that broke: the client sees it cut
@@ -698,7 +703,7 @@ class HttpProtocol(asyncio.Protocol):
         try:
             if not self.server.slots.to_streams(self):
                 page = self.error_page(503, detail="every stream place is taken (max_streams)")
-                status, sent, _ = await self.replies.send(request, page, False)
+                status, sent, _ = await self.send(request, page, False)
                 if log_access:
                     self.log_access(request, status, sent, received_at)
                 return
@@ -773,9 +778,9 @@ class HttpProtocol(asyncio.Protocol):
         self._send_last_words(page, request)
 
     def _send_last_words(self, page: Response, request: Request | None) -> None:
-        if self.replies is None:  # pragma: no cover - only admitted connections get here
+        if not self.admitted:  # pragma: no cover - only admitted connections get here
             self.transport.close()
-        elif self.replies.send_closing(page, request) and self.server.access_enabled:
+        elif self.send_closing(page, request) and self.server.access_enabled:
             self.log_access(request, page.status, len(page.body), time.time())  # type: ignore[arg-type]
         self.closing = True
         self.busy = False
