@@ -29,11 +29,8 @@ ASYNCIO_LACKS: dict[str, str] = {
     # (landed: the logs, unread bodies, handler results, failing streams, WebSockets, a
     # fresh connection at shutdown, unframeable Fragments, the chat's long polls, the
     # connection slots, the X-Pyweb-Regions header of development mode, the 500 for a
-    # reply head larger than the reply arena, --profile-alloc)
-    "schedulers": "the schedulers' concurrency (pool_size, nothread: one request at a time)",
-    "upload fairness": "a normal client served promptly beside 40 uploads of 16 MB (its "
-    "median wait is about 0.4 s against 0.02 s on trio, its worst near the 1 s bound: "
-    "not strict, some runs pass)",
+    # reply head larger than the reply arena, --profile-alloc, upload fairness, the
+    # schedulers)
 }
 
 

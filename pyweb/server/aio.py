@@ -17,7 +17,8 @@ the next request (already buffered, or handed over by the next ``data_received``
 
 What it shares with the trio server, module by module: the parser's limits (413/414/431),
 the body (``body.py``: on demand, ``100 Continue``, the whole-body deadline, the
-``max_body_memory`` budget, draining an unread body; ``aio_body.py`` only waits), the
+``max_body_memory`` budget, draining an unread body; ``aio_body.py`` only waits), Hop's
+schedulers (``--scheduler``: one-to-one, pool, nothread; ``aio_schedulers.py``), the
 connection slots (``slots.py``: idle connections closed first for a newcomer,
 ``first_byte_timeout``, the ``max_streams`` budget, ``max_connections_per_client``, the fast
 503; ``aio_slots.py``), proxy headers (``proxy.py``), the logs (``logging.py``: one logging
@@ -43,7 +44,7 @@ from typing import Any
 from pyweb.events import Latch
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
-from pyweb.protocol.parser import RequestParser
+from pyweb.protocol.parser import MAX_PIECE, RequestParser
 from pyweb.protocol.response import Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
@@ -51,6 +52,7 @@ from . import Server
 from .aio_body import Evicted
 from .aio_context import AioContext
 from .aio_reply import AioReplies
+from .aio_schedulers import AioScheduler, make_aio_scheduler
 from .aio_slots import PeekSocket, refuse
 from .aio_websocket import run_aio_session
 from .budget import BUDGET
@@ -97,10 +99,13 @@ class AsyncioServer(Server):
     # only what both kinds of connection have (see slots.py).
     slots: Any
     connections: set[Any]
+    scheduler: AioScheduler  # type: ignore[assignment]
 
     def __init__(self, config: Any, handler: Any) -> None:
         super().__init__(config, handler)
-        self.aio_server: asyncio.base_events.Server | None = None
+        self.scheduler = make_aio_scheduler(  # Hop's schedulers, on this loop
+            config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
+        )
         self._log_task: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
         self.set_nodelay = True
@@ -124,9 +129,7 @@ class AsyncioServer(Server):
         self.listener = sock
         self.host, self.port = sock.getsockname()[:2]
         self.set_nodelay = not type(loop).__module__.startswith("uvloop")
-        self.aio_server = await loop.create_server(
-            lambda: HttpProtocol(self), sock=sock, backlog=config.backlog
-        )
+        await self.scheduler.start(self, lambda: HttpProtocol(self))
 
     def shutdown(self) -> None:
         """Graceful shutdown: stop accepting, give idle connections ``close_grace`` (a
@@ -138,8 +141,7 @@ class AsyncioServer(Server):
         loop = asyncio.get_running_loop()
         self.closing_since = loop.time()
         self.stopping.set()  # long waits in handlers (ctx.shutdown_evt()) end now
-        if self.aio_server is not None:
-            self.aio_server.close()
+        self.scheduler.stop()
         for connection in list(self.connections):
             connection.server_closing()
         self.connection_ended()
@@ -166,9 +168,14 @@ class AsyncioServer(Server):
             connection.abort()
 
 
-class HttpProtocol(asyncio.Protocol):
+class HttpProtocol(AioReplies, asyncio.Protocol):
     """One connection: bytes in through the parser, one task answering its requests, replies
-    written to the transport (see the module doc)."""
+    written to the transport (:class:`~pyweb.server.aio_reply.AioReplies`; see the module
+    doc)."""
+
+    _ended: asyncio.Future[None] | None = None
+    """Set by :meth:`finished` (pool and nothread only: a class default costs one-to-one
+    nothing)."""
 
     def __init__(self, server: AsyncioServer) -> None:
         self.server = server
@@ -180,7 +187,6 @@ class HttpProtocol(asyncio.Protocol):
         self.log = log
         self.parser = RequestParser(config.limits)
         self.transport: Any = None
-        self.replies: AioReplies = None  # type: ignore[assignment]
         self.peer = self.client = "-"
         self._sock: PeekSocket | None = None
         self.via_proxy: Any = None
@@ -219,6 +225,12 @@ class HttpProtocol(asyncio.Protocol):
         """The connection's one task, which answers its requests one after the other."""
         self._arrival: asyncio.Future[Request | None] | None = None
         """What that task waits on between two requests: the next one, or None (closed)."""
+
+    @property
+    def replies(self) -> HttpProtocol:
+        """What the shared code (``body.py``, ``websocket.py``) writes through: on asyncio
+        the protocol itself (``AioReplies`` is its base class)."""
+        return self
 
     @property
     def sock(self) -> PeekSocket | None:
@@ -270,7 +282,11 @@ class HttpProtocol(asyncio.Protocol):
 
     def _data_while_busy(self, data: bytes) -> None:
         """Bytes for the handler (its body, or its WebSocket), or a pipelined request:
-        kept, and the reading paused when too much is waiting (READ_AHEAD)."""
+        kept, and the reading paused when too much is waiting (READ_AHEAD), or when they
+        answer the handler's wait with more than a body piece (one read per wait, as on
+        trio: the loop would otherwise read a fast upload up to READ_AHEAD in every turn,
+        and 40 of them filled each turn with 20 MB for the pages to handle; a small body
+        is left alone, its connection is not paused and resumed)."""
         chunks = self.ws_chunks
         if chunks is None:
             self.parser.feed(data)
@@ -278,8 +294,9 @@ class HttpProtocol(asyncio.Protocol):
         else:
             chunks.append(data)
             held = len(chunks) * len(data)  # (an estimate: the pieces are alike)
+        answered = self._body_waiter is not None  # (its wait resumes the reading)
         self._wake_body(True)
-        if held > READ_AHEAD and self._reading:
+        if (held > READ_AHEAD or answered and held > MAX_PIECE) and self._reading:
             self._reading = False
             self.transport.pause_reading()
 
@@ -323,6 +340,18 @@ class HttpProtocol(asyncio.Protocol):
         server.connections.discard(self)
         if server.closing:
             server.connection_ended()
+        ended = self._ended
+        if ended is not None and not ended.done():  # a pool's or nothread's task waits
+            ended.set_result(None)
+
+    async def finished(self) -> None:
+        """Wait until this connection has closed and its last request is done: then the
+        pool's or nothread's task accepts the next one (aio_schedulers.py)."""
+        if self in self.server.connections:  # (connection_lost takes it out)
+            self._ended = asyncio.get_running_loop().create_future()
+            await self._ended
+        if self._task is not None:  # a page may still run for a client that left
+            await asyncio.wait((self._task,))
 
     def pause_writing(self) -> None:
         self._writable = False
@@ -335,7 +364,6 @@ class HttpProtocol(asyncio.Protocol):
 
     def _admitted(self) -> None:
         self.admitted = True
-        self.replies = AioReplies(self.transport, self.peer, self.log, self.error_page, self.drain)
         if self.parser.buffered:  # a newcomer admitted because it spoke: its request is here
             self._next_request()
         else:
@@ -599,7 +627,7 @@ class HttpProtocol(asyncio.Protocol):
         else:
             keep_alive = body.settle(keep_alive)
         # Sent at once when the body is in memory (bytes, a page's Fragments): no coroutine.
-        sent = self.replies.write_now(request, response, keep_alive)
+        sent = self.write_now(request, response, keep_alive)
         if sent is None or not self._writable or self.in_stream_budget:
             sent = await self._reply_later(request, response, keep_alive, ctx, sent)
         elif self.server.access_enabled:
@@ -642,7 +670,7 @@ class HttpProtocol(asyncio.Protocol):
         in the stream budget."""
         try:
             if sent is None:
-                sent = await self.replies.send(request, response, keep_alive)
+                sent = await self.send(request, response, keep_alive)
             else:
                 await self.drain()
         except ReplyAborted as abort:  # a stream that broke: the client sees it cut
@@ -675,7 +703,7 @@ class HttpProtocol(asyncio.Protocol):
         try:
             if not self.server.slots.to_streams(self):
                 page = self.error_page(503, detail="every stream place is taken (max_streams)")
-                status, sent, _ = await self.replies.send(request, page, False)
+                status, sent, _ = await self.send(request, page, False)
                 if log_access:
                     self.log_access(request, status, sent, received_at)
                 return
@@ -750,9 +778,9 @@ class HttpProtocol(asyncio.Protocol):
         self._send_last_words(page, request)
 
     def _send_last_words(self, page: Response, request: Request | None) -> None:
-        if self.replies is None:  # pragma: no cover - only admitted connections get here
+        if not self.admitted:  # pragma: no cover - only admitted connections get here
             self.transport.close()
-        elif self.replies.send_closing(page, request) and self.server.access_enabled:
+        elif self.send_closing(page, request) and self.server.access_enabled:
             self.log_access(request, page.status, len(page.body), time.time())  # type: ignore[arg-type]
         self.closing = True
         self.busy = False

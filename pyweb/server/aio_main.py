@@ -43,11 +43,6 @@ def serve_asyncio(
     SIGHUP; ``banner(server)`` is printed after the status line (``--dev``). An OSError
     that stops the server from listening is raised (``pyweb serve`` prints it as one line,
     the same for both loops)."""
-    if config.scheduler != "one-to-one":  # Hop's schedulers are the trio server's
-        _say(
-            f"warning: --scheduler {config.scheduler} is for the trio server; on asyncio "
-            "each connection is a protocol and each request a task"
-        )
     loop, name = new_loop()
     asyncio.set_event_loop(loop)
     server = AsyncioServer(config, handler)
@@ -93,7 +88,7 @@ def _announce(server: AsyncioServer, site_dir: str, loop_name: str) -> None:
         return
     print(
         f"pyweb serving {site_dir} on {server.url} (loop asyncio on {loop_name}, "
-        f"dev mode {'on' if config.dev else 'off'}, regions {pyweb_regions.IMPLEMENTATION})",
+        f"scheduler {config.scheduler}, dev mode {'on' if config.dev else 'off'}, regions {pyweb_regions.IMPLEMENTATION})",
         flush=True,
     )
 

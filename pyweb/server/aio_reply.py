@@ -25,7 +25,6 @@ per wait: a client that does not read is dropped.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import pyweb_regions
@@ -61,25 +60,25 @@ _SIZED = (bytes, bytearray, memoryview)
 
 
 class AioReplies:
-    """The replies of one asyncio connection (see the module doc)."""
+    """The replies of one asyncio connection (see the module doc): a base class of
+    :class:`~pyweb.server.aio.HttpProtocol`, which provides what is declared here.
 
-    __slots__ = ("transport", "_fd", "peer", "log", "error_page", "drain")
+    A base class, not an object of its own: replies that held the connection's bound
+    methods (its error pages, its drain) made a reference cycle per connection, so every
+    closed connection waited for the cyclic garbage collector (docs/performance.md)."""
 
-    def __init__(
-        self,
-        transport: Any,
-        peer: str,
-        log: ServerLog,
-        error_page: Callable[..., Response],
-        drain: Callable[[], Awaitable[None]],
-    ) -> None:
-        self.transport = transport
-        self._fd: int | None = None
-        self.peer = peer
-        self.log = log
-        self.error_page = error_page
-        self.drain = drain
-        """Waits while the transport's buffer is over its high mark (``send_timeout``)."""
+    transport: Any
+    peer: str
+    log: ServerLog
+    _fd: int | None = None
+
+    def error_page(self, status: int, **details: Any) -> Response:
+        """The server's error page for ``status`` (the connection's own)."""
+        raise NotImplementedError
+
+    async def drain(self) -> None:
+        """Wait while the transport's buffer is over its high mark (``send_timeout``)."""
+        raise NotImplementedError
 
     @property
     def fd(self) -> int:

@@ -149,10 +149,17 @@ class RequestBody:
             elif type(event) is Data:
                 self.received += len(event.data)
                 yield event.data
+                if parser.buffered:  # the next piece is here already: others go first
+                    await self._turn()
             elif type(event) is EndOfMessage:
                 self.done = True
             else:  # pragma: no cover - the parser emits EndOfMessage before the next Request
                 raise RuntimeError(f"unexpected parser event in a request body: {event!r}")
+
+    async def _turn(self) -> None:
+        """Let the other connections run before the next piece (a read holds several
+        pieces: parser.MAX_PIECE)."""
+        await trio.lowlevel.checkpoint()
 
     async def _receive(self) -> None:
         """Wait for more of the body and feed it to the parser: each wait at most

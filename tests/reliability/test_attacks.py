@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.loops import asyncio_lacks
-
 from .conftest import SECONDS, attacks
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
@@ -25,7 +23,6 @@ SCENARIOS = [
     ("long-polls", 1000),
     ("big-posts", 40),
 ]
-MARKS = {"big-posts": asyncio_lacks("upload fairness", strict=False)}
 WORST = 1.0
 """Seconds: the longest a normal client may wait for its reply while the attack is in
 place."""
@@ -39,7 +36,7 @@ it up to about 1.5 s. The idle crowd it leaves behind is the scenario, held to
 :data:`WORST`. Every other attack is held to :data:`WORST` while it is opened too."""
 
 
-@pytest.mark.parametrize(("scenario", "n"), [pytest.param(s, n, id=s, marks=MARKS.get(s, ())) for s, n in SCENARIOS])
+@pytest.mark.parametrize(("scenario", "n"), [pytest.param(s, n, id=s) for s, n in SCENARIOS])
 def test_a_normal_client_is_served_during(scenario, n, loop):
     server_args = ["--loop", loop]
     r = attacks.run(scenario, attacks.HERE, n, SECONDS, client_timeout=15.0, server_args=server_args)

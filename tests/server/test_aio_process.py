@@ -104,10 +104,33 @@ def test_sigusr1_reopens_the_access_log(site: Path, tmp_path: Path) -> None:
         assert stop(proc) == 0
 
 
-def test_a_trio_scheduler_on_asyncio_is_a_warning_not_an_error(site: Path) -> None:
-    proc, port = start(site, "--scheduler", "pool")
+def test_the_nothread_scheduler_serves_one_connection_at_a_time(site: Path) -> None:
+    # Hop's nothread scheduler on asyncio: a second client waits in the backlog while the
+    # first one's page runs, and is served after it; SIGTERM still drains and exits 0.
+    (site / "slow.py").write_text(
+        "from pyweb.runtime import sleep\n\nawait sleep(1.0)\nconn.return_('slept')\n"
+    )
+    proc, port = start(site, "--scheduler", "nothread")
+    get = "GET /{} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     try:
-        assert request(port, "/hello") == (200, b"version 1")
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as first:
+            first.sendall(get.format("slow").encode())
+            time.sleep(0.2)  # its page sleeps
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as second:
+                second.sendall(get.format("hello").encode())
+                second.settimeout(0.5)
+                with pytest.raises(TimeoutError):
+                    second.recv(65536)  # not accepted while the first one is served
+                assert b"slept" in _read_to_end(first)
+                second.settimeout(10)
+                assert _read_to_end(second).startswith(b"HTTP/1.1 200 ")
     finally:
         assert stop(proc) == 0
-    assert "warning: --scheduler pool is for the trio server" in proc.stderr.read()  # type: ignore[union-attr]
+    assert "warning" not in proc.stderr.read()  # type: ignore[union-attr]
+
+
+def _read_to_end(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data

@@ -29,10 +29,13 @@ def _start(site: str, *args: str) -> tuple[subprocess.Popen, str]:
 
 
 def _settings(loop: str, dev: str, scheduler: str = "one-to-one") -> str:
-    """The banner's parenthesis: trio names its scheduler, asyncio its event loop (uvloop,
-    or the standard one); both the dev mode and the regions implementation."""
+    """The banner's parenthesis: asyncio names its event loop (uvloop, or the standard
+    one); both the scheduler, the dev mode and the regions implementation."""
     if loop == "asyncio":
-        return rf"\(loop asyncio on (uvloop|asyncio), dev mode {dev}, regions (c|python)\)"
+        return (
+            rf"\(loop asyncio on (uvloop|asyncio), scheduler {scheduler}, dev mode {dev}, "
+            r"regions (c|python)\)"
+        )
     return rf"\(scheduler {scheduler}, dev mode {dev}, regions (c|python)\)"
 
 

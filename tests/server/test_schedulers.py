@@ -7,8 +7,6 @@ import threading
 
 import pytest
 
-from tests.loops import asyncio_lacks
-
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 
@@ -41,8 +39,8 @@ def test_each_scheduler_serves_concurrent_clients(kit, scheduler):
     ("scheduler", "expected"),
     [
         ("one-to-one", 4),
-        pytest.param("pool", 2, marks=asyncio_lacks("schedulers")),
-        pytest.param("nothread", 1, marks=asyncio_lacks("schedulers")),
+        ("pool", 2),
+        ("nothread", 1),
     ],
 )
 def test_how_many_requests_run_at_once(kit, scheduler, expected):

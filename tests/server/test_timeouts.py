@@ -11,8 +11,6 @@ import time
 
 import pytest
 
-from tests.loops import asyncio_lacks
-
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 SHORT = dict(
@@ -81,7 +79,6 @@ def test_a_stuck_client_does_not_block_others(kit):
         assert not stuck.closed_by_server(timeout=0.1)  # still waiting, not dropped
 
 
-@asyncio_lacks("schedulers")
 def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
     # The pool scheduler's limit is its number of tasks (Hop §2.4.5); a newcomer in the
     # backlog no longer waits for the idle connection's keep-alive timeout (schedulers.py).
@@ -94,6 +91,22 @@ def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
         second.sock.settimeout(5)
         assert second.read_response().body == b"/echo-path/second"
         assert first.closed_by_server(timeout=3)
+        second.close()
+
+
+def test_with_the_pool_busy_a_newcomer_in_the_backlog_gets_the_fast_503(kit):
+    # Nothing to close for it (the pool's one task is in a request): after the door's
+    # patience (a second: schedulers.py) the newcomer is answered 503, not left waiting.
+    with kit.running(max_connections=1, scheduler="pool", pool_size=1) as srv:
+        busy = srv.connect()
+        busy.send(kit.build("GET", "/sleep?2.5"))
+        assert kit.state.started.wait(5)
+        second = srv.connect()
+        second.sock.settimeout(5)
+        r = second.request("GET", "/hello")
+        assert r.status == 503 and r.headers["retry-after"] == "1"
+        assert busy.read_response().body == b"slept"  # the request in progress is untouched
+        busy.close()
         second.close()
 
 
