@@ -44,7 +44,7 @@ from typing import Any
 from pyweb.events import Latch
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
-from pyweb.protocol.parser import RequestParser
+from pyweb.protocol.parser import MAX_PIECE, RequestParser
 from pyweb.protocol.response import Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
@@ -286,9 +286,10 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     def _data_while_busy(self, data: bytes) -> None:
         """Bytes for the handler (its body, or its WebSocket), or a pipelined request:
         kept, and the reading paused when too much is waiting (READ_AHEAD), or when they
-        answer the handler's wait (one read per wait, as on trio: the loop would
-        otherwise read a fast upload up to READ_AHEAD in every turn, and 40 of them
-        filled each turn with 20 MB for the pages to handle)."""
+        answer the handler's wait with more than a body piece (one read per wait, as on
+        trio: the loop would otherwise read a fast upload up to READ_AHEAD in every turn,
+        and 40 of them filled each turn with 20 MB for the pages to handle; a small body
+        is left alone, its connection is not paused and resumed)."""
         chunks = self.ws_chunks
         if chunks is None:
             self.parser.feed(data)
@@ -298,7 +299,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
             held = len(chunks) * len(data)  # (an estimate: the pieces are alike)
         answered = self._body_waiter is not None  # (its wait resumes the reading)
         self._wake_body(True)
-        if (answered or held > READ_AHEAD) and self._reading:
+        if (held > READ_AHEAD or answered and held > MAX_PIECE) and self._reading:
             self._reading = False
             self.transport.pause_reading()
 
