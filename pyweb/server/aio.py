@@ -51,6 +51,7 @@ from pyweb.protocol.websocket import WebSocketUpgrade
 from . import Server
 from .aio_body import Evicted
 from .aio_context import AioContext
+from .aio_deadlines import RESOLUTION, Deadlines
 from .aio_reply import AioReplies
 from .aio_schedulers import AioScheduler, make_aio_scheduler
 from .aio_slots import PeekSocket, refuse
@@ -108,6 +109,8 @@ class AsyncioServer(Server):
         )
         self._log_task: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
+        self.deadlines = Deadlines()
+        """The connections' waits for a request, under one timer (aio_deadlines.py)."""
         self.set_nodelay = True
         """Whether connections switch Nagle off themselves (not on uvloop: it does)."""
 
@@ -157,6 +160,7 @@ class AsyncioServer(Server):
         """Wait for :meth:`shutdown` and the last connection, then write the log out."""
         if self._drained is not None:
             await self._drained
+        self.deadlines.close()
         if self.log is not None:
             self.log.close()
         if self._log_task is not None:
@@ -209,8 +213,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         """Set when the client hangs up (``ctx.client_gone_evt()``), made on first use."""
         self._body_waiter: asyncio.Future[bool] | None = None
         self._drain_waiter: asyncio.Future[bool] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = 0.0  # when the timer fires (loop time)
+        self._bucket: int | None = None  # where its deadline is kept (aio_deadlines.py)
         self._deadline = _INF  # when this wait ends (loop time); inf: no wait
         self._writable = True
         self._reading = True
@@ -319,8 +322,8 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         self._deadline = _INF
         if self.gone is not None:
             self._client_left()
-        if self._timer is not None:
-            self._cancel_timer()
+        if self._bucket is not None:
+            self.server.deadlines.remove(self)
         if self._arrival is not None:
             self._hand_over(None)  # the connection's task, waiting for a request, ends
         if self._body_waiter is not None or self._drain_waiter is not None:
@@ -445,38 +448,28 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
 
     # ------------------------------------------------------------------------ timeouts
 
-    # One timer per connection, moved lazily: a keep-alive connection re-arms its deadline
-    # for every request, but the timer is only replaced when the new deadline comes
-    # *sooner*; a timer that fires before the deadline just sets itself again. So a busy
-    # connection costs a float store per request, not a timer made and cancelled.
+    # The deadlines of all connections are kept under one timer (aio_deadlines.py), lazily:
+    # a keep-alive connection moves its deadline for every request, but it changes buckets
+    # only when the new deadline comes *sooner*; one whose bucket comes due before its
+    # deadline is put in a later bucket then. So a busy connection costs a float store per
+    # request, and a new one a dictionary store, not a timer made and cancelled.
 
     def _arm(self, seconds: float) -> None:
-        loop = asyncio.get_running_loop()
-        self._deadline = deadline = loop.time() + seconds
-        if self._timer is not None:
-            if self._timer_at <= deadline:
-                return  # it fires first, and sets itself again for the rest
-            self._timer.cancel()
-        self._timer_at = deadline
-        self._timer = loop.call_at(deadline, self._timed_out)
+        self._deadline = deadline = _time() + seconds
+        bucket = self._bucket
+        if bucket is None or bucket * RESOLUTION > deadline:  # (else it stays where it is)
+            self.server.deadlines.arm(self, deadline)
 
     def _disarm(self) -> None:
-        self._deadline = _INF  # (a timer that still fires does nothing)
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._deadline = _INF  # (when its bucket comes due, it does nothing)
 
     def _timed_out(self) -> None:
-        self._timer = None
+        """Its bucket is due (aio_deadlines.py): close it if its deadline has passed."""
         deadline = self._deadline
         if deadline == _INF or self.busy or self.closing:
             return
-        loop = asyncio.get_running_loop()
-        if loop.time() < deadline:  # the deadline moved on since the timer was set
-            self._timer_at = deadline
-            self._timer = loop.call_at(deadline, self._timed_out)
+        if _time() < deadline:  # the deadline moved on since it was put in its bucket
+            self.server.deadlines.arm(self, deadline)
             return
         self._deadline = _INF
         if not self.admitted and not self.refused:
