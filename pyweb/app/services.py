@@ -192,7 +192,9 @@ class Service:
             return  # the service answered through conn.return_ (or will be a 500)
         if conn.response is not None:
             conn.return_(result)  # raises ResponseAlreadySent, naming the service
-        conn.response = to_response(result)
+        response = conn.response = to_response(result)
+        if response is not result:  # made here, as conn.return_'s: the site may add its
+            conn._made = response  # headers to it in place (a returned Response may be shared)
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function directly (in a test or a notebook), bypassing HTTP."""

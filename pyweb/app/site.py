@@ -888,7 +888,9 @@ class Site:
             if not isinstance(conn, Conn):
                 return self._secure(conn)  # the form's 400 or 413, CSRF's 403: no page runs
         else:  # the usual GET: nothing to read, load or check before the page
-            conn = self._conn(ctx, page, _EMPTY, _EMPTY, None, None)
+            conn = Conn(ctx, _EMPTY, _EMPTY, page.name, page.filename, self.root, self.templates)
+            if self.login_url != Conn.login_url:  # (as _conn: one call less per request)
+                conn.login_url = self.login_url
         conn.watchdog = blocking.current()  # it finds conn on the stack (blocking.page_codes)
         conn_token = _current.set(conn)
         regions = self.regions
@@ -1008,7 +1010,7 @@ class Site:
             return self._bad_form(conn, conn.form_errors)
         if conn._session is not None and conn.response is not None:
             await self._save_session(conn)
-        response = conn.finish()
+        response = conn.finish() if conn._set_cookies else conn.response  # (no call: no cookies)
         if response is not None and response is conn._made:
             # Made by conn for this request, so no one else holds it: its security headers
             # go in place, and _secure finds them there (no second Response per request).

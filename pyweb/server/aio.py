@@ -51,6 +51,7 @@ from pyweb.protocol.websocket import WebSocketUpgrade
 from . import Server
 from .aio_body import Evicted
 from .aio_context import AioContext
+from .aio_deadlines import RESOLUTION, Deadlines
 from .aio_reply import AioReplies
 from .aio_schedulers import AioScheduler, make_aio_scheduler
 from .aio_slots import PeekSocket, refuse
@@ -108,6 +109,8 @@ class AsyncioServer(Server):
         )
         self._log_task: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
+        self.deadlines = Deadlines()
+        """The connections' waits for a request, under one timer (aio_deadlines.py)."""
         self.set_nodelay = True
         """Whether connections switch Nagle off themselves (not on uvloop: it does)."""
 
@@ -157,6 +160,7 @@ class AsyncioServer(Server):
         """Wait for :meth:`shutdown` and the last connection, then write the log out."""
         if self._drained is not None:
             await self._drained
+        self.deadlines.close()
         if self.log is not None:
             self.log.close()
         if self._log_task is not None:
@@ -173,9 +177,50 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     written to the transport (:class:`~pyweb.server.aio_reply.AioReplies`; see the module
     doc)."""
 
+    # What a new connection starts with, as class attributes: an instance gets its own
+    # only when one changes (most never do). CPython's instances share one table of
+    # attribute names per class, 30 names at most; a class that sets more in __init__
+    # makes a dictionary of its own per instance, and its __init__ costs twice as much
+    # (docs/performance.md). The connection's own, set in __init__, are below.
+    transport: Any = None
+    _sock: PeekSocket | None = None
+    via_proxy: Any = None
+    """The trusted proxy's check, when the peer is one (proxy.py)."""
+    phase = IDLE
+    fresh = True
+    """No request has been read yet (first_byte_timeout; slots.py)."""
+    busy = False
+    """A handler runs (or its reply is being sent): the next request waits in the parser."""
+    closing = False
+    admitted = False
+    """Holds a connection slot (slots.py)."""
+    refused = False
+    """Got the fast 503 and lingers (its bytes are dropped)."""
+    evicted = False
+    in_stream_budget = False
+    reserved = 0
+    served = 0
+    gone: Latch | None = None
+    """Set when the client hangs up (``ctx.client_gone_evt()``), made on first use."""
+    _body_waiter: asyncio.Future[bool] | None = None
+    _drain_waiter: asyncio.Future[bool] | None = None
+    _bucket: int | None = None  # where its deadline is kept (aio_deadlines.py)
+    _deadline = _INF  # when this wait ends (loop time); inf: no wait
+    _writable = True
+    _reading = True
+    _speaking = False  # a newcomer in its grace to speak (counted in the slots)
+    eof = False
+    ws_chunks: list[bytes] | None = None
+    """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
+    _lingering = False  # refused, and counted among the lingering (slots.py)
+    _listed: dict[Any, None] | None = None
+    """The slots' list this connection waits in (idle, heads or fresh), if any."""
+    _task: asyncio.Task[None] | None = None
+    """The connection's one task, which answers its requests one after the other."""
+    _arrival: asyncio.Future[Request | None] | None = None
+    """What that task waits on between two requests: the next one, or None (closed)."""
     _ended: asyncio.Future[None] | None = None
-    """Set by :meth:`finished` (pool and nothread only: a class default costs one-to-one
-    nothing)."""
+    """Set by :meth:`finished` (pool and nothread only)."""
 
     def __init__(self, server: AsyncioServer) -> None:
         self.server = server
@@ -186,45 +231,8 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         assert log is not None, "connections exist only while the server serves"
         self.log = log
         self.parser = RequestParser(config.limits)
-        self.transport: Any = None
         self.peer = self.client = "-"
-        self._sock: PeekSocket | None = None
-        self.via_proxy: Any = None
-        self.phase = IDLE
-        self.fresh = True
-        """No request has been read yet (first_byte_timeout; slots.py)."""
-        self.busy = False
-        """A handler runs (or its reply is being sent): the next request waits in the parser."""
-        self.closing = False
-        self.admitted = False
-        """Holds a connection slot (slots.py)."""
-        self.refused = False
-        """Got the fast 503 and lingers (its bytes are dropped)."""
-        self.evicted = False
-        self.in_stream_budget = False
-        self.reserved = 0
-        self.served = 0
         self.opened_at = time.time()
-        self.gone: Latch | None = None
-        """Set when the client hangs up (``ctx.client_gone_evt()``), made on first use."""
-        self._body_waiter: asyncio.Future[bool] | None = None
-        self._drain_waiter: asyncio.Future[bool] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = 0.0  # when the timer fires (loop time)
-        self._deadline = _INF  # when this wait ends (loop time); inf: no wait
-        self._writable = True
-        self._reading = True
-        self._speaking = False  # a newcomer in its grace to speak (counted in the slots)
-        self.eof = False
-        self.ws_chunks: list[bytes] | None = None
-        """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
-        self._lingering = False  # refused, and counted among the lingering (slots.py)
-        self._listed: dict[Any, None] | None = None
-        """The slots' list this connection waits in (idle, heads or fresh), if any."""
-        self._task: asyncio.Task[None] | None = None
-        """The connection's one task, which answers its requests one after the other."""
-        self._arrival: asyncio.Future[Request | None] | None = None
-        """What that task waits on between two requests: the next one, or None (closed)."""
 
     @property
     def replies(self) -> HttpProtocol:
@@ -319,8 +327,8 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         self._deadline = _INF
         if self.gone is not None:
             self._client_left()
-        if self._timer is not None:
-            self._cancel_timer()
+        if self._bucket is not None:
+            self.server.deadlines.remove(self)
         if self._arrival is not None:
             self._hand_over(None)  # the connection's task, waiting for a request, ends
         if self._body_waiter is not None or self._drain_waiter is not None:
@@ -445,38 +453,28 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
 
     # ------------------------------------------------------------------------ timeouts
 
-    # One timer per connection, moved lazily: a keep-alive connection re-arms its deadline
-    # for every request, but the timer is only replaced when the new deadline comes
-    # *sooner*; a timer that fires before the deadline just sets itself again. So a busy
-    # connection costs a float store per request, not a timer made and cancelled.
+    # The deadlines of all connections are kept under one timer (aio_deadlines.py), lazily:
+    # a keep-alive connection moves its deadline for every request, but it changes buckets
+    # only when the new deadline comes *sooner*; one whose bucket comes due before its
+    # deadline is put in a later bucket then. So a busy connection costs a float store per
+    # request, and a new one a dictionary store, not a timer made and cancelled.
 
     def _arm(self, seconds: float) -> None:
-        loop = asyncio.get_running_loop()
-        self._deadline = deadline = loop.time() + seconds
-        if self._timer is not None:
-            if self._timer_at <= deadline:
-                return  # it fires first, and sets itself again for the rest
-            self._timer.cancel()
-        self._timer_at = deadline
-        self._timer = loop.call_at(deadline, self._timed_out)
+        self._deadline = deadline = _time() + seconds
+        bucket = self._bucket
+        if bucket is None or bucket * RESOLUTION > deadline:  # (else it stays where it is)
+            self.server.deadlines.arm(self, deadline)
 
     def _disarm(self) -> None:
-        self._deadline = _INF  # (a timer that still fires does nothing)
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._deadline = _INF  # (when its bucket comes due, it does nothing)
 
     def _timed_out(self) -> None:
-        self._timer = None
+        """Its bucket is due (aio_deadlines.py): close it if its deadline has passed."""
         deadline = self._deadline
         if deadline == _INF or self.busy or self.closing:
             return
-        loop = asyncio.get_running_loop()
-        if loop.time() < deadline:  # the deadline moved on since the timer was set
-            self._timer_at = deadline
-            self._timer = loop.call_at(deadline, self._timed_out)
+        if _time() < deadline:  # the deadline moved on since it was put in its bucket
+            self.server.deadlines.arm(self, deadline)
             return
         self._deadline = _INF
         if not self.admitted and not self.refused:

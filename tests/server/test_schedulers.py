@@ -62,3 +62,28 @@ def test_unknown_scheduler_is_refused():
 
     with pytest.raises(ValueError, match="unknown scheduler"):
         ServerConfig(scheduler="cohort")
+
+
+def test_a_connection_never_sees_the_context_of_the_one_before(kit):
+    """One-to-one reuses the task of a finished connection for the next one: a ContextVar a
+    page set must not carry over (each connection starts as a new task would), whether the
+    page's first step is the whole request or it waits and resumes."""
+    import contextvars
+
+    from pyweb import runtime
+    from pyweb.protocol import Response
+
+    seen = contextvars.ContextVar("seen", default="nothing")
+
+    async def handler(ctx):
+        before = seen.get()
+        seen.set(ctx.request.target)
+        if ctx.request.target.endswith("/wait"):
+            await runtime.sleep(0.01)  # the rest of the page runs in a later step of its task
+        return Response(200, [], f"{before} {seen.get()}".encode())
+
+    with kit.running(handler) as srv:
+        for target in ["/1", "/2/wait", "/3", "/4/wait", "/5"]:
+            with srv.connect(timeout=10) as c:  # one at a time: the same task serves each
+                body = c.request("GET", target, [("Connection", "close")]).body
+            assert body == f"nothing {target}".encode()
