@@ -261,7 +261,7 @@ def callgrind_database(args: argparse.Namespace, dialect: str, url: str, work: P
                 fixed_requests(port, "/" + page, 20)  # warm-up: connections, caches, imports
                 pids = peers_callgrind.group_pids(proc.pid)
                 peers_callgrind.control("-z", pids)
-                answered = fixed_requests(port, "/" + page, requests)
+                answered = fixed_requests(port, "/" + page, requests, args.connections)
                 before = len(list(work.glob(f"{server}.*.out.*")))
                 peers_callgrind.control("-d", pids)
                 peers_callgrind.wait_for_dumps(work, server, before + len(pids))
@@ -328,6 +328,9 @@ def parse_args() -> argparse.Namespace:
                         help="instructions per request under valgrind instead (see above)")
     parser.add_argument("--requests", type=int, default=400,
                         help="with --callgrind: requests per page (a tenth for log)")
+    parser.add_argument("--connections", type=int, default=2,
+                        help="with --callgrind: keep-alive connections at once (8, as wrk's, "
+                        "makes requests wait for a handle of the pool of 4)")
     parser.add_argument("--keep", metavar="DIR",
                         help="with --callgrind: keep the dumps in DIR (for callgrind_annotate)")
     args = parser.parse_args()

@@ -82,3 +82,40 @@ def test_asyncio_semaphore_survives_a_release_between_cancel_and_wakeup():
         assert sem.value == 0
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("loop", ["trio", "asyncio"])
+def test_acquire_within_gives_up_in_time_and_loses_no_unit(loop):
+    """A bounded wait for a unit (a database pool's handle): False after the time, and the
+    unit released later goes to the next waiter or back to the count, not to the one that
+    gave up; True when a unit is handed over in time."""
+    import asyncio
+    import time
+
+    import trio
+
+    from pyweb import runtime
+
+    async def main():
+        rt = runtime.current()
+        sem = rt.Semaphore(0)
+        started = time.monotonic()
+        assert await rt.acquire_within(sem, 0.05) is False
+        assert time.monotonic() - started >= 0.04
+        sem.release()  # nobody waits any more: the unit is counted
+        assert sem.value == 1
+        assert await rt.acquire_within(sem, 0.05) is True
+        assert sem.value == 0
+
+        async def release_soon():
+            await rt.sleep(0.01)
+            sem.release()
+
+        rt.spawn_background(release_soon)
+        assert await rt.acquire_within(sem, 5.0) is True
+        assert sem.value == 0
+
+    if loop == "trio":
+        trio.run(main)
+    else:
+        asyncio.run(main())

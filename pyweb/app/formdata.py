@@ -174,6 +174,8 @@ def parse_urlencoded(text: str, limits: FormLimits = FormLimits()) -> list[tuple
     if not text:
         return []
     _check_count(text.count("&") + 1, limits)
+    if "%" not in text and "+" not in text:
+        return _split_plain(text)
     try:
         return parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
@@ -385,6 +387,21 @@ def form_from(
                 raise FormDataError(f"multipart/form-data without a boundary: {content_type!r}")
             fields, files = parse_multipart(body, params["boundary"], limits)
     return _form_of(query, fields, files, limits)
+
+
+def _split_plain(text: str) -> list[tuple[str, str]]:
+    """What ``parse_qsl(text, keep_blank_values=True)`` gives for a query with nothing to
+    decode (no ``%``, no ``+``: the everyday ``n=50&guess=25``), without its calls per field
+    (its coercions and four ``unquote``): fields split at ``&``, empty ones skipped, each at
+    its first ``=`` (a field without one has the value ``""``). For that query,
+    ``parse_urlencoded`` 24,400 -> 7,500 instructions (callgrind), ``form_from`` 43,800 ->
+    26,700; tests/app/test_formdata.py checks it against ``parse_qsl``."""
+    pairs = []
+    for field in text.split("&"):
+        if field:
+            name, _, value = field.partition("=")
+            pairs.append((name, value))
+    return pairs
 
 
 def _form_of(

@@ -64,9 +64,7 @@ class Pool:
         try:  # a free handle: no need for a trip through the scheduler (the query makes one)
             self._free.acquire_nowait()
         except rt.WouldBlock:
-            with rt.move_on_after(timeout) as waited:
-                await self._free.acquire()
-            if waited.cancelled_caught:
+            if not await rt.acquire_within(self._free, timeout):
                 raise PoolTimeout(
                     f"no handle of database pool {self.index} ({self.size} handles, all "
                     f"busy) became free within {timeout:g} s"

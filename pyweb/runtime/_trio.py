@@ -44,6 +44,7 @@ wait_writable = trio.lowlevel.wait_writable
 
 __all__ = [
     "BusyResourceError",
+    "acquire_within",
     "asyncio_loop",
     "CancelScope",
     "Cancelled",
@@ -118,6 +119,14 @@ def loop_alive(token: Any) -> bool:
 
 def _nothing() -> None:
     pass
+
+
+async def acquire_within(semaphore: trio.Semaphore, seconds: float) -> bool:
+    """Take a unit of ``semaphore``, waiting at most ``seconds``; whether one was taken."""
+    with trio.move_on_after(seconds):
+        await semaphore.acquire()
+        return True
+    return False
 
 
 async def run_asyncio(coro: Coroutine[Any, Any, T]) -> T:

@@ -177,9 +177,50 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     written to the transport (:class:`~pyweb.server.aio_reply.AioReplies`; see the module
     doc)."""
 
+    # What a new connection starts with, as class attributes: an instance gets its own
+    # only when one changes (most never do). CPython's instances share one table of
+    # attribute names per class, 30 names at most; a class that sets more in __init__
+    # makes a dictionary of its own per instance, and its __init__ costs twice as much
+    # (docs/performance.md). The connection's own, set in __init__, are below.
+    transport: Any = None
+    _sock: PeekSocket | None = None
+    via_proxy: Any = None
+    """The trusted proxy's check, when the peer is one (proxy.py)."""
+    phase = IDLE
+    fresh = True
+    """No request has been read yet (first_byte_timeout; slots.py)."""
+    busy = False
+    """A handler runs (or its reply is being sent): the next request waits in the parser."""
+    closing = False
+    admitted = False
+    """Holds a connection slot (slots.py)."""
+    refused = False
+    """Got the fast 503 and lingers (its bytes are dropped)."""
+    evicted = False
+    in_stream_budget = False
+    reserved = 0
+    served = 0
+    gone: Latch | None = None
+    """Set when the client hangs up (``ctx.client_gone_evt()``), made on first use."""
+    _body_waiter: asyncio.Future[bool] | None = None
+    _drain_waiter: asyncio.Future[bool] | None = None
+    _bucket: int | None = None  # where its deadline is kept (aio_deadlines.py)
+    _deadline = _INF  # when this wait ends (loop time); inf: no wait
+    _writable = True
+    _reading = True
+    _speaking = False  # a newcomer in its grace to speak (counted in the slots)
+    eof = False
+    ws_chunks: list[bytes] | None = None
+    """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
+    _lingering = False  # refused, and counted among the lingering (slots.py)
+    _listed: dict[Any, None] | None = None
+    """The slots' list this connection waits in (idle, heads or fresh), if any."""
+    _task: asyncio.Task[None] | None = None
+    """The connection's one task, which answers its requests one after the other."""
+    _arrival: asyncio.Future[Request | None] | None = None
+    """What that task waits on between two requests: the next one, or None (closed)."""
     _ended: asyncio.Future[None] | None = None
-    """Set by :meth:`finished` (pool and nothread only: a class default costs one-to-one
-    nothing)."""
+    """Set by :meth:`finished` (pool and nothread only)."""
 
     def __init__(self, server: AsyncioServer) -> None:
         self.server = server
@@ -190,44 +231,8 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         assert log is not None, "connections exist only while the server serves"
         self.log = log
         self.parser = RequestParser(config.limits)
-        self.transport: Any = None
         self.peer = self.client = "-"
-        self._sock: PeekSocket | None = None
-        self.via_proxy: Any = None
-        self.phase = IDLE
-        self.fresh = True
-        """No request has been read yet (first_byte_timeout; slots.py)."""
-        self.busy = False
-        """A handler runs (or its reply is being sent): the next request waits in the parser."""
-        self.closing = False
-        self.admitted = False
-        """Holds a connection slot (slots.py)."""
-        self.refused = False
-        """Got the fast 503 and lingers (its bytes are dropped)."""
-        self.evicted = False
-        self.in_stream_budget = False
-        self.reserved = 0
-        self.served = 0
         self.opened_at = time.time()
-        self.gone: Latch | None = None
-        """Set when the client hangs up (``ctx.client_gone_evt()``), made on first use."""
-        self._body_waiter: asyncio.Future[bool] | None = None
-        self._drain_waiter: asyncio.Future[bool] | None = None
-        self._bucket: int | None = None  # where its deadline is kept (aio_deadlines.py)
-        self._deadline = _INF  # when this wait ends (loop time); inf: no wait
-        self._writable = True
-        self._reading = True
-        self._speaking = False  # a newcomer in its grace to speak (counted in the slots)
-        self.eof = False
-        self.ws_chunks: list[bytes] | None = None
-        """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
-        self._lingering = False  # refused, and counted among the lingering (slots.py)
-        self._listed: dict[Any, None] | None = None
-        """The slots' list this connection waits in (idle, heads or fresh), if any."""
-        self._task: asyncio.Task[None] | None = None
-        """The connection's one task, which answers its requests one after the other."""
-        self._arrival: asyncio.Future[Request | None] | None = None
-        """What that task waits on between two requests: the next one, or None (closed)."""
 
     @property
     def replies(self) -> HttpProtocol:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from hypothesis import given
@@ -29,6 +29,22 @@ pairs = st.lists(st.tuples(names, values), max_size=10)
 @given(pairs)
 def test_urlencoded_round_trip(fields):
     assert parse_urlencoded(urlencode(fields)) == fields
+
+
+# Queries with nothing to decode (no % and no +), which parse_urlencoded splits itself:
+# empty fields, fields without "=", several "=", repeated names, any other character.
+plain_queries = st.text(st.sampled_from("ab=&;?/é\x00 .-_~!*'()"), max_size=30)
+
+
+@given(plain_queries)
+def test_urlencoded_without_escapes_is_what_parse_qsl_gives(query):
+    expected = parse_qsl(query, keep_blank_values=True, encoding="utf-8", errors="strict")
+    assert parse_urlencoded(query, FormLimits(max_fields=1000)) == expected
+
+
+def test_urlencoded_without_escapes_by_hand():
+    assert parse_urlencoded("n=50&guess=25") == [("n", "50"), ("guess", "25")]
+    assert parse_urlencoded("a&&b=&c==d&a=2") == [("a", ""), ("b", ""), ("c", "=d"), ("a", "2")]
 
 
 def encode_multipart(boundary: str, fields, files) -> bytes:
