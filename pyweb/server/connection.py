@@ -87,6 +87,8 @@ from .reply import Replies, ReplyAborted, request_line
 from .websocket import run_session
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from . import Server
 
 __all__ = ["Connection", "DRAIN_LIMIT", "request_line"]
@@ -109,7 +111,7 @@ class Connection:
 
     __slots__ = (
         "server", "config", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "site",
-        "log", "wait_scope", "fresh", "watch", "replies", "via_proxy", "served",
+        "log", "wait_scope", "fresh", "watch", "replies", "proxies", "via_proxy", "served",
         "opened_at", "evicted", "in_stream_budget", "reserved", "client",
     )  # fmt: skip
 
@@ -139,12 +141,11 @@ class Connection:
         """No request has been read yet (graceful shutdown waits for the first one)."""
         self.watch: ClientWatch | None = None
         """Watches for the client leaving, once a handler asks (``ctx.client_gone_evt()``)."""
-        proxies = server.proxies
-        self.via_proxy = (
-            proxies.trusts if proxies is not None and proxies.trusts(peer_host(peer)) else None
-        )
-        """Set when the peer is a trusted reverse proxy (each request names its client,
-        proxy.py): the test of the further proxies named in ``X-Forwarded-For``."""
+        self.proxies = server.proxies
+        """The trusted reverse proxies this connection started with, until
+        :meth:`proxy_test` has looked the peer up among them (then None)."""
+        self.via_proxy: Callable[[str], bool] | None = None
+        """Set by :meth:`proxy_test` when the peer is a trusted reverse proxy."""
         self.client = peer
         """The current request's client: the peer, or who a trusted proxy says it is
         (set by RequestContext; the access log shows it)."""
@@ -243,6 +244,19 @@ class Connection:
             self.parser.next_event()
             return keep_alive
         return body.settle(keep_alive)
+
+    def proxy_test(self) -> Callable[[str], bool] | None:
+        """When the peer is a trusted reverse proxy (each request names its client,
+        proxy.py): the test of the further proxies named in ``X-Forwarded-For``; else
+        None. Asked by the first request that has forwarding fields, and remembered: the
+        connection of a client that does not come through a proxy never looks its address
+        up (6k instructions a connection, docs/performance.md)."""
+        proxies = self.proxies
+        if proxies is not None:  # the first time
+            self.proxies = None
+            if proxies.trusts(peer_host(self.peer)):
+                self.via_proxy = proxies.trusts
+        return self.via_proxy
 
     def release_body(self) -> None:
         """The request's body is no longer held: its bytes leave the budget (budget.py)."""

@@ -42,9 +42,9 @@ class RequestContext:
         names in ``X-Forwarded-For``, with port 0: :mod:`pyweb.server.proxy`)."""
         self.scheme = "http"
         """``"http"``, or what a trusted proxy's ``X-Forwarded-Proto`` says."""
-        if request.forwarded and connection.via_proxy is not None:
+        if request.forwarded and (proxy_test := connection.proxy_test()) is not None:
             # the client behind the proxy, and its scheme (the parser noted the fields)
-            self.peer, self.scheme = forwarded(request.headers, self.peer, connection.via_proxy)
+            self.peer, self.scheme = forwarded(request.headers, self.peer, proxy_test)
         connection.client = self.peer  # (the access log names it)
         self.dev = connection.config.dev
         """Development mode: error pages may show tracebacks (the connection's setting)."""

@@ -139,3 +139,36 @@ def test_forwarded_parsing():
     assert TrustedProxies("*").trusts("8.8.8.8")
     with pytest.raises(ValueError, match="not-an-ip"):
         TrustedProxies("not-an-ip")
+
+
+def _two_on_one_connection(port: int, first: str, second: str) -> list[bytes]:
+    """Two requests on one keep-alive connection, each with its own fields; their bodies."""
+    bodies = []
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        for headers, close in ((first, ""), (second, "Connection: close\r\n")):
+            s.sendall(f"GET /who HTTP/1.1\r\nHost: x\r\n{close}{headers}\r\n".encode())
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += s.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            while len(body) < length:
+                body += s.recv(65536)
+            bodies.append(body)
+    return bodies
+
+
+def test_each_request_of_a_connection_is_judged_by_its_own_fields(site_dir):
+    # The connection asks whether its peer is a trusted proxy once (at the first request
+    # with forwarding fields) and remembers the answer for the requests after it.
+    fields = "X-Forwarded-For: 203.0.113.9\r\n"
+    with pyweb.testing.serve(site_dir) as client:
+        first, second = _two_on_one_connection(client.server.port, fields, "")
+        assert first == b"203.0.113.9:0 http" and second.startswith(b"127.0.0.1:")
+        first, second = _two_on_one_connection(client.server.port, "", fields)
+        assert first.startswith(b"127.0.0.1:") and second == b"203.0.113.9:0 http"
+        bodies = _two_on_one_connection(client.server.port, fields, fields)
+        assert bodies == [b"203.0.113.9:0 http"] * 2
+    with pyweb.testing.serve(site_dir, forwarded_allow_ips="10.0.0.1") as client:
+        bodies = _two_on_one_connection(client.server.port, fields, fields)
+        assert all(body.startswith(b"127.0.0.1:") for body in bodies)
