@@ -329,8 +329,8 @@ def _setup_items(
     plain: bool,
     children: tuple[Any, ...] | list[Any],
 ) -> None:
-    """The rest of :func:`_setup`: the render items (text escaped once, here; nodes and
-    other HTML objects kept), and the HTML now if there is only text inside."""
+    """The rest of :func:`_setup`: the render items (text escaped once, here; a rendered
+    node's HTML; other nodes and HTML objects kept), and the HTML now if only text is inside."""
     items: list[Any] = []
     append = items.append
     leaf = True  # only text inside
@@ -342,10 +342,14 @@ def _setup_items(
             if t is str:
                 append(_escape(kid, True))
             elif t is Node:
-                append(kid)
                 leaf = False
-                if kid._cache is None and not kid._cacheable:
-                    cacheable = False
+                html = kid._cache
+                if html is not None:  # rendered already (and immutable): its HTML is the item
+                    append(html)
+                else:
+                    append(kid)
+                    if not kid._cacheable:
+                        cacheable = False
             elif t is int:
                 append(str(kid))
             else:
@@ -391,9 +395,13 @@ def _general_items(tag: str, children: tuple[Any, ...], raw: bool) -> tuple[list
         return items, leaf, cacheable
     for kid in children:
         if isinstance(kid, Node):
-            append(kid)
             leaf = False
-            if kid._cache is None and not kid._cacheable:
+            html = kid._cache
+            if html is not None:  # rendered already (and immutable): its HTML is the item
+                append(html)
+                continue
+            append(kid)
+            if not kid._cacheable:
                 cacheable = False
         elif isinstance(kid, str):  # Safe and markupsafe.Markup are HTML; immutable
             html_method = getattr(kid, "__html__", None)
@@ -460,7 +468,7 @@ class Node:
     )
 
     _tag: str
-    _children: tuple[Any, ...]
+    _children: tuple[Any, ...] | str | int  # a lone str or int child alone (see children)
     _attrs: tuple[tuple[str, Any], ...]
     _open: str
     _close: str
@@ -492,7 +500,9 @@ class Node:
     @property
     def children(self) -> tuple[Any, ...]:
         """The children, flattened, with None/True/False dropped."""
-        return self._children
+        children = self._children
+        # A lone str or int child is stored by itself (the constructors' short path).
+        return children if type(children) is tuple else (children,)
 
     @property
     def attrs(self) -> tuple[tuple[str, Any], ...]:
@@ -508,17 +518,17 @@ class Node:
         return (
             self._open == other._open
             and self._close == other._close
-            and self._children == other._children
+            and self.children == other.children
         )
 
     def __hash__(self) -> int:
-        return hash((self._open, self._children))
+        return hash((self._open, self.children))
 
     def __repr__(self) -> str:
         return f"Node({', '.join([repr(self._tag), *self._repr_args()])})"
 
     def _repr_args(self) -> list[str]:
-        args = [repr(list(self._children))]
+        args = [repr(list(self.children))]
         if self.attrs:
             args.append(repr(dict(self.attrs)))
         return args
@@ -629,9 +639,11 @@ _DOCUMENT_INFO: _TagInfo = (
 
 def _flatten_children(tag: str, children: Iterable[Any], out: list[Any]) -> None:
     for child in children:
-        if child is None or child is True or child is False:
+        if type(child) is Node:  # the commonest child (rows of a table): asked first
+            out.append(child)
+        elif child is None or child is True or child is False:
             continue
-        if isinstance(child, (str, Node, int, float)) or hasattr(child, "__html__"):
+        elif isinstance(child, (str, Node, int, float)) or hasattr(child, "__html__"):
             out.append(child)
         elif isinstance(child, (list, tuple, Iterator)):
             _flatten_children(tag, child, out)
@@ -759,14 +771,22 @@ def _constructor(tag: str) -> Callable[..., Node]:
         if len(children) == 1:
             kid = children[0]
             t = type(kid)
-            if t is str:
-                html = (
-                    f"{open_plain}{kid if _needs_escape(kid) is None else _escape_text(kid)}{close}"
+            if t is str or t is int:
+                # The one text child is kept alone, not in the call's tuple: the tuple is
+                # freed now instead of living as long as the page, one object fewer per
+                # cell for the cyclic collector to count and visit (see ``children``).
+                node = _new_node(Node)
+                node._tag = tag
+                node._open = open_plain
+                node._close = close
+                node._children = kid
+                node._cache = (
+                    f"{open_plain}{kid}{close}"
+                    if t is int or _needs_escape(kid) is None
+                    else f"{open_plain}{_escape_text(kid)}{close}"
                 )
-            elif t is int:
-                html = f"{open_plain}{kid}{close}"
-            else:
-                html = _rendered_now(open_plain, close, children)
+                return node
+            html = _rendered_now(open_plain, close, children)
         else:
             html = _rendered_now(open_plain, close, children)
         node = _new_node(Node)

@@ -456,6 +456,7 @@ def test_property_one_text_child_short_path_equals_the_general_path(name: str, k
     general = Node(name.lower(), [kid, qq("")])  # a Quot child: the general path, uncached
     assert node.render() == general.render() == reference(node)
     assert node == Node(name.lower(), [kid]) and node.children == (kid,)
+    assert hash(node) == hash(Node(name.lower(), [kid])) and repr(node) == repr(Node(name, [kid]))
     assert node.html_parts() == [node.render()] and node.encode() == general.encode()
 
 
