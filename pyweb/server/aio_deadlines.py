@@ -2,9 +2,10 @@
 
 Every connection waiting for a request has a deadline (``first_byte_timeout``,
 ``header_timeout``, ``keepalive_timeout``, a newcomer's grace to speak, a refused one's
-linger). A uvloop timer per connection, made and cancelled, costs about 9,000
-instructions, about as much as the raw uvloop server spends on a whole request; a server
-answering one request per connection would pay it for every request. So the deadlines
+linger). A uvloop timer per connection, made and cancelled, cost about 4,400
+instructions more than this (docs/performance.md), a tenth of what the raw uvloop server
+spends on a whole connection; a server answering one request per connection would pay it
+for every request. So the deadlines
 are kept here instead, in *buckets* of :data:`RESOLUTION` seconds (a timer wheel): putting
 a connection in a bucket is a dictionary store, and one loop timer fires for the earliest
 bucket. A deadline is met between its time and :data:`RESOLUTION` seconds later.
