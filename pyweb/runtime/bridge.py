@@ -21,7 +21,7 @@ trio's entry-queue task, which reschedules the waiting task, which runs one sche
 round later: two rounds of trio's scheduler per query. The bell's socket wakes the waiting
 task itself, in one. Under callgrind an empty coroutine's crossing went from about 155k
 to about 90k instructions (docs/performance.md). A bell is lent to one call at a time and
-kept for the next, so a query makes no new sockets.
+kept for the next (up to :data:`IDLE_BELLS` of them), so a query makes no new sockets.
 
 Cancellation: if the trio task is cancelled while waiting, it cancels the asyncio task and
 then waits, shielded and bounded, until that task has *really* finished: its clean-up
@@ -53,6 +53,10 @@ T = TypeVar("T")
 
 CANCEL_GRACE = 5.0
 """Seconds a cancelled query's asyncio task gets to clean up before trio moves on."""
+IDLE_BELLS = 64
+"""Bells kept for the next calls (two sockets each); one more after a burst of
+concurrent queries is closed rather than kept, so a burst leaves no lasting file
+descriptors behind."""
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -162,6 +166,9 @@ class LoopThread:
         return task.result()
 
     def _put_back(self, bell: _Bell) -> None:
+        if len(self._bells) >= IDLE_BELLS:
+            bell.close()
+            return
         bell.clear()
         self._bells.append(bell)
 
