@@ -22,31 +22,12 @@ import subprocess
 import sys
 import tempfile
 
+# The browser's GET with ten fields and the small form POST of the parser's
+# pytest-benchmark (bench_parse.py, beside this file): both count the same requests.
+from bench_parse import BROWSER_GET, SMALL_POST
+
 WRK_GET = b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
 """What wrk sends (the peers benchmark's keep-alive scenarios)."""
-BROWSER_GET = (
-    b"GET /static/css/site.css?v=42 HTTP/1.1\r\n"
-    b"Host: www.example.org\r\n"
-    b"User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:126.0) Gecko/20100101 Firefox/126.0\r\n"
-    b"Accept: text/css,*/*;q=0.1\r\n"
-    b"Accept-Language: en-GB,en;q=0.7,de;q=0.3\r\n"
-    b"Accept-Encoding: gzip, deflate, br, zstd\r\n"
-    b"Referer: https://www.example.org/index.html\r\n"
-    b"Connection: keep-alive\r\n"
-    b"Cookie: session=8f14e45fceea167a5a36dedd4bea2543; theme=dark\r\n"
-    b"Sec-Fetch-Dest: style\r\n"
-    b"Sec-Fetch-Mode: no-cors\r\n"
-    b"\r\n"
-)
-"""A browser's GET with ten fields (as in bench_parse.py)."""
-SMALL_POST = (
-    b"POST /guestbook/add HTTP/1.1\r\n"
-    b"Host: www.example.org\r\n"
-    b"Content-Type: application/x-www-form-urlencoded\r\n"
-    b"Content-Length: 37\r\n"
-    b"\r\n"
-    b"name=Ada+Lovelace&comment=hello+world"
-)
 SCENARIOS = {"wrk-get": WRK_GET, "browser-get": BROWSER_GET, "small-post": SMALL_POST}
 RUNS = (1000, 3000)
 """The two run lengths: (count(3000) - count(1000)) / 2000 per request."""

@@ -14,7 +14,7 @@ explains the names):
 Each accepted socket becomes the same :class:`~pyweb.server.aio.HttpProtocol` as with
 one-to-one (``loop.connect_accepted_socket``); the task then waits until the connection
 has closed and its last request is done (``HttpProtocol.finished``). While every task is
-busy, the same door as on trio (``schedulers._door``'s policy, here :func:`_door`) closes
+busy, the same door as on trio (``schedulers.Door``'s decision, here in :func:`_door`) closes
 the connection waiting longest for a newcomer in the backlog, and the pool answers the
 fast 503 after :data:`~pyweb.server.schedulers.DOOR_PATIENCE`.
 """
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .aio_slots import refuse
-from .schedulers import DOOR_PATIENCE, DOOR_PERIOD, _backlog
+from .schedulers import DOOR_PATIENCE, DOOR_PERIOD, Door, _backlog
 from .slots import LINGER
 
 if TYPE_CHECKING:
@@ -158,16 +158,11 @@ async def _door(server: AsyncioServer, accept_lock: asyncio.Lock, patience: floa
     listener = server.listener
     assert listener is not None, "the schedulers run while the server listens"
     slots = server.slots
-    stuck_since: float | None = None
+    door = Door(patience)
     while not server.closing:
         await asyncio.sleep(DOOR_PERIOD)
-        if accept_lock.locked() or not _backlog(listener):
-            stuck_since = None  # a task is free, or nobody waits
-        elif slots.evict_waiting():
-            stuck_since = None  # its task accepts the newcomer next
-        elif stuck_since is None:
-            stuck_since = loop.time()
-        elif patience is not None and loop.time() - stuck_since >= patience:
+        stuck = not accept_lock.locked() and _backlog(listener)  # (a task at accept holds it)
+        if door.turn_away(stuck, slots, loop.time()):
             while _backlog(listener):
                 try:
                     sock, _ = listener.accept()

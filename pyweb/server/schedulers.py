@@ -46,7 +46,7 @@ from trio.lowlevel import Abort, Task, current_task, reschedule, wait_task_resch
 from .connection import Connection
 from .listener import accept as socket_accept
 from .listener import close_socket
-from .slots import has_bytes
+from .slots import Slots, has_bytes
 
 if TYPE_CHECKING:
     from . import Server
@@ -240,6 +240,30 @@ DOOR_PATIENCE = 1.0
 evict, before the door answers it with the fast 503."""
 
 
+class Door:
+    """The door's decision, the same on both loops (``aio_schedulers.py`` has the asyncio
+    side): each look tells whether to answer the newcomers in the backlog with the fast
+    503 now. The loop's own code sleeps between looks and does the refusing."""
+
+    def __init__(self, patience: float | None) -> None:
+        self.patience = patience
+        self.stuck_since: float | None = None
+        """When a newcomer was first seen waiting with nothing to evict for it."""
+
+    def turn_away(self, stuck: bool, slots: Slots, now: float) -> bool:
+        """``stuck``: every task is busy (none waits at ``accept``) and a newcomer waits
+        in the backlog. Close the connection waiting longest for it, if there is one (its
+        task accepts the newcomer next); true once nothing could be closed for
+        ``patience`` seconds (never, with ``None``)."""
+        if not stuck or slots.evict_waiting():
+            self.stuck_since = None  # a task is free, nobody waits, or one makes room
+            return False
+        if self.stuck_since is None:
+            self.stuck_since = now
+            return False
+        return self.patience is not None and now - self.stuck_since >= self.patience
+
+
 async def _door(
     server: Server, nursery: trio.Nursery, accept_lock: trio.Lock, patience: float | None
 ) -> None:
@@ -254,16 +278,11 @@ async def _door(
     listener = server.listener
     assert listener is not None, "the schedulers run while the server listens"
     slots = server.slots
-    stuck_since: float | None = None
+    door = Door(patience)
     while not server.closing:
         await trio.sleep(DOOR_PERIOD)
-        if accept_lock.locked() or not _backlog(listener):
-            stuck_since = None  # a task is free, or nobody waits
-        elif slots.evict_waiting():
-            stuck_since = None  # its task accepts the newcomer next
-        elif stuck_since is None:
-            stuck_since = trio.current_time()
-        elif patience is not None and trio.current_time() - stuck_since >= patience:
+        stuck = not accept_lock.locked() and _backlog(listener)  # (a task at accept holds it)
+        if door.turn_away(stuck, slots, trio.current_time()):
             while _backlog(listener):
                 try:
                     sock, _ = listener.accept()

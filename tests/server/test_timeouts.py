@@ -94,12 +94,20 @@ def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
         second.close()
 
 
-def test_with_the_pool_busy_a_newcomer_in_the_backlog_gets_the_fast_503(kit):
-    # Nothing to close for it (the pool's one task is in a request): after the door's
-    # patience (a second: schedulers.py) the newcomer is answered 503, not left waiting.
-    with kit.running(max_connections=1, scheduler="pool", pool_size=1) as srv:
+@pytest.mark.parametrize(
+    ("config", "sleep"),
+    [
+        # one-to-one (slots.py): every slot busy with a request, the 503 at once
+        pytest.param({}, 1.0, id="one-to-one"),
+        # the pool's one task in a request, nothing for the door to close: the 503 after
+        # the door's patience (a second: schedulers.py), not a wait in the backlog
+        pytest.param({"scheduler": "pool", "pool_size": 1}, 2.5, id="pool"),
+    ],
+)
+def test_with_every_slot_busy_a_newcomer_gets_the_fast_503(kit, config, sleep):
+    with kit.running(max_connections=1, **config) as srv:
         busy = srv.connect()
-        busy.send(kit.build("GET", "/sleep?2.5"))
+        busy.send(kit.build("GET", f"/sleep?{sleep}"))
         assert kit.state.started.wait(5)
         second = srv.connect()
         second.sock.settimeout(5)
@@ -123,20 +131,6 @@ def test_at_the_limit_an_idle_connection_makes_room_for_a_newcomer(kit):
         assert first.closed_by_server(timeout=3)
         second.close()
         spare.close()
-
-
-def test_at_the_limit_with_every_slot_busy_a_newcomer_gets_a_fast_503(kit):
-    with kit.running(max_connections=1) as srv:
-        busy = srv.connect()
-        busy.send(kit.build("GET", "/sleep?1.0"))
-        assert kit.state.started.wait(5)
-        second = srv.connect()
-        second.sock.settimeout(5)
-        r = second.request("GET", "/hello")
-        assert r.status == 503 and r.headers["retry-after"] == "1"
-        assert busy.read_response().body == b"slept"  # the request in progress is untouched
-        busy.close()
-        second.close()
 
 
 def test_a_stalled_unread_body_after_the_reply_is_closed_without_a_second_reply(kit):
