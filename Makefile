@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz fuzz-atheris soak docs lab clean test-cluster bench-push
+.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz fuzz-atheris soak docs lab clean test-cluster bench-push
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -47,6 +47,13 @@ test: dev locust-env
 	$(PY) -m pytest -n $(TEST_JOBS) --dist load -m "not serial" --loops $(LOOPS) $(TEST_ARGS)
 	$(PY) -m pytest -m serial --loops $(LOOPS) $(TEST_ARGS)
 
+## the protocol, server, regions and site tests with no C at all (PYWEB_REGIONS=python: the
+## Python parser, framer and regions, as on a machine without a compiler); make test runs
+## them with the C fast paths, which their differential tests hold to the Python paths
+test-pure: dev
+	PYWEB_REGIONS=python $(PY) -m pytest -n $(TEST_JOBS) --dist load -m "not serial" \
+	  --loops $(LOOPS) tests/protocol tests/server tests/regions tests/app $(TEST_ARGS)
+
 ## locust in its own environment (pyweb loadtest, the load-testing tests and tutorial)
 locust-env: install
 	$(PY) -c "from pyweb.testing.loadtest import ensure_locust; ensure_locust()"
@@ -72,18 +79,25 @@ lint: dev
 	$(PY) -m ruff check pyweb tests benchmarks
 	$(PY) -m mypy
 
-## the regions, server and site tests (every request is read into an arena page and every
-## reply sent from one) against pyweb_regions built with AddressSanitizer (libasan preloaded,
-## Python's own allocator off so ASan sees every object); the in-tree build is not touched
-ASAN_SO := build/asan/_regions$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+## the regions, protocol, server and site tests (every request is read into an arena page,
+## its head parsed by the C request head, and every reply sent from one, its head framed by
+## the C framer) against pyweb_regions' C modules built with AddressSanitizer in build/asan
+## (libasan preloaded, Python's own allocator off so ASan sees every object); the in-tree
+## build is not touched
+ASAN_DIR := build/asan
+EXT_SUFFIX := $(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+ASAN_MODULES := _regions _frame _head
 asan-test: dev
-	mkdir -p build/asan
-	gcc -shared -fPIC -O1 -g -fsanitize=address -fno-omit-frame-pointer -Wall \
-	  -I$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
-	  pyweb_regions/_regions.c -o $(ASAN_SO)
+	mkdir -p $(ASAN_DIR)
+	for m in $(ASAN_MODULES); do \
+	  gcc -shared -fPIC -O1 -g -fsanitize=address -fno-omit-frame-pointer -Wall \
+	    -I$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
+	    pyweb_regions/$$m.c -o $(ASAN_DIR)/$$m$(EXT_SUFFIX) || exit 1; \
+	done
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
-	  PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(ASAN_SO) \
-	  $(PY) -m pytest tests/regions tests/server tests/app -q -p no:cacheprovider $(ASAN_ARGS)
+	  PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(ASAN_DIR) \
+	  $(PY) -m pytest tests/regions tests/protocol tests/server tests/app --framers c \
+	  -q -p no:cacheprovider $(ASAN_ARGS)
 
 ## tests/regions and the snapshot benchmark (section 1 of bench-regions) under the other
 ## Pythons pyenv has: the C guard's fast check is a dict watcher on 3.12+, the version tag on
@@ -184,26 +198,31 @@ soak: dev
 
 ## atheris (coverage-guided) on the request parser, the form parser, quotations and
 ## pyweb_regions.Arena, each for FUZZ_SECONDS (fuzz/run.py says how); new inputs that reach
-## new code are added to fuzz/corpus/, crashes go to fuzz/crashes/. The arena is then
-## replayed and fuzzed again against pyweb_regions built with ASan + UBSan.
+## new code are added to fuzz/corpus/, crashes go to fuzz/crashes/. The arena and the parser
+## (whose target compares the C request head with the Python one) are then replayed and
+## fuzzed again against pyweb_regions' C modules built with ASan + UBSan.
 ## CI: make fuzz-atheris FUZZ_SECONDS=30 FUZZ_ARGS=--ci (the kept corpus is not changed).
 FUZZ_SECONDS ?= 300
 FUZZ_TARGETS ?= parser forms quot arena
-SAN_SO := build/asan-ubsan/_regions$(shell $(PY) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+SAN_DIR := build/asan-ubsan
 SAN_ENV = LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(SAN_SO)
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(SAN_DIR)
 fuzz-atheris: dev
 	$(PY) -m pip install --quiet -e '.[fuzz]'
-	mkdir -p build/asan-ubsan
-	gcc -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-	  -fno-omit-frame-pointer -Wall \
-	  -I$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
-	  pyweb_regions/_regions.c -o $(SAN_SO)
+	mkdir -p $(SAN_DIR)
+	for m in $(ASAN_MODULES); do \
+	  gcc -shared -fPIC -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	    -fno-omit-frame-pointer -Wall \
+	    -I$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
+	    pyweb_regions/$$m.c -o $(SAN_DIR)/$$m$(EXT_SUFFIX) || exit 1; \
+	done
 	for t in $(FUZZ_TARGETS); do \
 	  $(PY) fuzz/run.py $$t --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS) || exit 1; \
 	done
-	$(SAN_ENV) $(PY) fuzz/run.py arena --replay
-	$(SAN_ENV) $(PY) fuzz/run.py arena --seconds $(FUZZ_SECONDS) --ci
+	for t in arena parser; do \
+	  $(SAN_ENV) $(PY) fuzz/run.py $$t --replay || exit 1; \
+	  $(SAN_ENV) $(PY) fuzz/run.py $$t --seconds $(FUZZ_SECONDS) --ci || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .hypothesis .benchmarks site

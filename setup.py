@@ -2,9 +2,11 @@
 
 Everything about the package lives in pyproject.toml; this file exists only because
 setuptools declares C extensions in Python. The ``pyweb_regions`` extension (arenas,
-module snapshots, allocation counters: SMLserver §2.1/§5, Hop §3.1) is added to
-``EXTENSIONS`` by the regions issue. Each entry is optional: when a compiler is missing
-the build carries on and ``pyweb_regions`` falls back to its pure-Python implementation.
+module snapshots, allocation counters: SMLserver §2.1/§5, Hop §3.1), the reply framer's
+and the request parser's C fast paths (``pyweb_regions._frame``, ``pyweb_regions._head``)
+are the ``EXTENSIONS``. Each entry is optional: when a compiler is missing the build
+carries on, ``pyweb_regions`` falls back to its pure-Python implementation and the
+protocol to its Python code.
 """
 
 from setuptools import Extension, setup
@@ -16,6 +18,19 @@ EXTENSIONS: list[Extension] = [
         sources=["pyweb_regions/_regions.c"],
         # CFLAGS from the environment come after these (make asan-test adds the sanitizer).
         extra_compile_args=["-O2", "-Wall", "-Wno-missing-field-initializers"],
+    ),
+    Extension(
+        # The reply head framed in C (pyweb/protocol/response.py's fast path).
+        "pyweb_regions._frame",
+        sources=["pyweb_regions/_frame.c"],
+        extra_compile_args=["-O2", "-Wall", "-Wno-missing-field-initializers"],
+    ),
+    # The C fast path of the request parser (pyweb.protocol.parser.C_HEAD): optional too;
+    # without it the Python parser does everything.
+    Extension(
+        "pyweb_regions._head",
+        sources=["pyweb_regions/_head.c"],
+        extra_compile_args=["-O2", "-Wall"],
     ),
 ]
 

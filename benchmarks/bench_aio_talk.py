@@ -8,7 +8,8 @@ The handler returns a prebuilt ``Response``.
 
 Scenarios: ``hello`` (one keep-alive connection, one request at a time), ``close`` (a new
 connection per request, ``Connection: close``: ``connection_made`` to ``connection_lost``),
-``dynamic`` (a 984-byte body, as the peers' page).
+``dynamic`` (a 984-byte body, as the peers' page), ``page`` (the hello page's body as a
+page gives it: str ``Fragments``).
 
 ``--callgrind`` runs the scenario under valgrind twice (``--n`` and ``2 * --n``
 requests) and prints the difference per request: start-up cancels out.
@@ -29,6 +30,7 @@ import time
 from typing import Any
 
 from pyweb.protocol import Response
+from pyweb.protocol.response import Fragments
 from pyweb.server import ServerConfig
 from pyweb.server.aio import AsyncioServer, HttpProtocol
 from pyweb.server.logging import ServerLog
@@ -37,13 +39,17 @@ REQUESTS = {
     "hello": b"GET /hello HTTP/1.1\r\nHost: bench\r\nUser-Agent: bench\r\n\r\n",
     "close": b"GET /hello HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n",
     "dynamic": b"GET /dynamic HTTP/1.1\r\nHost: bench\r\nUser-Agent: bench\r\n\r\n",
+    "page": b"GET /page HTTP/1.1\r\nHost: bench\r\nUser-Agent: bench\r\n\r\n",
 }
 HELLO = Response(200, [("content-type", "text/plain")], b"Hello, world!")
 DYNAMIC = Response(200, [("content-type", "text/html; charset=utf-8")], b"x" * 984)
+PAGE = Response(200, [("content-type", "text/html; charset=utf-8")],
+                Fragments(["<p>", "Hello, world!", "</p>"], 20))  # fmt: skip
+PAGES = {"/dynamic": DYNAMIC, "/page": PAGE}
 
 
 async def handler(ctx: Any) -> Response:
-    return DYNAMIC if ctx.request.path == "/dynamic" else HELLO
+    return PAGES.get(ctx.request.path, HELLO)
 
 
 class Transport:

@@ -13,7 +13,8 @@ A request for a script page goes through these stages in :class:`pyweb.app.site.
                them), the watchdog's registry, the one context variable (``current_conn``
                and the form's getters)
 ``outcome``    ``Site._page_outcome`` around the page: the page deadline (async pages
-               only), the traps, the form errors, the session save, ``conn.finish``
+               only), the traps, the form errors, the session save, ``conn.finish``,
+               the security headers added in place to the answer conn made
 ``script``     the script itself: a copy of its globals, ``eval`` of its code,
                ``conn.return_`` (where it answered, turning the value into a ``Response``)
 ``secure``     the security headers added to the response (in place on the response conn
@@ -59,7 +60,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import SimpleNamespace
+from types import CoroutineType, SimpleNamespace
 from typing import Any
 
 import trio
@@ -189,24 +190,25 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
     run_page = bound("_run_page")
     secured = site._secure(_CONSTANT)  # as the page's own answer is when it comes back
 
-    async def secured_async(*args: Any, **kwargs: Any) -> Response:
-        return secured
-
-    def secured_ready(*args: Any, **kwargs: Any) -> Awaitable[Response]:
-        return secured_async()
+    def secured_ready(*args: Any, **kwargs: Any) -> Response:
+        return secured  # (as _page_outcome answers a page that did not await)
 
     async def prepare() -> Any:
         return await run_page(ctx, page)
 
     page_outcome = bound("_page_outcome")
 
-    async def answered(c: Conn) -> None:
-        c.response = _CONSTANT
+    def answered(c: Conn) -> Any:
+        # A page that has answered when its run returns (a script without await), with an
+        # answer made by conn (the site then adds its headers in place: counted here too).
+        c.response = c._made = _html_response()
+        return site_module.pages.DONE
 
     answering = site_module._Page(answered, page.name, page.filename, False)
 
     async def outcome() -> Any:
-        return await page_outcome(ctx, new_conn(), answering)
+        response = page_outcome(ctx, new_conn(), answering)  # (a coroutine if it awaits)
+        return await response if type(response) is CoroutineType else response
 
     current = site_module._current
 
@@ -247,7 +249,7 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
         "script": script_run,
         "conn": conn_only,  # subtracted from outcome and script (each builds a conn)
         "secure": secure,
-        "response": response_only,  # subtracted from secure (it builds one)
+        "response": response_only,  # subtracted from secure and outcome (each builds one)
         "whole": whole,
     }
     return calls
@@ -267,7 +269,7 @@ def _whole_only(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
         return await site(ctx)
 
     calls: dict[str, Callable[[], Awaitable[Any]]] = dict.fromkeys(stage_names(), nothing)
-    calls.update(floor=floor, route=floor, prepare=floor, whole=whole)  # (route, prepare: - floor)
+    calls.update(floor=floor, route=floor, whole=whole)  # (route: less floor, 0)
     return calls
 
 
@@ -353,14 +355,15 @@ def run_loop(loop: str, pages: list[str], n: int, marks: bool) -> dict:
 def per_stage(raw: dict[str, float]) -> dict[str, float]:
     """Stage costs from the loops' costs: the empty loop subtracted from every one, the
     ``conn`` built by the ``outcome`` and ``script`` harnesses and the response the
-    ``secure`` harness builds subtracted from them."""
+    ``outcome`` and ``secure`` harnesses build subtracted from them."""
     base = raw["empty"]
     out = {name: raw[name] - base for name in raw if name != "empty"}
     for name in ("outcome", "script"):
         out[name] -= out["conn"]
     out["secure"] -= out["response"]
-    for name in ("route", "prepare"):  # each awaits a constant answer at its end
-        out[name] -= out["floor"]
+    out["outcome"] -= out["response"]
+    out["route"] -= out["floor"]  # it awaits a constant answer at its end
+    # (prepare's stand-in for _page_outcome is a plain call, as for a page without await)
     out["prepare"] -= out["regions"]  # _run_page runs the region's steps itself
     return out
 

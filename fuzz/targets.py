@@ -9,7 +9,8 @@ once failed (``fuzz/regressions/TARGET/``), so each crash found stays a regressi
 
 * ``parser``: :class:`pyweb.protocol.RequestParser` on bytes cut in two pieces (a request
   split across reads), then EOF: only :class:`~pyweb.protocol.ProtocolError`, a bounded
-  number of events, body bytes never more than were fed.
+  number of events, body bytes never more than were fed; and the same events, errors and
+  states with the C request head (``parser.C_HEAD``, when built) as without it.
 * ``forms``: :func:`pyweb.app.formdata.form_from` on url-encoded and multipart bodies: only
   :class:`~pyweb.app.formdata.FormDataError`; every text value free of C0 controls.
 * ``quot``: :func:`pyweb.qq` with a fuzzed template and values: only the documented
@@ -33,6 +34,7 @@ from pyweb.protocol import (
     Request,
     RequestParser,
 )
+from pyweb.protocol import parser as parser_module
 
 __all__ = ["TARGETS"]
 
@@ -44,26 +46,56 @@ def target_parser(data: bytes) -> None:
         return
     cut = data[0] % (len(data) + 1)
     rest = data[1:]
-    parser = RequestParser(_LIMITS)
-    body = 0
+    pieces = (rest[:cut], rest[cut:], b"")  # b"": the client closed (EOF)
+    outcome = _parse(pieces, parser_module.C_HEAD)
+    if parser_module.C_HEAD is not None:
+        # The C request head takes what it knows and declines the rest: with it and
+        # without it the parser must say the same (events, error, state after each piece).
+        assert _parse(pieces, None) == outcome, "the C head and the Python head disagree"
+
+
+def _state_of(parser: RequestParser) -> tuple:
+    """Every slot of the parser but its error (the error is compared by what it says)."""
+    return tuple(
+        bytes(value) if isinstance(value, bytearray) else value
+        for value in (getattr(parser, name) for name in RequestParser.__slots__
+                      if name != "_error")
+    )
+
+
+def _parse(pieces: tuple[bytes, ...], c_head: object) -> list:
+    """What the parser makes of ``pieces`` (fed one by one), with ``c_head`` as its C
+    fast path (None: the Python path alone); checks the invariants on the way."""
+    saved = parser_module.C_HEAD
+    parser_module.C_HEAD = c_head  # type: ignore[assignment]
     try:
-        for piece in (rest[:cut], rest[cut:], b""):  # b"": the client closed (EOF)
-            parser.feed(piece)
-            for _ in range(10_000):
-                event = parser.next_event()
-                if event is NEED_DATA:
-                    break
-                if type(event) is ConnectionClosed:
-                    return
-                if type(event) is Data:
-                    body += len(event.data)
-                    assert body <= len(rest), "more body bytes than were fed"
+        parser = RequestParser(_LIMITS)
+        seen: list = []
+        body = 0
+        try:
+            for piece in pieces:
+                parser.feed(piece)
+                for _ in range(10_000):
+                    event = parser.next_event()
+                    if event is NEED_DATA:
+                        break
+                    seen.append(event)
+                    if type(event) is ConnectionClosed:
+                        return seen
+                    if type(event) is Data:
+                        body += len(event.data)
+                        assert body <= len(b"".join(pieces)), "more body bytes than were fed"
+                    else:
+                        assert type(event) in (Request, EndOfMessage), event
                 else:
-                    assert type(event) in (Request, EndOfMessage), event
-            else:
-                raise AssertionError("the parser produced 10,000 events without asking for data")
-    except ProtocolError as err:
-        assert 400 <= err.status <= 505, err.status
+                    raise AssertionError("the parser produced 10,000 events without asking for data")
+                seen.append(_state_of(parser))
+        except ProtocolError as err:
+            assert 400 <= err.status <= 505, err.status
+            seen.append((type(err), err.status, err.message, err.offending))
+        return seen
+    finally:
+        parser_module.C_HEAD = saved  # type: ignore[assignment]
 
 
 _CONTROLS = {chr(c) for c in range(32)} - {"\t", "\n", "\r"}

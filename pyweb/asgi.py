@@ -274,8 +274,9 @@ async def send_response(send: Send, request: Request, response: Response) -> Non
         length = None
     head = frame_response(request, response.status, response.headers, length)
     headers = []
-    for line in head.lines[1:-1]:  # the status line and the final empty line are not fields
-        name, _, value = line[:-2].partition(b": ")
+    # the status line and the final empty line are not fields
+    for line in head.data.split(b"\r\n")[1:-2]:
+        name, _, value = line.partition(b": ")
         name = name.lower()
         if name not in _HOP_BY_HOP:
             headers.append((name, value))

@@ -386,10 +386,17 @@ def _as_fragments(part: object, what: str) -> tuple[Fragment, ...]:
 
 
 def _concat2(a: tuple[Fragment, ...], b: tuple[Fragment, ...]) -> Quot:
+    # A fold of rows (``qq(...) + acc``) calls this once per row: the quote that joins the
+    # two and the Quot are made in line, without the calls of _quote and Quot._of.
     if a and b and type(a[-1]) is Quote and type(b[0]) is Quote:
-        merged = _quote(a[-1].text + b[0].text)  # type: ignore[union-attr]
-        return Quot._of(a[:-1] + (merged,) + b[1:])
-    return Quot._of(a + b)
+        merged = _new_fragment(Quote)
+        _set_quote_text(merged, a[-1].text + b[0].text)  # type: ignore[union-attr]
+        fragments = (*a[:-1], merged, *b[1:])
+    else:
+        fragments = a + b
+    quot = _new_fragment(Quot)
+    quot._fragments = fragments
+    return quot
 
 
 def concat(*parts: Quot | str) -> Quot:
@@ -555,16 +562,23 @@ def qq(template: str, /, **names: object) -> Quot:
                     f"global or builtin of the caller); template: {template!r}",
                     name=name,
                 )
-        for attr in attrs:
-            try:
-                value = getattr(value, attr)
-            except AttributeError as exc:
-                placeholder = ".".join((name, *attrs))
-                raise AttributeError(
-                    f"qq: in placeholder {{{placeholder}}}: {exc}; template: {template!r}"
-                ) from exc
-        append(_antiquote(value))
-    return Quot._of(tuple(out))
+        if attrs:
+            for attr in attrs:
+                try:
+                    value = getattr(value, attr)
+                except AttributeError as exc:
+                    placeholder = ".".join((name, *attrs))
+                    raise AttributeError(
+                        f"qq: in placeholder {{{placeholder}}}: {exc}; template: {template!r}"
+                    ) from exc
+        # _antiquote(value) and Quot._of written out: a page's rows call qq once each,
+        # and the two calls were about a fifth of it (docs/performance.md).
+        fragment = _new_fragment(Antiquote)
+        _set_antiquote_value(fragment, value)
+        append(fragment)
+    quot = _new_fragment(Quot)
+    quot._fragments = tuple(out)
+    return quot
 
 
 def _from_template(template: Any) -> Quot:

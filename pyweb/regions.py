@@ -60,6 +60,7 @@ from pyweb.protocol.response import Fragments, Response
 __all__ = ["SiteRegions", "Mutation", "IMPLEMENTATION", "GuardedLoader"]
 
 IMPLEMENTATION = pyweb_regions.IMPLEMENTATION
+_any_changed = pyweb_regions.any_changed  # every guard of a site, in one call
 """``"c"`` or ``"python"``: which implementation of :mod:`pyweb_regions` is in use."""
 
 _log = logging.getLogger("pyweb.regions")
@@ -342,12 +343,8 @@ class SiteRegions:
             self.scan()
         if self.exec_library:
             return None
-        if not self.pending:
-            for guard in self.guards.values():  # in C: one compare per module
-                if guard.changed():
-                    break
-            else:
-                return None
+        if not self.pending and not _any_changed(self.guards):
+            return None  # (one C call for every guard: one compare per module)
         mutations, restored = self._after_request()
         if mutations:
             self._log(ctx, page, list(mutations), restored)
@@ -384,12 +381,8 @@ class SiteRegions:
             return [], False
 
     def _check_and_restore(self) -> tuple[list[Mutation] | tuple[()], bool]:
-        if not self.pending:
-            for guard in self.guards.values():
-                if guard.changed():
-                    break
-            else:  # every request but a mutating one: no list, no tuple to make
-                return _NOTHING_CHANGED
+        if not self.pending and not _any_changed(self.guards):
+            return _NOTHING_CHANGED  # every request but a mutating one: no list, no tuple
         new: list[Mutation] = []
         for name, guard in self.guards.items():
             if guard.changed():

@@ -7,51 +7,77 @@ that which is safe in CPython (docs/regions.md says why the object heap itself i
 reset):
 
 * :class:`ModuleGuard` snapshots a module's state after its initialisation, and after each
-  request says what changed (``diff``) and puts it back (``restore``);
+  request says what changed (``diff``) and puts it back (``restore``); ``any_changed``
+  checks all of a site's guards in one call;
 * :class:`Arena` is a request heap for *bytes*: region pages from a process-wide free list,
   views into it, an O(1) ``reset`` that refuses while a view is alive;
 * ``alloc_*`` count the bytes and calls a thread allocates (Hop's BglMem), C only.
 
 The C extension ``pyweb_regions._regions`` is used when it was built; otherwise, or when
 the environment variable ``PYWEB_REGIONS=python`` asks for it, the pure-Python
-``pyweb_regions._fallback`` with the same API. :data:`IMPLEMENTATION` says which:
+``pyweb_regions._fallback`` with the same API. :func:`extension` finds this package's C
+modules (the protocol's C fast paths live here too, the one place pyweb holds C). :data:`IMPLEMENTATION` says which:
 ``"c"`` or ``"python"``. The rest of pyweb uses this through :mod:`pyweb.regions`.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
 import os
+import sys
+import sysconfig
+from types import ModuleType
 
-if os.environ.get("PYWEB_REGIONS", "").lower() == "python":
-    from . import _fallback as _impl
+PURE_PYTHON = os.environ.get("PYWEB_REGIONS", "").lower() == "python"
+"""``PYWEB_REGIONS=python``: no C at all, neither this package's extension nor the C fast
+paths of the protocol (the Python code alone, as students read it)."""
 
-    IMPLEMENTATION = "python"
-elif os.environ.get("PYWEB_REGIONS_EXT"):
-    # `make asan-test`: the extension built with AddressSanitizer, from its own file.
-    import importlib.machinery
-    import importlib.util
-    import sys
 
-    _loader = importlib.machinery.ExtensionFileLoader(
-        "pyweb_regions._regions", os.environ["PYWEB_REGIONS_EXT"]
-    )
-    _spec = importlib.util.spec_from_loader("pyweb_regions._regions", _loader)
-    assert _spec is not None
-    _impl = importlib.util.module_from_spec(_spec)
-    sys.modules["pyweb_regions._regions"] = _impl
-    _loader.exec_module(_impl)
+def extension(name: str) -> ModuleType | None:
+    """The C extension module ``pyweb_regions.<name>`` (``"_regions"``, or a fast path
+    such as ``"_head"``), or None when it was not built or ``PYWEB_REGIONS=python``.
+
+    With ``PYWEB_REGIONS_EXT=<dir>`` (``make asan-test``, ``make fuzz-atheris``) the module
+    is loaded from ``<dir>/<name><EXT_SUFFIX>``, built there with the sanitizers, instead
+    of the one built in place; the directory must hold it."""
+    if PURE_PYTHON:
+        return None
+    qualified = f"{__name__}.{name}"
+    loaded = sys.modules.get(qualified)
+    if loaded is not None:
+        return loaded
+    directory = os.environ.get("PYWEB_REGIONS_EXT")
+    if directory:
+        path = os.path.join(directory, name + sysconfig.get_config_var("EXT_SUFFIX"))
+        loader = importlib.machinery.ExtensionFileLoader(qualified, path)
+        spec = importlib.util.spec_from_loader(qualified, loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[qualified] = module
+        loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(qualified)
+    except ImportError:  # not built (no compiler when installed): the Python code runs
+        return None
+
+
+_c = extension("_regions")
+if _c is not None:
+    _impl = _c
     IMPLEMENTATION = "c"
 else:
-    try:
-        from . import _regions as _impl  # type: ignore[no-redef]
+    from . import _fallback as _impl  # type: ignore[no-redef]
 
-        IMPLEMENTATION = "c"
-    except ImportError:  # not built (no compiler when installed): same API, slower
-        from . import _fallback as _impl  # type: ignore[no-redef]
-
-        IMPLEMENTATION = "python"
+    IMPLEMENTATION = "python"
 
 ModuleGuard = _impl.ModuleGuard
+if hasattr(_impl, "any_changed"):
+    any_changed = _impl.any_changed
+else:  # an extension built before it had any_changed: the same check, asking each guard
+    from ._fallback import any_changed
 Arena = _impl.Arena
 PAGE_SIZE: int = _impl.PAGE_SIZE
 VERSION_TAG: bool = bool(_impl.VERSION_TAG)
@@ -73,8 +99,10 @@ ALLOC_AVAILABLE: bool = IMPLEMENTATION == "c"
 
 def implementation(name: str):  # type: ignore[no-untyped-def]
     """The implementation module ``"c"`` or ``"python"`` (for tests that run both);
-    ImportError if the C extension was not built."""
+    ImportError if the C extension was not built or ``PYWEB_REGIONS=python`` asks for no C."""
     if name == "c":
+        if PURE_PYTHON:
+            raise ImportError("PYWEB_REGIONS=python: the C extension is not used")
         from . import _regions
 
         return _regions
@@ -87,7 +115,10 @@ def implementation(name: str):  # type: ignore[no-untyped-def]
 
 __all__ = [
     "IMPLEMENTATION",
+    "PURE_PYTHON",
+    "extension",
     "ModuleGuard",
+    "any_changed",
     "Arena",
     "PAGE_SIZE",
     "VERSION_TAG",

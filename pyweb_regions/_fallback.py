@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import os
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
     "ModuleGuard",
+    "any_changed",
     "Arena",
     "PAGE_SIZE",
     "VERSION_TAG",
@@ -227,6 +228,12 @@ class ModuleGuard:
 
     def __repr__(self) -> str:
         return f"<ModuleGuard {self.module!r}: {self.names} names, {self.containers} containers>"
+
+
+def any_changed(guards: Mapping[Any, Any]) -> bool:
+    """Has the module of any guard among the mapping's values changed? (The site asks
+    this after every request: one call for all of its guards, as in C.)"""
+    return any(guard.changed() for guard in guards.values())
 
 
 # ---- Arena ------------------------------------------------------------------------------

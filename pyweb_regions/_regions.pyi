@@ -2,7 +2,7 @@
 pure-Python twin ``_fallback.py`` has the same names and behaviour."""
 
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 PAGE_SIZE: int
@@ -24,6 +24,9 @@ class ModuleGuard:
     def diff(self) -> tuple[tuple[str, str], ...]: ...
     def restore(self) -> tuple[tuple[str, str], ...]: ...
     def retake(self) -> None: ...
+
+def any_changed(guards: Mapping[Any, ModuleGuard]) -> bool:
+    """Has the module of any guard among the mapping's values changed?"""
 
 class Arena:
     """A request heap for bytes, in region pages from a process-wide free list."""

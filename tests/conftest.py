@@ -26,6 +26,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from pyweb.protocol.response import use_c_framer
 from pyweb.testing.server import running_servers, use_loop
 from tests.helpers import chat_in_two_workers
 from tests.loops import lacked, selected, xfail_on_asyncio
@@ -57,6 +58,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the loops tests marked loops(...) run on: trio,asyncio (default; "
         "PYWEB_TEST_LOOPS sets it), trio, or asyncio",
     )
+    parser.addoption(
+        "--framers",
+        default=os.environ.get("PYWEB_TEST_FRAMERS", "built"),
+        help="the reply framers the tests that use the `framer` fixture (tests/server, "
+        "tests/protocol/test_response.py) run with: built (default: the C framer when it "
+        "is built, the Python one otherwise; PYWEB_TEST_FRAMERS sets it), c "
+        "(pyweb_regions._frame), python, or c,python",
+    )
+    parser.addoption(
+        "--heads",
+        default=os.environ.get("PYWEB_TEST_HEADS", "built"),
+        help="how the parser's tests (tests/protocol/conftest.py) read request heads: built "
+        "(default: with the C head when it is built; PYWEB_TEST_HEADS sets it), c, python, "
+        "or c,python",
+    )
+
+
+def c_paths(option: str, built: bool) -> list[str]:
+    """The C fast paths a run chose (``--framers``, ``--heads``): "built" is "c" when the C
+    module is built (and not switched off by ``PYWEB_REGIONS=python``), "python" otherwise.
+    The C paths agree with the Python ones on every input (their differential tests, which
+    always run both); ``make test`` runs the rest of the suite with what is built, ``make
+    test-pure`` with the Python paths alone, as on a machine without a compiler."""
+    names = [name for name in option.split(",") if name]
+    return [("c" if built else "python") if name == "built" else name for name in names]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,7 +90,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """One run per loop for the tests marked ``loops(...)``."""
+    """One run per loop for the tests marked ``loops(...)``; one per framer (``--framers``)
+    for the tests that use the ``framer`` fixture, unless their module's servers run in
+    other processes (it says why in ``SERVERS_ELSEWHERE``), where the switch cannot reach."""
+    if "framer" in metafunc.fixturenames and not hasattr(metafunc.module, "SERVERS_ELSEWHERE"):
+        framers = c_paths(metafunc.config.getoption("--framers"), use_c_framer(None))
+        metafunc.parametrize("framer", framers, indirect=True, scope="module")
     mark = metafunc.definition.get_closest_marker("loops")
     if mark is None or "loop" not in metafunc.fixturenames:
         return
@@ -111,6 +142,23 @@ def loop(request: pytest.FixtureRequest) -> Iterator[str]:
     name = str(getattr(request, "param", "trio"))
     with use_loop(name):
         yield name
+
+
+@pytest.fixture(scope="module")
+def framer(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The reply framer of this module's tests, in this process (servers it starts in a
+    thread included): ``"c"``, the fast path ``pyweb_regions._frame`` (skipped when it is
+    not built), or ``"python"``, ``frame_response``'s own code. Module-scoped: a module's
+    servers never see it change under them."""
+    name = str(getattr(request, "param", "c"))
+    if name not in ("c", "python"):
+        raise ValueError(f"--framers: c or python, not {name!r}")
+    before = use_c_framer(None)
+    if not use_c_framer(name == "c") and name == "c":
+        use_c_framer(before)
+        pytest.skip("the C framer is not built (or PYWEB_REGIONS=python)")
+    yield name
+    use_c_framer(before)
 
 
 @pytest.fixture(autouse=True)

@@ -36,7 +36,11 @@ class Rule:
 
 
 RULES = [
-    Rule("pyweb.protocol", may=(), why="sans-IO HTTP: bytes in, events out"),
+    Rule(
+        "pyweb.protocol",
+        may=("pyweb_regions",),
+        why="sans-IO HTTP: bytes in, events out (C fast paths from pyweb_regions)",
+    ),
     Rule("pyweb.runtime", may=(), why="the one seam to the event loop (trio, asyncio)"),
     Rule("pyweb.events", may=("pyweb.runtime",), why="CML, usable on its own"),
     Rule(

@@ -103,6 +103,7 @@ joined by ``, ``; ``get_all(name)`` lists them."""
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _COOKIE_OCTETS = re.compile(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
 _SAME_SITE = {"strict": "Strict", "lax": "Lax", "none": "None"}
+_new = object.__new__
 
 
 def parse_cookies(header: str) -> dict[str, str]:
@@ -421,7 +422,13 @@ class Conn:
             # The usual answer, made as to_response makes it, without its call (one call
             # less per request: docs/performance.md).
             data: bytes = body if kind is bytes else body.encode()  # type: ignore[assignment, attr-defined]
-            response = Response(status, [("Content-Type", content_type or HTML)], data)
+            # Its three fields set one by one rather than through the dataclass's __init__,
+            # which Python 3.11 calls by its slow path (docs/performance.md; the test
+            # test_return_sets_every_field_of_a_response keeps the fields in step).
+            response = _new(Response)
+            response.status = status
+            response.headers = [("Content-Type", content_type or HTML)]
+            response.body = data
         else:
             response = to_response(body, status, content_type, headers)
         self.response = response

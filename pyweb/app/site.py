@@ -47,8 +47,9 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any
 from urllib.parse import unquote
 
@@ -63,7 +64,7 @@ from pyweb.regions import SiteRegions
 from pyweb.regions import _with_banner as with_banner
 
 from . import blocking, csrf, pages, unawaited
-from .conn import Conn, PageExit, RequestError, _current
+from .conn import Conn, PageExit, RequestError, _current, parse_cookies
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body, read_form
 from .routes import Pattern, Router, script_pattern
 from .services import JSONFieldErrors, Service
@@ -876,15 +877,16 @@ class Site:
         its form-error list (one context variable); a coroutine the page drops unawaited
         is noted on conn (pyweb.app.unawaited); the page runs in a region (pyweb.regions)."""
         request = ctx.request
+        cookies = request.header("cookie")  # looked up once: _prepare and conn.cookies use it
         if (
             request.query  # a form to read
             or params
             or request.chunked
             or request.content_length
-            or request.header("cookie") is not None  # a session to load
+            or cookies is not None  # a session to load
             or (page.check_csrf and request.method in csrf.UNSAFE_METHODS)  # a token to check
         ):
-            conn = await self._prepare(ctx, page, params)
+            conn = await self._prepare(ctx, page, params, cookies)
             if not isinstance(conn, Conn):
                 return self._secure(conn)  # the form's 400 or 413, CSRF's 403: no page runs
         else:  # the usual GET: nothing to read, load or check before the page
@@ -896,10 +898,15 @@ class Site:
         regions = self.regions
         slot = regions.enter() if regions is not None else None
         try:
+            response: Response
             if slot is None:
-                response = await self._page_outcome(ctx, conn, page)
+                outcome = self._page_outcome(ctx, conn, page)
+                if type(outcome) is CoroutineType:  # a page that awaits (or a session)
+                    response = await outcome
+                else:
+                    response = outcome  # type: ignore[assignment]
             else:  # --profile-alloc: the page's own steps are counted (any loop)
-                response = await regions.counted(self._page_outcome(ctx, conn, page), slot)  # type: ignore[union-attr]
+                response = await regions.counted(self._page_counted(ctx, conn, page), slot)  # type: ignore[union-attr]
             scope = conn._scope
             if scope is not None:  # a script's globals: emptied once the reply is done
                 if type(response) is Response and type(response.body) is bytes:
@@ -938,11 +945,17 @@ class Site:
         return conn
 
     async def _prepare(
-        self, ctx: Context, page: _Page, params: dict[str, str] | None
+        self,
+        ctx: Context,
+        page: _Page,
+        params: dict[str, str] | None,
+        cookies: str | None = None,
     ) -> Conn | Response:
         """The conn of a request that has more than a plain GET: its form read (the query,
         a form body), its session loaded (a session cookie), its CSRF token checked (a
-        POST, PUT, PATCH or DELETE). A Response instead when the page must not run."""
+        POST, PUT, PATCH or DELETE). A Response instead when the page must not run.
+        ``cookies``: the request's ``Cookie`` field (None without one), as ``_run_page``
+        looked it up."""
         request = ctx.request
         content_type = None
         body = None
@@ -968,8 +981,10 @@ class Site:
         if params:  # the getters read path parameters too; the path wins (the last value)
             form = MultiDict([*form.multi_items(), *params.items()])
         conn = self._conn(ctx, page, form, files, body, params)
-        if request.header("cookie") is not None:
-            cookie = conn.cookies.get(COOKIE_NAME)
+        if cookies is not None:
+            # conn.cookies made from the field already found (the property would look again)
+            jar = conn._cookies = parse_cookies(cookies) if cookies else {}
+            cookie = jar.get(COOKIE_NAME)
             if cookie:
                 conn._session = await self.sessions.load(cookie)
         if page.check_csrf and request.method in csrf.UNSAFE_METHODS and not self._exempt(conn.path):
@@ -978,15 +993,57 @@ class Site:
                 return self._csrf_refused(conn, why)
         return conn
 
-    async def _page_outcome(self, ctx: Context, conn: Conn, page: _Page) -> Response:
+    async def _page_counted(self, ctx: Context, conn: Conn, page: _Page) -> Response:
+        """:meth:`_page_outcome` as one awaitable, for ``--profile-alloc`` to count."""
+        response = self._page_outcome(ctx, conn, page)
+        if type(response) is CoroutineType:
+            return await response  # type: ignore[no-any-return]
+        return response  # type: ignore[return-value]
+
+    def _page_outcome(
+        self, ctx: Context, conn: Conn, page: _Page
+    ) -> Response | Coroutine[Any, Any, Response]:
         """Run the page and turn what happened into one response (see the module doc):
-        the traps first, then the page, unless a trap answered."""
+        the traps first, then the page, unless a trap answered.
+
+        A page that has run when its ``run`` returns (a script without ``await``, a service
+        that cannot wait: ``pages.DONE``) is answered here, by plain calls; for a page that
+        awaits this gives the coroutine :meth:`_page_awaited`, which the caller awaits (one
+        coroutine less for the usual page: docs/performance.md)."""
         ended: BaseException | None = None  # sys.exit() or KeyboardInterrupt in the page
         try:
             answer = _trapped(conn, page.traps, page.run) if page.traps else page.run(conn)
-            if answer is pages.DONE:
-                pass  # a script without await has run
-            elif page.timed and self.page_timeout is not None:
+            if answer is not pages.DONE:
+                return self._page_awaited(ctx, conn, page, answer)
+        except PageExit:
+            pass  # conn.exit(): the page ends here, its answer (if any) stands
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # sys.exit(), exit(), quit() or Ctrl-C's exception raised by the page itself:
+            # it ends the page, never the server (every other page keeps being served).
+            _from_the_page(exc, page.filename)
+            ended = exc
+        except Exception as exc:
+            return self._page_failed(ctx, conn, page, exc)
+        response = conn.response
+        if (
+            response is conn._made  # (None is not: _made is set with the response)
+            and response is not None
+            and ended is None
+            and not conn.form_errors
+            and conn._session is None
+            and not conn._set_cookies
+        ):  # the usual page: _page_end's last step without its call
+            response.headers.extend(self._missing(response.headers))
+            return response
+        return self._page_end(ctx, conn, page, ended)
+
+    async def _page_awaited(
+        self, ctx: Context, conn: Conn, page: _Page, answer: Awaitable[None]
+    ) -> Response:
+        """:meth:`_page_outcome` for a page that awaits: its deadline, then its answer."""
+        ended: BaseException | None = None
+        try:
+            if page.timed and self.page_timeout is not None:
                 # Marlow §4: a page gets page_timeout seconds, then a 503. A page that
                 # waits on its own events (a long poll) lifts it (Conn._no_deadline).
                 with runtime.current().move_on_after(self.page_timeout) as scope:
@@ -998,18 +1055,32 @@ class Site:
             else:
                 await answer
         except PageExit:
-            pass  # conn.exit(): the page ends here, its answer (if any) stands
+            pass
         except (SystemExit, KeyboardInterrupt) as exc:
-            # sys.exit(), exit(), quit() or Ctrl-C's exception raised by the page itself:
-            # it ends the page, never the server (every other page keeps being served).
             _from_the_page(exc, page.filename)
             ended = exc
         except Exception as exc:
             return self._page_failed(ctx, conn, page, exc)
+        response = self._page_end(ctx, conn, page, ended)
+        if type(response) is CoroutineType:  # a session to save first
+            return await response  # type: ignore[no-any-return]
+        return response  # type: ignore[return-value]
+
+    def _page_end(
+        self,
+        ctx: Context,
+        conn: Conn,
+        page: _Page,
+        ended: BaseException | None,
+        saved: bool = False,
+    ) -> Response | Coroutine[Any, Any, Response]:
+        """The response of a page that has ended (``ended``: by sys.exit() or Ctrl-C): its
+        form errors' 400, or its answer with its cookies and the security headers. A
+        coroutine when the page's session must be saved first (:meth:`_session_end`)."""
         if conn.form_errors:  # wrap_fail getters recorded errors: one 400 lists them
             return self._bad_form(conn, conn.form_errors)
-        if conn._session is not None and conn.response is not None:
-            await self._save_session(conn)
+        if not saved and conn._session is not None and conn.response is not None:
+            return self._session_end(ctx, conn, page, ended)
         response = conn.finish() if conn._set_cookies else conn.response  # (no call: no cookies)
         if response is not None and response is conn._made:
             # Made by conn for this request, so no one else holds it: its security headers
@@ -1024,6 +1095,12 @@ class Site:
                 "(or return a value from a service)",
             )
         return response
+
+    async def _session_end(
+        self, ctx: Context, conn: Conn, page: _Page, ended: BaseException | None
+    ) -> Response:
+        await self._save_session(conn)
+        return self._page_end(ctx, conn, page, ended, saved=True)  # type: ignore[return-value]
 
     def _page_failed(self, ctx: Context, conn: Conn, page: _Page, exc: Exception) -> Response:
         """The response for a page that raised ``exc``: a form's 400, a request's 4xx, or

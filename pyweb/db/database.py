@@ -84,12 +84,20 @@ class Row(Mapping[str, Any]):
         return f"Row({dict(self)!r})"
 
 
-def _rows(columns: _list[str], rows: _list[tuple[Any, ...]]) -> _list[Row]:
-    index = {name: i for i, name in enumerate(columns)}
-    return [Row(index, values) for values in rows]
-
-
 _new_row = object.__new__
+
+
+def _rows(columns: _list[str], rows: _list[tuple[Any, ...]]) -> _list[Row]:
+    """The rows as :class:`Row` objects sharing one index (made as the fold makes them,
+    without a call to ``Row.__init__`` each)."""
+    index = {name: i for i, name in enumerate(columns)}
+    out = []
+    for values in rows:
+        row = _new_row(Row)
+        row._index = index
+        row._values = values
+        out.append(row)
+    return out
 
 
 async def _fold_rows(f: Folder[A], acc: A, columns: _list[str], rows: Iterable[Any]) -> A:
@@ -140,13 +148,15 @@ _log = logging.getLogger("pyweb.db")
 
 
 class _Lease:
-    """A handle lent to a task: the pool it came from (None inside a transaction)."""
+    """A handle lent to a task: the pool it came from (None inside a transaction) and the
+    token that gives back the task's place in the pools' order."""
 
-    __slots__ = ("conn", "pool")
+    __slots__ = ("conn", "pool", "token")
 
-    def __init__(self, conn: Connection, pool: Pool | None) -> None:
+    def __init__(self, conn: Connection, pool: Pool | None, token: object) -> None:
         self.conn = conn
         self.pool = pool
+        self.token = token
 
 
 class Database:
@@ -212,15 +222,21 @@ class Database:
                 pool.release(conn)
             self._schema_done = True
 
-    @asynccontextmanager
-    async def _lease(self) -> AsyncIterator[_Lease]:
-        """Lend this task a handle: its transaction's, or one from its next pool."""
+    async def _lend(self) -> _Lease:
+        """Lend this task a handle: its transaction's, or one from its next pool. Give it
+        back with :meth:`_end`, whatever happens (``try``/``except BaseException``).
+
+        The hot methods (:meth:`fold`, :meth:`list`, :meth:`dml`, ...) call these two
+        around their query instead of ``async with`` an ``asynccontextmanager``: the
+        context manager's object, its generator and the ``StopAsyncIteration`` that ends
+        it cost about a third of pyweb's own work per query (docs/performance.md,
+        "Database pages").
+        """
         tx = self._tx.get()
         if tx is not None:
             conn, task = tx
             if task is runtime.current().current_task():
-                yield _Lease(conn, None)
-                return
+                return _Lease(conn, None, None)
         held = self._held.get()
         index = held[-1] + 1 if held else 0
         if index >= self.pools:
@@ -234,20 +250,34 @@ class Database:
             await self._ensure_schema(pool_set)
         pool = pool_set.pools[index]
         try:
-            lease = _Lease(await pool.acquire(self.timeout), pool)
+            conn = await pool.acquire(self.timeout)
         except DbUnavailable as exc:
             self._unavailable(exc)
             raise
-        token = self._held.set(held + (index,))
+        return _Lease(conn, pool, self._held.set(held + (index,)))
+
+    def _end(self, lease: _Lease, exc: BaseException | None) -> None:
+        """Give back a handle from :meth:`_lend`; ``exc``: what the work with it raised."""
+        pool = lease.pool
+        if pool is None:  # the transaction's handle: the transaction gives it back
+            return
+        if isinstance(exc, DbUnavailable):
+            self._unavailable(exc)
+        self._held.reset(lease.token)  # type: ignore[arg-type]
+        pool.release(lease.conn)
+        if exc is None:
+            self.outage.recovered()  # a plain attribute test while the database is up
+
+    @asynccontextmanager
+    async def _lease(self) -> AsyncIterator[_Lease]:
+        """:meth:`_lend` and :meth:`_end` as a context manager (for the rarer calls)."""
+        lease = await self._lend()
         try:
             yield lease
-        except DbUnavailable as exc:
-            self._unavailable(exc)
+        except BaseException as exc:
+            self._end(lease, exc)
             raise
-        finally:
-            self._held.reset(token)
-            pool.release(lease.conn)
-        self.outage.recovered()  # a plain attribute test while the database is up
+        self._end(lease, None)
 
     def _unavailable(self, exc: DbUnavailable) -> None:
         # An outage (lost or refused connections) is logged once, not once per request:
@@ -281,8 +311,14 @@ class Database:
     async def dml(self, q: Query) -> int:
         """Run an insert/update/delete (or DDL); the number of rows changed (-1 if unknown)."""
         sql, params = self._sql(q)
-        async with self._lease() as lease:
-            return await lease.conn.execute(sql, params)
+        lease = await self._lend()
+        try:
+            changed = await lease.conn.execute(sql, params)
+        except BaseException as exc:
+            self._end(lease, exc)
+            raise
+        self._end(lease, None)
+        return changed
 
     async def fold(self, f: Folder[A], acc: A, q: Query) -> A:
         """``acc = f(row, acc)`` for each row, first row first; the final ``acc``.
@@ -291,23 +327,41 @@ class Database:
         so a query in ``f`` (an ``async def`` f) takes its handle from the next pool.
         """
         sql, params = self._sql(q)
-        async with self._lease() as lease:
+        lease = await self._lend()
+        try:
             columns, rows = await self._query(lease, sql, params)
-            return await _fold_rows(f, acc, columns, rows)
+            acc = await _fold_rows(f, acc, columns, rows)
+        except BaseException as exc:
+            self._end(lease, exc)
+            raise
+        self._end(lease, None)
+        return acc
 
     async def foldr(self, f: Folder[A], acc: A, q: Query) -> A:
         """The paper's ``Db.foldr``: like :meth:`fold`, but the last row first, so
         ``foldr(lambda row, acc: [row] + acc, [], q)`` keeps the rows in order."""
         sql, params = self._sql(q)
-        async with self._lease() as lease:
+        lease = await self._lend()
+        try:
             columns, rows = await self._query(lease, sql, params)
-            return await _fold_rows(f, acc, columns, reversed(rows))
+            acc = await _fold_rows(f, acc, columns, reversed(rows))
+        except BaseException as exc:
+            self._end(lease, exc)
+            raise
+        self._end(lease, None)
+        return acc
 
     async def list(self, q: Query) -> _list[Row]:
         """Every row, in order."""
         sql, params = self._sql(q)
-        async with self._lease() as lease:
-            return _rows(*await self._query(lease, sql, params))
+        lease = await self._lend()
+        try:
+            columns, rows = await self._query(lease, sql, params)
+        except BaseException as exc:
+            self._end(lease, exc)
+            raise
+        self._end(lease, None)
+        return _rows(columns, rows)
 
     async def one_row(self, q: Query) -> Row:
         """The one row; RowCountError if there are none or several."""

@@ -45,7 +45,8 @@ class Pool:
         self.driver = driver
         self.index = index
         self.size = size
-        self._free = runtime.current().Semaphore(size)
+        self._rt = rt = runtime.current()  # a pool lives on one loop (see RunPools)
+        self._free = rt.Semaphore(size)
         self._idle: list[Connection] = []
 
     @property
@@ -60,7 +61,7 @@ class Pool:
 
     async def acquire(self, timeout: float) -> Connection:
         """A live connection: an idle one, or a new one. PoolTimeout after ``timeout`` s."""
-        rt = runtime.current()
+        rt = self._rt
         try:  # a free handle: no need for a trip through the scheduler (the query makes one)
             self._free.acquire_nowait()
         except rt.WouldBlock:

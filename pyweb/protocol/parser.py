@@ -45,8 +45,11 @@ Decisions (see docs/protocol.md for the full list and the differences from h11):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
+
+import pyweb_regions
 
 from . import grammar as g
 from .errors import (
@@ -60,7 +63,7 @@ from .errors import (
 )
 from .messages import NEED_DATA, ConnectionClosed, Data, EndOfMessage, Request
 
-__all__ = ["Limits", "RequestParser", "MAX_EMPTY_LINES"]
+__all__ = ["Limits", "RequestParser", "MAX_EMPTY_LINES", "C_HEAD"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +181,10 @@ class RequestParser:
             if state == _HEAD:
                 if not self._buf and not self._eof:
                     return NEED_DATA  # between two requests: nothing to look at yet
+                if C_HEAD is not None:  # the everyday head, in C (see C_HEAD)
+                    request = C_HEAD(self)
+                    if request is not None:  # a Request, or NEED_DATA
+                        return request
                 return self._next_head()
             if state == _CL_BODY:
                 return self._next_cl_data()
@@ -918,3 +925,32 @@ def _explain_field_line(line: str, what: str) -> NoReturn:
         )
     raise BadRequest(f"invalid character in {what} field {name!r}: {value[:60]!r}",
                      offending=line)
+
+
+# -- the C fast path ---------------------------------------------------------------------
+
+
+def c_head() -> Callable[[RequestParser], object] | None:
+    """The C function that takes the everyday request head, set up for this module's
+    classes, or None when ``pyweb_regions._head`` was not built or ``PYWEB_REGIONS=python``
+    turns the C code off. See :data:`C_HEAD`."""
+    module = pyweb_regions.extension("_head")
+    if module is None:
+        return None
+    parse_head: Callable[[RequestParser], object] = module.setup(
+        RequestParser, Limits, Request, NEED_DATA, _EOM, _CL_BODY
+    )
+    return parse_head
+
+
+C_HEAD = c_head()
+"""``pyweb_regions._head.parse_head``: the request head in C, for the heads real clients
+send (a common method, an origin-form target, HTTP/1.1 or 1.0, plain printable fields, a
+reg-name Host, at most one small Content-Length, no Transfer-Encoding or Expect, within
+the limits). Given the parser, it returns the Request (the parser's state set, the head's
+bytes consumed, all exactly as :meth:`RequestParser._next_head` would), NEED_DATA when the
+head is incomplete (after calling ``_head_incomplete``, as ``_take_head`` does), or None:
+declined, and
+the Python code above parses the head and raises the errors. None here: the Python path
+alone (``PYWEB_REGIONS=python``, or not built); tests set it to None to compare the two
+(tests/protocol/test_c_head.py). Measured in docs/performance.md, "The C request head"."""

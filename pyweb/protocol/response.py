@@ -14,7 +14,11 @@ cases of Marlow's ``ResponseBody`` (§3.2) and of Hop's static/dynamic reply sta
   (Hop §3.1), so a page is never joined into one str and encoded into one bytes.
 
 :func:`frame_response` decides the framing and writes the status line and header block.
-It is sans-IO like the parser: bytes out, no sockets.
+It is sans-IO like the parser: bytes out, no sockets. The everyday reply (a known status,
+header fields seen before, a body of known length) is framed by the C fast path
+``pyweb_regions._frame`` when it is built, from this module's own caches, byte for byte
+what the Python code below makes; anything else it leaves to the Python code
+(docs/protocol.md, "Framing replies in C").
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
+from typing import NamedTuple
+
+import pyweb_regions
 
 from .messages import Request
 
@@ -39,6 +46,7 @@ __all__ = [
     "LAST_CHUNK",
     "CONTINUE_100",
     "http_date",
+    "use_c_framer",
 ]
 
 
@@ -86,24 +94,20 @@ class Response:
     body: Body = b""
 
 
-@dataclass(slots=True)
-class ResponseHead:
-    """The framed head of a response, and what the server must do with the body."""
+class ResponseHead(NamedTuple):
+    """The framed head of a response, and what the server must do with the body. (A
+    NamedTuple: the C framer makes one as cheaply as a tuple.)"""
 
-    lines: list[bytes]
-    """The status line and the header lines, the last one empty: the server copies them
-    into the connection's arena one by one (no join; Hop §3.1)."""
+    data: bytes
+    """The status line and the header block, ending with the empty line, as one bytes (the
+    trio server copies it into the reply arena in one piece); with ``frame_response``'s
+    ``join``, the body follows it."""
     chunked: bool
     """The body must be sent through :func:`encode_chunk` and end with :data:`LAST_CHUNK`."""
     send_body: bool
     """False for HEAD requests and for 1xx/204/304 responses, which have no body."""
     keep_alive: bool
     """Whether the connection stays open after this response."""
-
-    @property
-    def data(self) -> bytes:
-        """Status line and header block, ending with the empty line, as one bytes."""
-        return b"".join(self.lines)
 
 
 #  RFC 9112 §7.1: chunk = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
@@ -141,7 +145,8 @@ _date_line_cache: tuple[int, bytes] = (0, b"")
 
 def _date_line() -> bytes:
     """The ``Date:`` field line for this second (RFC 9110 §6.6.1: an origin server with a
-    clock MUST send Date), formatted once per second, not once per response."""
+    clock MUST send Date), formatted once per second, not once per response (the C framer
+    asks for it once a second too)."""
     global _date_line_cache
     second = int(time.time())
     if _date_line_cache[0] != second:
@@ -192,6 +197,35 @@ def _length_line(length: int) -> bytes:
     return line
 
 
+_SERVER_LINE = b"Server: pyweb\r\n"
+
+_c_module = pyweb_regions.extension("_frame")
+if _c_module is not None:
+    _c_module.configure(
+        _line_cache, _status_lines, _length_lines, _date_line, _SERVER_LINE, ResponseHead,
+        Request,
+    )  # fmt: skip
+C_FRAME = _c_module.frame if _c_module is not None else None
+"""``pyweb_regions._frame.frame``: the everyday reply head in C, or None (not built,
+``PYWEB_REGIONS=python``, or :func:`use_c_framer` turned it off). Called with
+:func:`frame_response`'s arguments, all positional; it returns the same
+:class:`ResponseHead`, or None for a reply it leaves to the Python code (then call
+:func:`frame_response`). The servers call it themselves for every reply of a known length,
+read as ``response.C_FRAME`` at each call (a test may switch it): the keyword call of
+:func:`frame_response` cost 0.7k instructions per request (docs/performance.md)."""
+
+
+def use_c_framer(on: bool | None) -> bool:
+    """Frame with the C fast path (``on``, the default when it is built) or with the Python
+    code alone (``None``: leave it as it is); returns whether the C framer is now used
+    (False when it is not built or ``PYWEB_REGIONS=python``). For tests that run the
+    framer both ways in one process."""
+    global C_FRAME
+    if on is not None:
+        C_FRAME = _c_module.frame if on and _c_module is not None else None
+    return C_FRAME is not None
+
+
 def frame_response(
     request: Request | None,
     status: int,
@@ -199,6 +233,7 @@ def frame_response(
     body_length: int | None,
     *,
     keep_alive: bool = True,
+    join: bytes | None = None,
 ) -> ResponseHead:
     """Frame a response to ``request`` (``None`` when no request could be parsed).
 
@@ -207,7 +242,14 @@ def frame_response(
     the framing allows it: a streamed body to an HTTP/1.0 client can only be delimited by
     closing the connection (RFC 9112 §6.3 rule 8). Raises ``ValueError`` naming the field
     when a header name is not a token or a value holds CR, LF or NUL.
+
+    ``join``: the body itself (bytes, ``body_length`` of them), copied behind the head into
+    ``data`` when it is to be sent, so that head and a small body go out in one write.
     """
+    if C_FRAME is not None:  # the everyday reply, in C; None: this code decides
+        head = C_FRAME(request, status, headers, body_length, keep_alive, join)
+        if head is not None:
+            return head
     method = request.method if request is not None else "GET"
     keep_alive = keep_alive and request is not None and request.keep_alive
     send_body = method != "HEAD" and status >= 200 and status not in _NO_BODY_STATUS
@@ -232,7 +274,9 @@ def frame_response(
     elif request is not None and request.http_version == "1.0":
         out.append(b"Connection: keep-alive\r\n")
     out.append(b"\r\n")
-    return ResponseHead(out, chunked, send_body, keep_alive)
+    if join is not None and send_body:
+        out.append(join)
+    return ResponseHead(b"".join(out), chunked, send_body, keep_alive)
 
 
 def _add_fields(out: list[bytes], headers: list[tuple[str, str]]) -> None:
@@ -258,7 +302,7 @@ def _add_fields(out: list[bytes], headers: list[tuple[str, str]]) -> None:
     if not has_date:
         out.append(_date_line())
     if not has_server:
-        out.append(b"Server: pyweb\r\n")
+        out.append(_SERVER_LINE)
 
 
 def encode_chunk(data: bytes) -> bytes:

@@ -9,9 +9,11 @@ docstring for what each name promises.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+import outcome
 import trio
 from trio.lowlevel import (
     Abort,
@@ -33,7 +35,6 @@ CancelScope = trio.CancelScope
 move_on_after = trio.move_on_after
 Event = trio.Event
 Lock = trio.Lock
-Semaphore = trio.Semaphore
 WouldBlock = trio.WouldBlock
 BusyResourceError = trio.BusyResourceError
 now: Callable[[], float] = trio.current_time
@@ -121,12 +122,133 @@ def _nothing() -> None:
     pass
 
 
-async def acquire_within(semaphore: trio.Semaphore, seconds: float) -> bool:
+async def acquire_within(semaphore: Semaphore, seconds: float) -> bool:
     """Take a unit of ``semaphore``, waiting at most ``seconds``; whether one was taken."""
-    with trio.move_on_after(seconds):
-        await semaphore.acquire()
-        return True
-    return False
+    return await semaphore.acquire_within(seconds)
+
+
+# -- a semaphore whose waits are bounded by one timer task ---------------------------------
+
+
+class _Waiter:
+    """A task waiting for a unit, and when it gives up."""
+
+    __slots__ = ("deadline", "task")
+
+    def __init__(self, task: Any, deadline: float) -> None:
+        self.task = task
+        self.deadline = deadline
+
+
+class Semaphore:
+    """A counting semaphore with ``value``, ``acquire_nowait`` and FIFO waiters whose waits
+    are bounded (:meth:`acquire_within`), for the database pools.
+
+    ``trio.Semaphore`` inside ``trio.move_on_after`` does the same, but a cancel scope with a
+    deadline costs about 59k instructions per wait (entered, registered, left), and under
+    load most requests wait for a handle. Here a waiter parks itself in a queue
+    (``wait_task_rescheduled``) and :meth:`release` hands its unit to the first waiter
+    directly; the deadlines are kept by *one* timer task per semaphore (a trio system
+    task, made at the first wait and ended with the run), which sleeps until the earliest
+    deadline and then tells every waiter whose time has passed that it gave up. With one
+    timeout for all waits (a pool's), that task wakes about once per timeout, not once per
+    wait (docs/performance.md, "Database pages").
+
+    The queue holds exactly the tasks still waiting: a task leaves it when it is handed a
+    unit, when it gives up, or when it is cancelled (trio calls the abort callback at the
+    moment of the cancellation, and never after the task was rescheduled), so a unit is
+    never handed to a task that has gone, and no task is woken twice.
+    """
+
+    def __init__(self, value: int) -> None:
+        if value < 0:
+            raise ValueError("a semaphore's initial value must be >= 0")
+        self._value = value
+        self._waiters: deque[_Waiter] = deque()
+        self._timer: Any = None  # the timer task, once made
+        self._timer_parked = False  # it waits for a waiter (none queued when it looked)
+        self._timer_scope: trio.CancelScope | None = None  # its sleep, while it sleeps
+
+    @property
+    def value(self) -> int:
+        """Units free now."""
+        return self._value
+
+    def acquire_nowait(self) -> None:
+        """Take a unit now, or raise ``trio.WouldBlock``."""
+        if self._value <= 0:
+            raise trio.WouldBlock
+        self._value -= 1
+
+    async def acquire(self) -> None:
+        """Take a unit, waiting as long as it takes."""
+        await self.acquire_within(INF)
+
+    async def acquire_within(self, seconds: float) -> bool:
+        """Take a unit, waiting at most ``seconds``; whether one was taken.
+
+        A free unit is taken without a checkpoint (the caller's next step, a query, has
+        one). ``True`` means the unit is the caller's even if it is cancelled just after
+        (the cancellation is raised at its next checkpoint): nothing handed over is lost.
+        """
+        if self._value > 0:  # units are free only while nobody waits (release hands over)
+            self._value -= 1
+            return True
+        deadline = trio.current_time() + seconds if seconds < INF else INF
+        waiter = _Waiter(current_task(), deadline)
+        self._waiters.append(waiter)
+        if deadline < INF:
+            self._arm(deadline)
+
+        def abort(_raise_cancel: Any) -> Abort:
+            self._waiters.remove(waiter)  # cancelled: still queued (see the class doc)
+            return Abort.SUCCEEDED
+
+        return await wait_task_rescheduled(abort)  # type: ignore[no-any-return]
+
+    def release(self) -> None:
+        """Give a unit back: to the first waiter if there is one, else to the count."""
+        if self._waiters:
+            reschedule(self._waiters.popleft().task, outcome.Value(True))
+        else:
+            self._value += 1
+
+    def _arm(self, deadline: float) -> None:
+        """Make sure the timer task will wake by ``deadline``."""
+        if self._timer is None:
+            self._timer = spawn_system_task(self._expire, name="pyweb semaphore timer")
+        elif self._timer_parked:
+            self._timer_parked = False
+            reschedule(self._timer)
+        elif self._timer_scope is not None and deadline < self._timer_scope.deadline:
+            self._timer_scope.deadline = deadline  # a shorter timeout than the others'
+
+    async def _expire(self) -> None:
+        """The timer task: sleep until the earliest deadline of the queue, then give up
+        every waiter whose deadline has passed; park while nobody waits with a deadline."""
+        while True:
+            soonest = min((w.deadline for w in self._waiters), default=INF)
+            if soonest == INF:
+                self._timer_parked = True
+                await wait_task_rescheduled(_abort_always)  # _arm wakes it
+                continue
+            with trio.CancelScope(deadline=soonest) as scope:
+                self._timer_scope = scope
+                await trio.sleep_forever()
+            self._timer_scope = None
+            now = trio.current_time()
+            if any(w.deadline <= now for w in self._waiters):
+                keep: deque[_Waiter] = deque()
+                for w in self._waiters:
+                    if w.deadline <= now:
+                        reschedule(w.task, outcome.Value(False))
+                    else:
+                        keep.append(w)
+                self._waiters = keep
+
+
+def _abort_always(_raise_cancel: Any) -> Abort:
+    return Abort.SUCCEEDED
 
 
 async def run_asyncio(coro: Coroutine[Any, Any, T]) -> T:

@@ -45,7 +45,7 @@ from pyweb.events import Latch
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
 from pyweb.protocol.parser import MAX_PIECE, RequestParser
-from pyweb.protocol.response import Response
+from pyweb.protocol.response import Fragments, Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
 from . import Server
@@ -65,6 +65,7 @@ from .slots import LINGER
 __all__ = ["AsyncioServer", "HttpProtocol", "new_loop", "serve_asyncio"]
 
 _INF = math.inf
+_IN_MEMORY = (bytes, Fragments)  # bodies a handler's Response needs no check for
 
 # What the connection is waiting for (the same phases as connection.py's).
 IDLE = 0  # the first byte of a request: close silently on timeout or shutdown
@@ -132,7 +133,7 @@ class AsyncioServer(Server):
         self.listener = sock
         self.host, self.port = sock.getsockname()[:2]
         self.set_nodelay = not type(loop).__module__.startswith("uvloop")
-        await self.scheduler.start(self, lambda: HttpProtocol(self))
+        await self.scheduler.start(self, lambda sock: HttpProtocol(self, sock))
 
     def shutdown(self) -> None:
         """Graceful shutdown: stop accepting, give idle connections ``close_grace`` (a
@@ -222,8 +223,11 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     _ended: asyncio.Future[None] | None = None
     """Set by :meth:`finished` (pool and nothread only)."""
 
-    def __init__(self, server: AsyncioServer) -> None:
+    def __init__(self, server: AsyncioServer, sock: socket.socket | None = None) -> None:
         self.server = server
+        self.socket = sock
+        """The connection's socket, as accepted (its transport owns it): for the early
+        half-close of :meth:`close_after_reply` (None: not known, no early half-close)."""
         self.config = config = server.config  # frozen for this connection (Marlow §6)
         self.handler = server.handler  # a reload gives new connections a new handler
         self.site = server.site_handler  # (and its error pages, with its dev flag)
@@ -460,7 +464,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     # request, and a new one a dictionary store, not a timer made and cancelled.
 
     def _arm(self, seconds: float) -> None:
-        self._deadline = deadline = _time() + seconds
+        self._deadline = deadline = asyncio.get_running_loop().time() + seconds
         bucket = self._bucket
         if bucket is None or bucket * RESOLUTION > deadline:  # (else it stays where it is)
             self.server.deadlines.arm(self, deadline)
@@ -603,8 +607,8 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         ctx = AioContext(self, request)
         try:
             response = await self.handler(ctx)
-            if type(response) is not Response or type(response.body) is not bytes:
-                response = self._checked(response)
+            if type(response) is not Response or type(response.body) not in _IN_MEMORY:
+                response = self._checked(response)  # (a page's body needs no check)
         except ProtocolError as err:  # from ctx.body(): a bad, slow or oversized body
             self.release_body()
             self._reject(err, request)
@@ -651,9 +655,31 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         self.busy = False
         if not keep_alive or self.closing:
             self.closing = True
-            self.transport.close()
+            self.close_after_reply()
             return False
         return True
+
+    def close_after_reply(self) -> None:
+        """Close the connection after its last reply, the FIN right behind the reply.
+
+        ``transport.close()`` closes the socket in the loop's next turn (uvloop and asyncio
+        schedule ``connection_lost``, then close), after the bytes of every other connection
+        that turn brings have been handled: under load, a client that has read its reply
+        has often closed its side by then, and the server's close is then the one that
+        tears the connection down on both sides (over loopback, the client's share of it
+        too). So when the reply is all sent, nothing queued in the transport, the socket's
+        sending side is shut at once (``shutdown(SHUT_WR)``: the FIN goes out now, as on
+        trio, whose close follows its last ``send`` in the same step); the transport still
+        closes it in its next turn. With bytes still queued, the transport sends them and
+        closes as before."""
+        transport = self.transport
+        sock = self.socket
+        if sock is not None and not transport.get_write_buffer_size():
+            try:
+                sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass  # the client reset the connection: the close is all that is left
+        transport.close()
 
     async def _reply_later(
         self,

@@ -28,6 +28,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import pyweb_regions
+from pyweb.protocol import response as framing
 from pyweb.protocol.response import (
     LAST_CHUNK,
     FileBody,
@@ -80,6 +81,10 @@ class AioReplies:
         """Wait while the transport's buffer is over its high mark (``send_timeout``)."""
         raise NotImplementedError
 
+    def close_after_reply(self) -> None:
+        """Close the connection, its last reply written (the FIN right behind it)."""
+        raise NotImplementedError
+
     @property
     def fd(self) -> int:
         """The socket's descriptor, for sendfile (-1: not a socket, pieces only); looked up
@@ -106,32 +111,31 @@ class AioReplies:
                 body = data
             elif not isinstance(body, _SIZED):
                 return None
-        try:
-            head = frame_response(
-                request, response.status, response.headers, len(body), keep_alive=keep_alive
-            )
+        length = len(body)
+        join = body if length <= JOIN_LIMIT and type(body) is bytes else None
+        status = response.status
+        try:  # a small body is joined behind the head: one bytes, one write
+            head = None
+            if framing.C_FRAME is not None:  # the C framer itself (docs/performance.md)
+                head = framing.C_FRAME(request, status, response.headers, length, keep_alive, join)
+            if head is None:  # (C framer off, or a reply it leaves to the Python code)
+                head = frame_response(
+                    request, status, response.headers, length, keep_alive=keep_alive, join=join
+                )
         except ValueError:
             return None
+        data = head.data
+        if not head.send_body:
+            length = 0
+        joined = join is not None and head.send_body
         # A head too large for the trio server's reply arena: send() answers a 500.
-        if not head.send_body or not body:
-            data = head.data
-            if len(data) > HEAD_LIMIT:
-                return None
-            self.transport.write(data)
-            return response.status, 0, head.keep_alive
-        if len(body) <= JOIN_LIMIT:
-            lines = head.lines
-            lines.append(body)
-            data = b"".join(lines)
-            if len(data) - len(body) > HEAD_LIMIT:
-                return None
+        if len(data) - (length if joined else 0) > HEAD_LIMIT:
+            return None
+        if joined or not length:
             self.transport.write(data)
         else:
-            data = head.data
-            if len(data) > HEAD_LIMIT:
-                return None
             self.transport.writelines((data, body))
-        return response.status, len(body), head.keep_alive
+        return status, length, head.keep_alive
 
     async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
         """Send ``response``; returns (status, body bytes sent, whether to keep the
@@ -193,7 +197,7 @@ class AioReplies:
             self.transport.writelines((head.data, page.body))
         else:
             self.transport.write(head.data)
-        self.transport.close()
+        self.close_after_reply()
         return True
 
     # ------------------------------------------------------------------------ files

@@ -3,16 +3,21 @@
 ``--scheduler`` means the same on both loops (``schedulers.py`` is the trio side, and
 explains the names):
 
-* :class:`AioOneToOne` (the default): the loop's own accept loop
-  (``loop.create_server``) makes a protocol per connection, and the protocol a task for its
-  requests; the connection slots (``slots.py``) hold the limit;
+* :class:`AioOneToOne` (the default): a protocol per connection, and the protocol a task
+  for its requests; the connection slots (``slots.py``) hold the limit. It accepts by
+  itself, every queued connection at once (:meth:`AioOneToOne._accept_burst`), as the trio
+  server does: the loop's own accept loop (``loop.create_server``; libuv's, on uvloop)
+  takes one connection per turn of the loop, which under load serves one new connection
+  per turn and wakes the client once per reply (docs/performance.md measures it);
 * :class:`AioPool`: ``pool_size`` long-lived tasks that each accept a connection
   (``loop.sock_accept``), serve it to the end and accept the next (Hop §2.4.5), taking
   turns at ``accept`` through a lock as on trio (one waiter per socket);
 * :class:`AioNoThread`: one such task: one connection at a time (Hop §2.4.3).
 
-Each accepted socket becomes the same :class:`~pyweb.server.aio.HttpProtocol` as with
-one-to-one (``loop.connect_accepted_socket``); the task then waits until the connection
+Each accepted socket becomes an :class:`~pyweb.server.aio.HttpProtocol` through
+``loop.connect_accepted_socket``, which is given the socket too (the protocol half-closes
+it after its last reply: ``HttpProtocol.close_after_reply``); the pool's task then waits
+until the connection
 has closed and its last request is done (``HttpProtocol.finished``). While every task is
 busy, the same door as on trio (``schedulers.Door``'s decision, here in :func:`_door`) closes
 the connection waiting longest for a newcomer in the backlog, and the pool answers the
@@ -21,13 +26,23 @@ fast 503 after :data:`~pyweb.server.schedulers.DOOR_PATIENCE`.
 
 from __future__ import annotations
 
+import _socket
 import asyncio
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .aio_slots import refuse
-from .schedulers import DOOR_PATIENCE, DOOR_PERIOD, Door, _backlog
+from .schedulers import (
+    ACCEPT_PAUSE,
+    ACCEPTS_IN_A_ROW,
+    DOOR_PATIENCE,
+    DOOR_PERIOD,
+    Door,
+    _backlog,
+    pauses_accepting,
+)
 from .slots import LINGER
 
 if TYPE_CHECKING:
@@ -35,9 +50,9 @@ if TYPE_CHECKING:
 
 __all__ = ["AioScheduler", "AioOneToOne", "AioPool", "AioNoThread", "make_aio_scheduler"]
 
-Protocols = Callable[[], "HttpProtocol"]
-"""Makes the protocol of a new connection (the server's ``lambda: HttpProtocol(server)``)."""
-
+Protocols = Callable[[socket.socket], "HttpProtocol"]
+"""Makes the protocol of a new connection from its socket (the server's ``lambda sock:
+HttpProtocol(server, sock)``)."""
 
 class AioScheduler:
     """Starts accepting on ``server.listener`` (:meth:`start`) and stops (:meth:`stop`)."""
@@ -53,22 +68,117 @@ class AioScheduler:
 
 
 class AioOneToOne(AioScheduler):
-    """A protocol per connection, accepted by the loop itself (Hop §2.4.4)."""
+    """A protocol per connection (Hop §2.4.4), accepted in bursts.
+
+    When the listening socket is readable, :meth:`_accept_burst` accepts every connection
+    queued there (up to :data:`~pyweb.server.schedulers.ACCEPTS_IN_A_ROW`, as trio's accept
+    loop does) and hands each to the loop as a transport with its protocol. Not
+    ``loop.create_server``: libuv, under uvloop, accepts one connection per turn of the
+    loop. A server answering one request per connection then answers one per turn, each
+    reply alone, and a client waiting for many replies is woken for each of them; on the
+    peer benchmark's one-connection-per-request run that halved the requests a second
+    (docs/performance.md). In bursts, the connections' requests arrive together, their
+    replies go out together, and each turn's fixed costs are shared."""
 
     name = "one-to-one"
 
     def __init__(self) -> None:
-        self.aio_server: asyncio.base_events.Server | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.listener: socket.socket | None = None
+        self.protocols: Protocols | None = None
+        self.server: AsyncioServer | None = None
+        self.stopped = False
 
     async def start(self, server: AsyncioServer, protocols: Protocols) -> None:
         assert server.listener is not None, "the schedulers run while the server listens"
-        self.aio_server = await asyncio.get_running_loop().create_server(
-            protocols, sock=server.listener, backlog=server.config.backlog
-        )
+        self.loop = asyncio.get_running_loop()
+        self.listener, self.protocols, self.server = server.listener, protocols, server
+        self.loop.add_reader(server.listener.fileno(), self._accept_burst)
+
+    def _accept_burst(self) -> None:
+        """The listening socket is readable: accept what is queued, each connection handed
+        to the loop at once (its ``connection_made`` comes in the loop's next turn)."""
+        listener, protocols, loop = self.listener, self.protocols, self.loop
+        assert listener is not None and protocols is not None and loop is not None
+        for _ in range(ACCEPTS_IN_A_ROW):
+            try:
+                sock = accept_now(listener)
+            except BlockingIOError:
+                return  # the queue is empty
+            except OSError as exc:
+                if pauses_accepting(exc):  # (EMFILE...): log, pause, go on
+                    self._accept_failed(exc)
+                    return
+                continue  # one connection failed before it was accepted: the next
+            _run_by_hand(loop.connect_accepted_socket(partial(protocols, sock), sock))
+
+    def _accept_failed(self, exc: OSError) -> None:
+        """accept() failed: stop accepting for :data:`ACCEPT_PAUSE` (instead of spinning on
+        a listener that stays readable), then start again unless the server has stopped."""
+        server, loop, listener = self.server, self.loop, self.listener
+        assert server is not None and loop is not None and listener is not None
+        if server.log is not None:
+            server.log.error(f"accept failed: {exc}", exc=exc)
+        loop.remove_reader(listener.fileno())
+        loop.call_later(ACCEPT_PAUSE, self._resume)
+
+    def _resume(self) -> None:
+        if not self.stopped and self.loop is not None and self.listener is not None:
+            self.loop.add_reader(self.listener.fileno(), self._accept_burst)
 
     def stop(self) -> None:
-        if self.aio_server is not None:
-            self.aio_server.close()
+        if self.stopped:
+            return
+        self.stopped = True
+        listener, loop = self.listener, self.loop
+        if listener is not None and loop is not None:
+            if listener.fileno() >= 0:
+                loop.remove_reader(listener.fileno())
+            listener.close()
+
+
+class AcceptedSocket(socket.socket):
+    """An accepted connection's socket whose ``family`` and ``type`` are plain ints.
+
+    ``loop.connect_accepted_socket`` reads them (three times); a ``socket.socket`` turns
+    each into an enum member, which cost 18,000 instructions per connection, as much as
+    the rest of the accept (docs/performance.md). These are the C socket's own
+    attributes, the ints the enums are made from."""
+
+    __slots__ = ()
+    family = _socket.socket.family  # type: ignore[assignment]
+    type = _socket.socket.type  # type: ignore[assignment]
+
+
+def accept_now(listener: socket.socket) -> socket.socket:
+    """The next connection queued on the non-blocking ``listener``, as a socket (raises
+    BlockingIOError when none is). ``_accept`` below ``socket.accept``, as
+    ``listener.accept`` on trio does (the wrapper's enums cost a third of an accept)."""
+    fd, _ = listener._accept()  # type: ignore[attr-defined]
+    plain: Any = super(socket.socket, listener)  # (the listener's family, type as ints)
+    return AcceptedSocket(plain.family, plain.type, plain.proto, fileno=fd)
+
+
+def _run_by_hand(coro: Coroutine[Any, Any, Any]) -> None:
+    """Run ``coro`` (``loop.connect_accepted_socket``) to its end without a task of its own.
+
+    ``connect_accepted_socket`` makes the transport and its protocol at once, then waits
+    for the loop to call ``connection_made``, and returns. A task per connection for that
+    one wait cost more than the rest of the accept; this does what the task would: send
+    into the coroutine, and when it waits on a future, go on when the future is done. A
+    connection that failed meanwhile (reset by the client before ``connection_made``) has
+    been closed by the coroutine itself: nothing is left to do."""
+
+    def step(_: object = None) -> None:
+        try:
+            waiter = coro.send(None)
+        except StopIteration:
+            return  # the connection is made; its protocol has it from here
+        except Exception:  # noqa: BLE001 - closed by connect_accepted_socket already
+            return
+        waiter.add_done_callback(step)
+
+    step()
 
 
 class AioPool(AioScheduler):
@@ -111,15 +221,16 @@ class AioPool(AioScheduler):
                 self.accepting = asyncio.current_task()
                 try:
                     sock, _ = await loop.sock_accept(listener)
-                except OSError as exc:  # out of descriptors (EMFILE): log, pause, go on
-                    if server.log is not None:
-                        server.log.error(f"accept failed: {exc}", exc=exc)
-                    await asyncio.sleep(0.1)
+                except OSError as exc:
+                    if pauses_accepting(exc):  # out of descriptors (EMFILE): log, pause
+                        if server.log is not None:
+                            server.log.error(f"accept failed: {exc}", exc=exc)
+                        await asyncio.sleep(ACCEPT_PAUSE)
                     continue
                 finally:
                     self.accepting = None
             try:
-                _, protocol = await loop.connect_accepted_socket(protocols, sock)
+                _, protocol = await loop.connect_accepted_socket(partial(protocols, sock), sock)
             except OSError:  # (the client has already reset the connection)
                 sock.close()
                 continue

@@ -34,6 +34,7 @@ import trio
 
 import pyweb_regions
 from pyweb.events import select, timeout, wrap, writable_evt
+from pyweb.protocol import response as framing
 from pyweb.protocol.response import (
     LAST_CHUNK,
     FileBody,
@@ -131,12 +132,18 @@ class Replies:
             return await self._send_stream(request, response, keep_alive)
         length = len(body)
         try:
-            head = frame_response(
-                request, response.status, response.headers, length, keep_alive=keep_alive
-            )
+            head = None
+            if framing.C_FRAME is not None:  # the C framer itself (docs/performance.md)
+                head = framing.C_FRAME(
+                    request, response.status, response.headers, length, keep_alive, None
+                )
+            if head is None:  # (C framer off, or a reply it leaves to the Python code)
+                head = frame_response(
+                    request, response.status, response.headers, length, keep_alive=keep_alive
+                )
             if not head.send_body:
                 length = 0
-            rest = self._fill(head.lines, body, length)
+            rest = self._fill(head.data, body, length)
         except (ValueError, _Unframeable) as exc:  # nothing has been sent: a 500 instead
             return await self._send_500(request, str(exc), keep_alive)
         if self.write_arena():  # all of it at once, the usual case: no second coroutine
@@ -149,15 +156,15 @@ class Replies:
         return response.status, length, head.keep_alive
 
     def _fill(
-        self, lines: list[bytes], body: bytes | bytearray | memoryview | Fragments, length: int
+        self, head: bytes, body: bytes | bytearray | memoryview | Fragments, length: int
     ) -> bytes | bytearray | memoryview | None:
-        """Copy the head lines into the arena, then the body (bytes, or a page's str
+        """Copy the head into the arena, then the body (bytes, or a page's str
         fragments written as UTF-8) when it fits. Returns the body still to send from its
         own bytes (it did not fit), or None. Raises :class:`_Unframeable`, the arena left
         empty, when the head does not fit or a hand-made ``Fragments`` is wrong."""
         arena = self.arena
         try:
-            arena.writev(lines)  # all or nothing
+            arena.write(head)  # all or nothing
         except MemoryError as exc:
             raise _Unframeable(
                 f"the reply's header fields do not fit the reply arena ({exc})"

@@ -35,6 +35,7 @@ where idle and slow connections could keep them for as long as they liked.)
 from __future__ import annotations
 
 import contextvars
+import errno
 import select
 import socket
 from typing import TYPE_CHECKING
@@ -64,13 +65,31 @@ SPARE_TASKS = 64
 __all__ = ["Scheduler", "OneToOneScheduler", "PoolScheduler", "NoThreadScheduler", "make_scheduler"]
 
 
+OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+"""accept() errors that pause accepting; any other (a connection reset or refused before it
+was accepted: ECONNABORTED, EPERM, EPROTO...) ends only that connection."""
+
+ACCEPT_PAUSE = 0.1
+"""Seconds a scheduler stops accepting after accept() ran out of resources (EMFILE: out of
+file descriptors), so that connections can finish and free some (both loops)."""
+
+
+def pauses_accepting(exc: BaseException) -> bool:
+    """Whether an accept() failure pauses accepting (out of descriptors or memory), rather
+    than ending only the connection that failed (:data:`OUT_OF_RESOURCES`)."""
+    return not isinstance(exc, OSError) or exc.errno in OUT_OF_RESOURCES
+
+
 async def _accept_failed(server: Server, exc: BaseException) -> None:
-    """accept() failed without a shutdown: typically out of file descriptors (EMFILE).
-    Log it and pause briefly, so connections can finish and free descriptors, instead of
-    spinning or bringing the whole server down."""
+    """accept() failed without a shutdown. Out of file descriptors (EMFILE): log it and
+    pause briefly, so connections can finish and free descriptors, instead of spinning or
+    bringing the whole server down. A connection that failed before it was accepted
+    (ECONNABORTED): nothing to wait for, the next one is accepted at once."""
+    if not pauses_accepting(exc):
+        return
     if server.log is not None:
         server.log.error(f"accept failed: {exc}", exc=exc)
-    await trio.sleep(0.1)
+    await trio.sleep(ACCEPT_PAUSE)
 
 
 class Scheduler:

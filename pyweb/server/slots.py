@@ -142,7 +142,10 @@ class Slots:
         random. A crowd that arrived together would otherwise time out together and come
         back together: 2,000 connections reconnecting and sending a request within a
         second kept a normal client waiting 1.5 s (the same cure as max_requests_jitter)."""
-        return _spread(timeout, len(self.idle))
+        idle = len(self.idle)
+        if idle < CROWD:  # (no crowd, the everyday case: no call)
+            return timeout
+        return _spread(timeout, idle)
 
     def first_byte(self, timeout: float) -> float:
         """How long a new connection may stay silent (``first_byte_timeout``): spread like

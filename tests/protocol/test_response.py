@@ -20,6 +20,8 @@ from pyweb.protocol import (
     http_date,
 )
 
+pytestmark = pytest.mark.usefixtures("framer")  # with the C framer and without it
+
 
 def parse_request(method: str = "GET", version: str = "1.1", extra: bytes = b"") -> Request:
     p = RequestParser()

@@ -34,7 +34,9 @@ def load(name: str) -> ModuleType:
     try:
         return pyweb_regions.implementation(name)
     except ImportError:
-        pytest.skip("the C extension pyweb_regions._regions was not built")
+        pytest.skip(
+            "the C extension pyweb_regions._regions was not built (or PYWEB_REGIONS=python)"
+        )
 
 
 @pytest.fixture(params=["c", "python"])

@@ -364,6 +364,75 @@ def _check_restore_undoes(impl: types.ModuleType, ops: list[tuple[str, str, int]
     assert not g.changed()
 
 
+# ---- any_changed: every guard of a site in one call ------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ops=st.lists(st.tuples(st.integers(0, 3), _ops), max_size=4),
+    which=st.sampled_from(_available()),
+)
+def test_any_changed_agrees_with_each_guard(ops, which):
+    """Four guarded modules, some changed by the ops: ``any_changed`` answers what asking
+    each guard answers, for a dict and for another mapping, before and after restore."""
+    import collections
+
+    with mechanism(which) as impl:
+        modules = [make_module() for _ in range(4)]
+        guards = {f"m{i}": impl.ModuleGuard(m) for i, m in enumerate(modules)}
+        assert impl.any_changed(guards) is False
+        for index, module_ops in ops:
+            m = modules[index]
+            for op, name, value in module_ops:
+                current = getattr(m, name, None)
+                if op == "rebind":
+                    setattr(m, name, value)
+                elif op == "append" and isinstance(current, list):
+                    current.append(value)
+                elif op == "setkey" and isinstance(current, dict):
+                    current[value] = value
+        expected = any(g.changed() for g in guards.values())
+        assert impl.any_changed(guards) is expected
+        assert impl.any_changed(collections.OrderedDict(guards)) is expected
+        assert impl.any_changed(types.MappingProxyType(guards)) is expected
+        for g in guards.values():
+            g.restore()
+        assert impl.any_changed(guards) is False
+        assert impl.any_changed({}) is False
+
+
+def test_any_changed_asks_other_guards_and_passes_their_errors(impl):
+    """A value that is not this implementation's guard is asked through its changed(); what
+    it raises reaches the caller (a check that fails never reads as "nothing changed")."""
+
+    class Stub:
+        def __init__(self, answer):
+            self.answer = answer
+
+        def changed(self):
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    m = make_module()
+    guard = impl.ModuleGuard(m)
+    assert impl.any_changed({"a": guard, "b": Stub(0)}) is False
+    assert impl.any_changed({"a": guard, "b": Stub([1])}) is True
+    with pytest.raises(KeyError):
+        impl.any_changed({"a": guard, "b": Stub(KeyError("boom"))})
+    m.counter = 5  # the real guard answers first: the stub is not asked
+    assert impl.any_changed({"a": guard, "b": Stub(KeyError("boom"))}) is True
+    with pytest.raises(AttributeError):
+        impl.any_changed([guard])  # a mapping, not a list
+
+
+def test_any_changed_on_an_uninitialised_guard_raises():
+    c = load("c")
+    g = c.ModuleGuard.__new__(c.ModuleGuard)
+    with pytest.raises(ValueError, match="not initialised"):
+        c.any_changed({"g": g})
+
+
 def test_names_that_are_not_str_are_left_out(impl):
     m = make_module()
     vars(m)[1] = "odd"

@@ -236,6 +236,13 @@ async def app(ctx: RequestContext) -> Response:
     return Response(404, text, b"no route")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_framers(framer: str) -> str:
+    """Every server test runs with the C reply framer and with the Python one (the
+    ``framer`` fixture of tests/conftest.py; ``--framers c`` for one)."""
+    return framer
+
+
 @pytest.fixture(autouse=True)
 def _reset_state(data_file):
     state.__init__()

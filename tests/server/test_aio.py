@@ -24,6 +24,7 @@ import pytest
 from tests.test_asgi import PAGES, Client, play
 
 pytestmark = pytest.mark.timeout(120)
+SERVERS_ELSEWHERE = "the asyncio server runs in a `pyweb serve` process (one framer: C if built)"
 
 
 @pytest.fixture(scope="module")

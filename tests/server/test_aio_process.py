@@ -20,6 +20,7 @@ from tests.helpers import start_serve
 from tests.helpers import stop_serve as stop
 
 pytestmark = pytest.mark.timeout(90)
+SERVERS_ELSEWHERE = "the servers are `pyweb serve` processes (one framer: C if built)"
 
 
 def start(site: Path, *flags: str) -> tuple[subprocess.Popen, int]:

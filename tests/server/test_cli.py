@@ -15,6 +15,7 @@ import pytest
 from tests.helpers import serve_command
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
+SERVERS_ELSEWHERE = "the servers are `pyweb serve` processes (one framer: C if built)"
 
 
 def _start(site: str, *args: str) -> tuple[subprocess.Popen, str]:

@@ -23,6 +23,7 @@ from tests.helpers import start_serve as start
 from tests.helpers import stop_serve as stop
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.loops("trio", "asyncio")]
+SERVERS_ELSEWHERE = "the servers are `pyweb serve` processes (one framer: C if built)"
 
 
 class Load:

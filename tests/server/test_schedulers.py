@@ -3,6 +3,7 @@ one after the other, one-to-one all at once, pool as many at once as it has task
 
 from __future__ import annotations
 
+import errno
 import threading
 
 import pytest
@@ -87,3 +88,22 @@ def test_a_connection_never_sees_the_context_of_the_one_before(kit):
             with srv.connect(timeout=10) as c:  # one at a time: the same task serves each
                 body = c.request("GET", target, [("Connection", "close")]).body
             assert body == f"nothing {target}".encode()
+
+
+@pytest.mark.parametrize(
+    ("error", "pauses"),
+    [
+        (OSError(errno.EMFILE, "Too many open files"), True),
+        (OSError(errno.ENFILE, "Too many open files in system"), True),
+        (OSError(errno.ENOBUFS, "No buffer space available"), True),
+        (ConnectionAbortedError(errno.ECONNABORTED, "Software caused connection abort"), False),
+        (OSError(errno.EPROTO, "Protocol error"), False),
+    ],
+)
+def test_only_running_out_of_resources_pauses_accepting(error: OSError, pauses: bool) -> None:
+    """Both loops' schedulers stop accepting for a moment when accept() runs out of
+    descriptors (connections must finish first), but a connection that failed before it
+    was accepted costs only itself: the next one is accepted at once."""
+    from pyweb.server.schedulers import pauses_accepting
+
+    assert pauses_accepting(error) is pauses

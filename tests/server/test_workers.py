@@ -44,6 +44,8 @@ while not stop:
         sys.exit({RECYCLE_EXIT})
 """
 
+SERVERS_ELSEWHERE = "the servers are worker processes (one framer: C if built)"
+
 
 def listener() -> socket.socket:
     sock = socket.socket()
