@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -180,6 +181,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=4, help="wrk's measured run")
     parser.add_argument("--markdown", metavar="FILE", help="also write the tables to FILE")
     parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="copy callgrind's dumps to DIR, to read with callgrind_annotate (which function "
+        "the instructions go to)",
+    )
+    parser.add_argument(
         "--baseline", metavar="DIR", help="checkout that the pyweb-baseline server runs"
     )
     args = parser.parse_args()
@@ -211,6 +218,10 @@ def main() -> int:
                 print(f"{name}: MISSING: {args.missing[name]}", flush=True)
                 continue
             counts[name] = measure_server(args, name, str(site), Path(tmp))
+            if args.keep:
+                Path(args.keep).mkdir(parents=True, exist_ok=True)
+                for dump in Path(tmp).glob(f"{name}.*.out*"):
+                    shutil.copy(dump, args.keep)
     text = report(args, counts)
     print("\n" + text)
     if args.markdown:
