@@ -167,6 +167,7 @@ SERVERS = {
     "(apps/pyweb_handler.py): what the page layer costs, by difference",
     "pyweb-asyncio-handler": "the same handler on the asyncio server",
     "pyweb-baseline": "pyweb as in the checkout given with --baseline DIR (before/after in one run)",
+    "pyweb-baseline-asyncio": "pyweb-baseline with --loop asyncio",
     "pyweb-baseline-noarena": "pyweb-baseline with PYWEB_ARENA=0: the no-arena path of checkouts "
     "that had one (before the one reply path; docs/regions.md)",
 }
@@ -232,9 +233,10 @@ def server_command(name: str, port: int) -> list[str]:
             raise ValueError("pyweb-baseline needs --baseline DIR")
         apps = BASELINE_TREE / "benchmarks" / "apps"
         arena = "0" if name.endswith("-noarena") else "1"
+        loop = ["--loop", "asyncio"] if name.endswith("-asyncio") else []  # (older: trio only)
         return ["env", f"PYTHONPATH={BASELINE_TREE}:{apps}", f"PYWEB_ARENA={arena}",
                 project, str(apps / "pyweb_app.py"),
-                "--host", HOST, "--port", str(port), "--scheduler", "one-to-one"]  # fmt: skip
+                "--host", HOST, "--port", str(port), "--scheduler", "one-to-one", *loop]  # fmt: skip
     if name.startswith("pyweb"):
         scheduler = {"pyweb-pool": "pool", "pyweb-nothread": "nothread"}.get(name, "one-to-one")
         loop = "asyncio" if name.startswith("pyweb-asyncio") else "trio"

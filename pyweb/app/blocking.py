@@ -31,7 +31,6 @@ import sys
 import threading
 import time
 import types
-from asyncio import _get_running_loop
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -231,18 +230,15 @@ def watchdog() -> Watchdog:
 
 
 _task_dog: ContextVar[Watchdog | None] = ContextVar("pyweb_watchdog", default=None)
-"""On trio, the watchdog a task has found: a connection's task serves all its requests."""
+"""The watchdog a task has found: a connection's task serves all its requests."""
 
 
 def current() -> Watchdog:
-    """This loop's watchdog, found cheaply (it is asked on every request): on asyncio the
-    running loop names itself; on trio, the task remembers the watchdog it found, valid
-    while that watchdog's loop runs in this thread. Otherwise :func:`watchdog` looks (and
-    starts one)."""
-    loop = _get_running_loop()
-    if loop is not None:
-        dog = _WATCHDOGS.get(loop)
-        return dog if dog is not None else watchdog()
+    """This loop's watchdog, found cheaply (it is asked on every request): the task
+    remembers the watchdog it found, valid while that watchdog's loop runs in this thread.
+    Otherwise :func:`watchdog` looks (and starts one). Not the running loop first: on
+    Python 3.11, asyncio's ``_get_running_loop()`` makes a ``getpid`` system call each time
+    (its check for a fork), which cost more than the rest of this function."""
     dog = _task_dog.get()
     if dog is None or dog.ended or dog.loop_thread != get_ident():
         dog = watchdog()

@@ -102,6 +102,10 @@ class AsyncioServer(Server):
     slots: Any
     connections: set[Any]
     scheduler: AioScheduler  # type: ignore[assignment]
+    loop: asyncio.AbstractEventLoop
+    """The loop the server runs on (set by :meth:`start`). Its connections ask it, not
+    ``asyncio.get_running_loop()``, which on Python 3.11 makes a ``getpid`` system call
+    each time (its check for a fork): three per keep-alive request (docs/performance.md)."""
 
     def __init__(self, config: Any, handler: Any) -> None:
         super().__init__(config, handler)
@@ -119,7 +123,7 @@ class AsyncioServer(Server):
         """Open the logs and listen (on ``sock``, the supervisor's ``listen_fd``, or a new
         socket on ``host:port``)."""
         config = self.config
-        loop = asyncio.get_running_loop()
+        self.loop = loop = asyncio.get_running_loop()
         self.log = log = ServerLog(
             config.access_log, config.error_log, access_format=config.access_log_format
         )
@@ -360,7 +364,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         """Wait until this connection has closed and its last request is done: then the
         pool's or nothread's task accepts the next one (aio_schedulers.py)."""
         if self in self.server.connections:  # (connection_lost takes it out)
-            self._ended = asyncio.get_running_loop().create_future()
+            self._ended = self.server.loop.create_future()
             await self._ended
         if self._task is not None:  # a page may still run for a client that left
             await asyncio.wait((self._task,))
@@ -427,7 +431,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         if not self._reading:
             self._reading = True
             self.transport.resume_reading()
-        loop = asyncio.get_running_loop()
+        loop = self.server.loop
         waiter = self._body_waiter = loop.create_future()
         timer = loop.call_later(seconds, _wake, waiter, False)
         try:
@@ -441,7 +445,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         nothing for ``send_timeout`` is dropped (TimeoutError)."""
         if self._writable:
             return
-        loop = asyncio.get_running_loop()
+        loop = self.server.loop
         send_timeout = self.config.send_timeout
         while not self._writable:
             if self.closing:
@@ -464,7 +468,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     # request, and a new one a dictionary store, not a timer made and cancelled.
 
     def _arm(self, seconds: float) -> None:
-        self._deadline = deadline = asyncio.get_running_loop().time() + seconds
+        self._deadline = deadline = self.server.loop.time() + seconds
         bucket = self._bucket
         if bucket is None or bucket * RESOLUTION > deadline:  # (else it stays where it is)
             self.server.deadlines.arm(self, deadline)
@@ -477,7 +481,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         deadline = self._deadline
         if deadline == _INF or self.busy or self.closing:
             return
-        if _time() < deadline:  # the deadline moved on since it was put in its bucket
+        if self.server.loop.time() < deadline:  # (moved on since it was put in its bucket)
             self.server.deadlines.arm(self, deadline)
             return
         self._deadline = _INF
@@ -496,7 +500,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         if self.fresh:
             return config.first_byte_timeout
         if self.server.closing:  # an idle connection during shutdown: its close_grace
-            since = asyncio.get_running_loop().time() - self.server.closing_since
+            since = self.server.loop.time() - self.server.closing_since
             return max(0.0, config.close_grace - since)
         return self.server.slots.keepalive(config.keepalive_timeout)  # (spread in a crowd)
 
@@ -507,7 +511,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
             if self.config.close_grace <= 0:
                 self.transport.close()
             else:
-                self._arm(min(self.config.close_grace, self._deadline - _time()))
+                self._arm(min(self.config.close_grace, self._deadline - self.server.loop.time()))
 
     # ------------------------------------------------------ Marlow's talk, one request at a time
 
@@ -546,7 +550,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
             self._arrival = None
             arrival.set_result(request)
         elif self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._talk(request))
+            self._task = self.server.loop.create_task(self._talk(request))
 
     def _hand_over(self, request: Request | None) -> None:
         """Wake the connection's task waiting between two requests (None: to end)."""
@@ -593,7 +597,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
             while request is not None and await self._exchange(request):
                 request = self._take_request()
                 if request is None and not self.closing:
-                    arrival = self._arrival = asyncio.get_running_loop().create_future()
+                    arrival = self._arrival = self.server.loop.create_future()
                     request = await arrival
         except (ReplyAborted, TimeoutError, OSError):
             self.abort()  # a client that left or reads nothing, or a broken stream
@@ -833,10 +837,6 @@ def _wake(waiter: asyncio.Future[bool] | None, result: bool | BaseException) -> 
             waiter.set_exception(result)
         else:
             waiter.set_result(result)
-
-
-def _time() -> float:
-    return asyncio.get_running_loop().time()
 
 
 def serve_asyncio(config: Any, handler: Any, site_dir: str, **options: Any) -> int:
