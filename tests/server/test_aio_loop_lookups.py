@@ -4,7 +4,7 @@ On Python 3.11, ``asyncio.get_running_loop()`` and ``asyncio._get_running_loop()
 ``getpid`` system call each time (their check that the loop was not inherited through a
 fork). A keep-alive request used to ask three times: for the future its connection's task
 waits on, for the deadline's clock, and for the page's watchdog; the three system calls
-cost more time than any Python function on the path. Now the server keeps its loop
+took about 0.6 µs of an 18 µs request, measured. Now the server keeps its loop
 (``AsyncioServer.loop``) and a page's task remembers its watchdog (``blocking.current``).
 Counted here by wrapping asyncio's functions while 50 keep-alive requests for a script page
 are answered (``docs/performance.md``).
