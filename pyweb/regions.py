@@ -60,8 +60,8 @@ from pyweb.protocol.response import Fragments, Response
 __all__ = ["SiteRegions", "Mutation", "IMPLEMENTATION", "GuardedLoader"]
 
 IMPLEMENTATION = pyweb_regions.IMPLEMENTATION
-_any_changed = pyweb_regions.any_changed  # every guard of a site, in one call
 """``"c"`` or ``"python"``: which implementation of :mod:`pyweb_regions` is in use."""
+_any_changed = pyweb_regions.any_changed  # every guard of a site, in one call
 
 _log = logging.getLogger("pyweb.regions")
 

@@ -15,9 +15,11 @@ reset):
 
 The C extension ``pyweb_regions._regions`` is used when it was built; otherwise, or when
 the environment variable ``PYWEB_REGIONS=python`` asks for it, the pure-Python
-``pyweb_regions._fallback`` with the same API. :func:`extension` finds this package's C
-modules (the protocol's C fast paths live here too, the one place pyweb holds C). :data:`IMPLEMENTATION` says which:
-``"c"`` or ``"python"``. The rest of pyweb uses this through :mod:`pyweb.regions`.
+``pyweb_regions._fallback`` with the same API. :data:`IMPLEMENTATION` says which: ``"c"``
+or ``"python"``. The rest of pyweb uses this through :mod:`pyweb.regions`.
+
+:func:`extension` finds this package's C modules by name: the protocol's C fast paths
+(the request head, the reply framer) live here too, the one place pyweb holds C.
 """
 
 from __future__ import annotations
