@@ -9,12 +9,13 @@ kinds of body, framed by the same sans-IO :func:`~pyweb.protocol.frame_response`
   ``send`` right away; two pieces take its ``writev`` path, which costs more than the
   copy), handed over together (``writelines``) when it is large; a head larger than the
   trio server's reply arena could hold (:data:`HEAD_LIMIT`) is a 500, as on trio;
-* **a file** (:class:`~pyweb.protocol.FileBody`): ``os.sendfile`` on the connection's
-  socket whenever the transport has nothing queued (Hop §3.3.1: no copy through user
-  space); when the client's window is full, the next piece goes through the transport
-  (which queues it) and sendfile resumes once the queue has drained. The transport's
-  buffer is always empty when the socket is written directly, so bytes never overtake
-  each other;
+* **a file** (:class:`~pyweb.protocol.FileBody`): a small one (:data:`SMALL_FILE`) read
+  and written behind its head, in one TCP segment as on trio; a larger one with ``os.sendfile`` on the
+  connection's socket whenever the transport has nothing queued (Hop §3.3.1: no copy
+  through user space); when the client's window is full, the next piece goes through
+  the transport (which queues it) and sendfile resumes once the queue has drained. The
+  transport's buffer is always empty when the socket is written directly, so bytes never
+  overtake each other;
 * **an async iterator**: chunked on HTTP/1.1, close-delimited on HTTP/1.0.
 
 Where the trio server waits for the socket to be writable, this one waits for the
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
     from .logging import ServerLog
 
-__all__ = ["AioReplies", "FILE_PIECE", "HEAD_LIMIT", "JOIN_LIMIT"]
+__all__ = ["AioReplies", "FILE_PIECE", "HEAD_LIMIT", "JOIN_LIMIT", "SMALL_FILE"]
 
 FILE_PIECE = 256 * 1024
 """Bytes of a file read and queued on the transport when sendfile would block."""
@@ -56,6 +57,13 @@ JOIN_LIMIT = 16 * 1024
 HEAD_LIMIT = REPLY_PAGES * pyweb_regions.PAGE_SIZE
 """The largest reply head: what the trio server's reply arena can hold (``reply.py``). A
 larger one (a page setting 80 KiB of header fields) is answered with a 500, as on trio."""
+
+SMALL_FILE = 4096
+"""Files up to this size are read and written behind their head in one ``write``; larger
+ones go out with ``sendfile``. A transport sends the head at once, so with sendfile a small
+file would leave in a second TCP segment (the trio server holds its head back with
+``MSG_MORE``, which a transport cannot): the copy costs less than the kernel's extra work
+(docs/performance.md, "Small files are copied on asyncio"; ``bench_small_files.py``)."""
 
 _SIZED = (bytes, bytearray, memoryview)
 
@@ -215,11 +223,18 @@ class AioReplies:
             head = frame_response(
                 request, response.status, response.headers, body.length, keep_alive=keep_alive
             )
-            self.transport.write(head.data)
             if not head.send_body or not body.length:
-                await self.drain()
+                await self.send_all(head.data)
                 return response.status, 0, head.keep_alive
-            await self._sendfile(file_fd, body)
+            if body.length <= SMALL_FILE:
+                data = os.pread(file_fd, body.length, body.offset)
+                if len(data) != body.length:  # the file shrank: the length cannot be kept
+                    self.log.error(f"{body.path!r} shrank while being sent to {self.peer}")
+                    raise ReplyAborted
+                await self.send_all(head.data + data)
+            else:
+                self.transport.write(head.data)
+                await self._sendfile(file_fd, body)
             return response.status, body.length, head.keep_alive
         finally:
             os.close(file_fd)

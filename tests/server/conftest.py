@@ -220,6 +220,9 @@ async def app(ctx: RequestContext) -> Response:
         )
     if path == "/file-range":
         return Response(206, [], FileBody(state.file_path, 100, 50))
+    if path == "/file-part":  # ?OFFSET-LENGTH: any range, promised even past the end
+        offset, length = map(int, ctx.request.query.split("-"))
+        return Response(200, [], FileBody(state.file_path, offset, length))
     if path == "/boom":
         raise ValueError("kaboom <script>alert(1)</script>")
     if path == "/not-a-response":

@@ -7,6 +7,8 @@ from __future__ import annotations
 import h11
 import pytest
 
+from pyweb.server.aio_reply import SMALL_FILE
+
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
 
@@ -144,6 +146,30 @@ def test_file_body_with_sendfile(kit):
         r = c.request("HEAD", "/file")
         assert r.headers["content-length"] == str(len(kit.FILE_CONTENT))
         assert c.request("GET", "/hello").body == b"hello"
+
+
+@pytest.mark.parametrize("offset", [0, 7])
+@pytest.mark.parametrize("delta", [-1, 0, 1])
+def test_files_on_both_sides_of_the_small_file_limit(kit, offset, delta):
+    """On asyncio a file of up to SMALL_FILE bytes is read and written behind its head,
+    a larger one goes out with sendfile (on trio always sendfile): both whole."""
+    length = SMALL_FILE + delta
+    with kit.running() as srv, srv.connect() as c:
+        r = c.request("GET", f"/file-part?{offset}-{length}")
+        assert r.status == 200 and r.body == kit.FILE_CONTENT[offset : offset + length]
+        assert c.request("GET", "/hello").body == b"hello"  # the connection goes on
+
+
+@pytest.mark.parametrize("length", [100, SMALL_FILE + 100])
+def test_a_file_shorter_than_promised_cuts_the_connection(kit, length):
+    """The file shrank between the stat and the send: the promised length cannot be kept,
+    so the reply is cut (a client sees a short body or none), and the log says why."""
+    offset = len(kit.FILE_CONTENT) - length + 50  # the range ends 50 bytes past the end
+    with kit.running() as srv, srv.connect() as c:
+        c.send(kit.build("GET", f"/file-part?{offset}-{length}"))
+        with pytest.raises(EOFError):
+            c.read_response()
+    assert "shrank while being sent" in srv.error_log.getvalue()
 
 
 def test_large_body_is_sent_completely(kit):
