@@ -96,6 +96,7 @@ async def run(scenario: str, n: int) -> float:
     config = ServerConfig(access_log=None, error_log=None)
     server = AsyncioServer(config, handler)
     server.log = ServerLog(None, None)
+    server.loop = asyncio.get_running_loop()  # (set by AsyncioServer.start, not called here)
     request = REQUESTS[scenario]
     replied = [0]
     started = time.perf_counter()
