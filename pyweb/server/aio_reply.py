@@ -10,9 +10,9 @@ kinds of body, framed by the same sans-IO :func:`~pyweb.protocol.frame_response`
   copy), handed over together (``writelines``) when it is large; a head larger than the
   trio server's reply arena could hold (:data:`HEAD_LIMIT`) is a 500, as on trio;
 * **a file** (:class:`~pyweb.protocol.FileBody`): a small one (:data:`SMALL_FILE`) read
-  and written behind its head, in one TCP segment as on trio; a larger one with ``os.sendfile`` on the
-  connection's socket whenever the transport has nothing queued (Hop §3.3.1: no copy
-  through user space); when the client's window is full, the next piece goes through
+  and written behind its head, in one TCP segment as on trio; a larger one with
+  ``os.sendfile`` on the connection's socket whenever the transport has nothing queued
+  (Hop §3.3.1: no copy through user space); when the client's window is full, the next piece goes through
   the transport (which queues it) and sendfile resumes once the queue has drained. The
   transport's buffer is always empty when the socket is written directly, so bytes never
   overtake each other;
