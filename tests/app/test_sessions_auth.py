@@ -123,6 +123,47 @@ def test_key_rotation_old_key_verifies_new_key_signs():
         signing.configure(None)
 
 
+@given(value=st.text(max_size=80), salt=st.sampled_from(["pyweb.csrf", "pyweb.session", "x"]))
+def test_signer_signs_as_itsdangerous_does(value, salt):
+    # The signer keys its HMAC once per key and signs with copies (pyweb.signing
+    # _KeyedHMAC): the bytes must be itsdangerous's own Signer's, for every key of a
+    # rotation, and a signature made one way must verify the other way.
+    from itsdangerous import Signer
+
+    keys = ["new-key-" * 4, "old-key-" * 4]
+    signing.configure(keys)
+    try:
+        ours = signing.signer(salt)
+        for _ in range(2):  # the second time through the keyed HMAC kept from the first
+            theirs = Signer(list(reversed(keys)), salt=salt)
+            assert ours.sign(value) == theirs.sign(value)
+            assert ours.unsign(theirs.sign(value)) == value.encode()
+            old = Signer(keys[1], salt=salt).sign(value)  # signed before the rotation
+            assert ours.unsign(old) == value.encode()
+            with pytest.raises(signing.BadSignature):
+                ours.unsign(Signer("another-site-key" * 2, salt=salt).sign(value))
+    finally:
+        signing.configure(None)
+
+
+def test_signer_signs_from_many_threads_at_once():
+    # Pages in worker threads sign too: copies of one keyed HMAC taken at the same time
+    # must not mix their inputs.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from itsdangerous import Signer
+
+    signing.configure("k" * 32)
+    try:
+        ours, theirs = signing.signer("s"), Signer("k" * 32, salt="s")
+        values = [f"value-{i}" * (i % 7 + 1) for i in range(2000)]
+        with ThreadPoolExecutor(8) as pool:
+            signed = list(pool.map(ours.sign, values))
+        assert signed == [theirs.sign(v) for v in values]
+    finally:
+        signing.configure(None)
+
+
 def test_short_keys_are_refused():
     with pytest.raises(ValueError, match="at least 16"):
         signing.configure("short")
