@@ -64,12 +64,8 @@ TABLE = _page(
     "{% endfor %}</table>"
 )
 DBPAGE = _page("<p>The guest book has {{ count }} entries.</p>")
-GUEST = env.from_string(
-    """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Guest Book</title>
-<link rel="stylesheet" href="/style.css"></head>
-<body><h1>Guest Book</h1>
-<ul>
+GUEST = _page(  # the frame of every page, as pages/guest.py's (its CSRF field aside)
+    """<ul>
 {% for email, name, comment in rows %}<li><i>{{ comment }}</i> -- <a href="mailto:{{ email }}">{{ name }}</a></li>
 {% endfor %}</ul>
 <h2>New comment</h2>
@@ -78,9 +74,7 @@ GUEST = env.from_string(
 <label>E-mail <input name="email" type="email" maxlength="100"></label></p>
 <p><label>Comment<br><textarea name="comment" rows="3" cols="60" maxlength="2000"></textarea></label></p>
 <p><input type="submit" value="Add"></p>
-</form>
-<p><i>Served by a peer</i></p>
-</body></html>"""
+</form>"""
 )
 LOG = _page(
     "<table><tr><th>id</th><th>page</th><th>status</th><th>bytes</th></tr>{% for r in rows %}"
