@@ -146,8 +146,8 @@ class _KeyedHMAC(HMACAlgorithm):
 class _KeyedSigner(Signer):
     """itsdangerous's Signer with its derived keys made once (it derives one, an HMAC of
     the key and the salt, for every signature and every check, the same each time) and an
-    HMAC keyed once per key (:class:`_KeyedHMAC`). A session cookie is checked on every request that sends one
-    (docs/performance.md)."""
+    HMAC keyed once per key (:class:`_KeyedHMAC`). A session cookie is checked on every
+    request that sends one (docs/performance.md)."""
 
     def __init__(self, secret_key: list[str], salt: str) -> None:
         super().__init__(secret_key, salt=salt, algorithm=_KeyedHMAC(hashlib.sha1))
