@@ -4,9 +4,9 @@ A page runs inside these guards (pyweb/app/site.py ``_run_page``): the blocking-
 watchdog, which a page finds (``blocking.current()``: the watchdog its task remembers) and
 keeps on its ``conn`` (the watchdog's thread finds the page on the stack, so nothing is
 registered per request), the page deadline (a trio cancel scope, for pages that await
-only), and the SystemExit/KeyboardInterrupt handler (a try block: free). The forgotten-await check costs nothing per request (a dropped
-coroutine is noted on the page's conn; docs/performance.md). This times each guard alone in
-a loop on trio, then a whole keep-alive request to pages/hello.py over a real socket for
+only), and the SystemExit/KeyboardInterrupt handler (a try block: free). The
+forgotten-await check costs nothing per request (a dropped coroutine is noted on the
+page's conn; docs/performance.md). This times each guard alone in a loop on trio, then a whole keep-alive request to pages/hello.py over a real socket for
 scale. Instruction counts of every stage of the page layer: bench_page_stages.py.
 
 Usage: .venv/bin/python benchmarks/bench_page_guards.py [--n 200000]

@@ -950,6 +950,6 @@ reg-name Host, at most one small Content-Length, no Transfer-Encoding or Expect,
 the limits). Given the parser, it returns the Request (the parser's state set, the head's
 bytes consumed, all exactly as :meth:`RequestParser._next_head` would), NEED_DATA when the
 head is incomplete (after calling ``_head_incomplete``, as ``_take_head`` does), or None:
-declined, and the Python code above parses the head and raises the errors. None here: the Python path
-alone (``PYWEB_REGIONS=python``, or not built); tests set it to None to compare the two
-(tests/protocol/test_c_head.py). Measured in docs/performance.md, "The C request head"."""
+declined, and the Python code above parses the head and raises the errors. None here: the
+Python path alone (``PYWEB_REGIONS=python``, or not built); tests set it to None to compare
+the two (tests/protocol/test_c_head.py). Measured in docs/performance.md, "The C request head"."""

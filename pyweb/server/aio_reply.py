@@ -12,10 +12,10 @@ kinds of body, framed by the same sans-IO :func:`~pyweb.protocol.frame_response`
 * **a file** (:class:`~pyweb.protocol.FileBody`): a small one (:data:`SMALL_FILE`) read
   and written behind its head, in one TCP segment as on trio; a larger one with
   ``os.sendfile`` on the connection's socket whenever the transport has nothing queued
-  (Hop §3.3.1: no copy through user space); when the client's window is full, the next piece goes through
-  the transport (which queues it) and sendfile resumes once the queue has drained. The
-  transport's buffer is always empty when the socket is written directly, so bytes never
-  overtake each other;
+  (Hop §3.3.1: no copy through user space); when the client's window is full, the next
+  piece goes through the transport (which queues it) and sendfile resumes once the queue
+  has drained. The transport's buffer is always empty when the socket is written
+  directly, so bytes never overtake each other;
 * **an async iterator**: chunked on HTTP/1.1, close-delimited on HTTP/1.0.
 
 Where the trio server waits for the socket to be writable, this one waits for the
