@@ -41,13 +41,12 @@ from pyweb import forms
 from pyweb.protocol.headers import Headers
 from pyweb.protocol.response import FileBody, Response, http_date
 
-from .formdata import MultiDict, UploadedFile
+from .formdata import MultiDict, UploadedFile, parse_query
 from .results import HTML, to_response
+from .sessions import Session
 
 if TYPE_CHECKING:
     from pyweb.handler import Context
-
-    from .sessions import Session
 
 __all__ = [
     "Conn",
@@ -262,8 +261,6 @@ class Conn:
     def query(self) -> MultiDict:
         """The query string's variables only (``form`` also has the body's)."""
         if self._query is None:
-            from .formdata import parse_query
-
             self._query = parse_query(self.query_string)
         return self._query
 
@@ -331,8 +328,6 @@ class Conn:
         """This browser's session: a mutable mapping of JSON values kept on the server
         between its requests (:mod:`pyweb.app.sessions`)."""
         if self._session is None:
-            from .sessions import Session
-
             self._session = Session()
         return self._session
 

@@ -89,6 +89,15 @@ class Session(MutableMapping[str, Any]):
         (a first visit's CSRF token: no stored session only for it)."""
         self._data[key] = value
 
+    # get and ``in`` ask the dict itself: the Mapping mixins' versions raise and catch a
+    # KeyError for a missing key, which costs more than the lookup (csrf_token asks on
+    # every page with a form).
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
 

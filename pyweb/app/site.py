@@ -1079,8 +1079,13 @@ class Site:
         coroutine when the page's session must be saved first (:meth:`_session_end`)."""
         if conn.form_errors:  # wrap_fail getters recorded errors: one 400 lists them
             return self._bad_form(conn, conn.form_errors)
-        if not saved and conn._session is not None and conn.response is not None:
-            return self._session_end(ctx, conn, page, ended)
+        session = conn._session
+        if not saved and session is not None and conn.response is not None:
+            if session.modified:  # written to: stored before the answer goes
+                return self._session_end(ctx, conn, page, ended)
+            # Nothing to store (a first visit's CSRF token is held, not written): its
+            # cookie, if any, is added now, without the store's coroutine.
+            self._session_cookie(conn, csrf.COOKIE, csrf.first_visit_cookie(conn))
         response = conn.finish() if conn._set_cookies else conn.response  # (no call: no cookies)
         if response is not None and response is conn._made:
             # Made by conn for this request, so no one else holds it: its security headers
@@ -1145,18 +1150,21 @@ class Site:
         return self._form_errors_page(errors)
 
     async def _save_session(self, conn: Conn) -> None:
-        """Store the session if the page changed it; tell the browser a new id, or, when no
+        """Store the session the page changed; tell the browser a new id, or, when no
         session was stored, the CSRF token made for it (pyweb.app.csrf: its own cookie)."""
         assert conn._session is not None
         csrf.keep_cookie_token(conn)  # a new session keeps the token of a form shown before
         value = await self.sessions.save(conn._session)
         if value is not None:
-            name = COOKIE_NAME
+            self._session_cookie(conn, COOKIE_NAME, value)
         else:
-            value = csrf.first_visit_cookie(conn)
-            if value is None:
-                return
-            name = csrf.COOKIE
+            self._session_cookie(conn, csrf.COOKIE, csrf.first_visit_cookie(conn))
+
+    def _session_cookie(self, conn: Conn, name: str, value: str | None) -> None:
+        """Send the cookie ``name`` (the session's id or a first visit's CSRF token; ``""``
+        drops it, None sends nothing), and keep the answer out of shared caches."""
+        if value is None:
+            return
         parts = [f"{name}={value}", "Path=/", "HttpOnly", "SameSite=Lax"]
         if not value:
             parts.insert(2, "Max-Age=0")

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyweb import auth, signing
+from pyweb.app.sessions import Session
 from pyweb.app.site import Site
 from pyweb.testing import serve
 
@@ -283,6 +284,36 @@ def test_session_values_must_be_json(site):
         response = client.get("/bad")
         assert response.status == 500
         assert "JSON values" in response.text
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["set", "del", "hold"]),
+            st.sampled_from(["a", "b", "_csrf_token"]),
+            st.integers(),
+        )
+    )
+)
+def test_session_reads_agree_with_a_dict_and_change_nothing(operations):
+    """get, ``in``, len and iteration answer as the dict of what was written and held, and
+    reading never marks the session changed (only a changed session is stored)."""
+    session, model = Session(), {}
+    for op, key, value in operations:
+        if op == "set":
+            session[key] = model[key] = value
+        elif op == "hold":
+            session.hold(key, str(value))
+            model[key] = str(value)
+        elif key in model:
+            del session[key], model[key]
+        modified = session.modified
+        for name in ("a", "b", "_csrf_token", "never"):
+            assert session.get(name) == model.get(name)
+            assert session.get(name, "none") == model.get(name, "none")
+            assert (name in session) == (name in model)
+        assert session.modified == modified
+        assert sorted(session) == sorted(model) and len(session) == len(model)
 
 
 # -- login ------------------------------------------------------------------------------------
