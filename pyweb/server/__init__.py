@@ -40,6 +40,7 @@ from pyweb.handler import Context, Handler
 from pyweb.protocol.response import Response
 
 from .budget import BUDGET, give_big_buffers_back
+from .collector import size_young_generation
 from .config import ServerConfig, settings
 from .connection import Connection
 from .context import RequestContext
@@ -75,6 +76,7 @@ class Server:
         self.handler: Handler = self._layers(config, handler)
         BUDGET.limit = config.max_body_memory  # process-wide (budget.py)
         give_big_buffers_back()  # freed bodies go back to the system (budget.py)
+        size_young_generation(config.gc_young)  # a request's objects die young (collector.py)
         self.slots = Slots(config)
         """Who holds the connection slots (slots.py: idle first out, fast 503)."""
         self.proxies = self._proxies(config)
@@ -159,6 +161,7 @@ class Server:
         self.handler = self._layers(config, handler)
         self.proxies = self._proxies(config)
         BUDGET.limit = config.max_body_memory
+        size_young_generation(config.gc_young)
         self.site_handler = handler
         self.config = config
         self.broadcast.send(RELOAD)  # open connections keep their settings (control.py)

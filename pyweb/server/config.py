@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from pyweb.protocol.parser import Limits
 
+from .collector import YOUNG
 from .logging import ACCESS_FORMATS
 
 __all__ = ["LOOPS", "ServerConfig", "SCHEDULERS", "Setting", "setting", "settings"]
@@ -242,6 +243,14 @@ class ServerConfig:
     )  # fmt: skip
     """Bytes of request bodies held in memory at once by the whole process (the forms
     being read); a body that does not fit is refused with 503 (:mod:`.budget`)."""
+    gc_young: int = setting(
+        YOUNG, "container objects allocated between two collections of the cyclic "
+        "collector's young generation, process-wide (default: {default}; Python's: 700)",
+        parse=positive_int, metavar="N",
+    )  # fmt: skip
+    """The cyclic garbage collector's first threshold, set for the whole process when a
+    server starts: large enough that a request's objects are freed by their reference
+    counts before a collection visits them (:mod:`.collector`)."""
     send_timeout: float = setting(
         30.0, "seconds to wait for a client to read (default: {default:g})", parse=seconds,
         metavar="S",
@@ -497,7 +506,7 @@ class ServerConfig:
         "Limits and attacks"): each a ValueError naming the setting."""
         at_least_one = (
             "max_connections", "max_streams", "keepalive_requests", "body_min_rate",
-            "max_body_memory",
+            "max_body_memory", "gc_young",
         )  # fmt: skip
         for name in at_least_one:
             if getattr(self, name) < 1:
