@@ -3,14 +3,15 @@
 SMLserver §5 gives each request a region: everything the request allocates is freed at
 once when it ends, and no collector ever looks at it. CPython frees most of a request's
 objects the same way, by reference counting, as soon as the request lets go of them. What
-it adds is the *cyclic* collector, which wakes after every 700 allocations of container
-objects (tuples, lists, dicts, class instances: an HTML node is one) and visits all the
-young ones. A page that builds a 500-row table makes a few thousand nodes and keeps them
-until its answer is rendered, so the collector visits them several times while the page is
-still using them, and promotes the survivors to the older generations, where they are
-visited again; then the page ends and they are freed by their reference counts anyway.
+it adds is the *cyclic* collector, which wakes whenever 700 more container objects
+(tuples, lists, dicts, class instances: an HTML node is one) have been allocated than
+freed since its last run, and visits all the young ones. A page that builds a 500-row
+table makes a few thousand nodes and keeps them until its answer is rendered, so the
+collector visits them several times while the page is still using them, and promotes the
+survivors to the older generations, where they are visited again; then the page ends and
+they are freed by their reference counts anyway.
 
-So the server lets the young generation hold :data:`YOUNG` (10,000) allocations before a
+So the server lets the young generation grow by :data:`YOUNG` (10,000) objects before a
 collection: the objects of most requests are born and freed between two collections, as
 in a region, and cycles are still found, a little later. Measured on the ``log`` page
 (500 rows of HTML nodes from PostgreSQL, ``benchmarks/bench_db_pages.py``): 19.8M → 18.1M
@@ -29,7 +30,8 @@ import gc
 __all__ = ["YOUNG", "size_young_generation"]
 
 YOUNG = 10_000
-"""Container allocations between two collections of the young generation (Python: 700)."""
+"""Container objects allocated, less those freed, between two collections of the young
+generation (Python: 700)."""
 
 
 def size_young_generation(young: int) -> None:
