@@ -22,7 +22,6 @@ Run:  .venv/bin/python benchmarks/bench_small_files.py [--rounds 3] [--duration 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -99,13 +98,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--sizes", default="1024,4096,16384,65536",
                         help="file sizes in bytes, comma-separated")  # fmt: skip
     parser.add_argument("--loops", default="trio,asyncio")
-    parser.add_argument("--server-cpu", default="1")
-    parser.add_argument("--wrk-cpu", default="0")
+    peers.add_core_arguments(parser)
     args = parser.parse_args()
     args.sizes = [int(s) for s in args.sizes.split(",")]
     args.loops = args.loops.split(",")
-    if os.cpu_count() == 1:  # one core: no pinning, the numbers only compare with each other
-        args.server_cpu = args.wrk_cpu = None
+    peers.unpinned_on_one_core(args)
     return args
 
 

@@ -20,7 +20,9 @@ peers, each an app in ``apps/``: uvicorn (uvloop + httptools) on a raw ASGI app 
 Starlette, granian (one worker, one runtime thread) on the same raw ASGI app and on its own
 RSGI interface, a minimal hand-written trio server (``raw-trio``) and a minimal asyncio
 Protocol server on uvloop (``raw-uvloop``): the upper bounds of a Python server on each
-loop. hypercorn (trio worker) and gunicorn + Flask can be added with ``--servers``. The
+loop. pyweb's server alone, a handler below the page layer on each loop (``pyweb-handler``,
+``pyweb-asyncio-handler``), is measured too: its distance from the pages is what the page
+layer costs, and its distance from the raw server what the server costs. hypercorn (trio worker) and gunicorn + Flask can be added with ``--servers``. The
 peers are installed by this script into their own venv, ``benchmarks/.venv-peers``, never
 into the project's; pyweb runs on the project's venv. A peer that cannot be installed is
 reported as missing, one that fails to start as failed; neither stops the run. Every server
@@ -157,6 +159,8 @@ SERVERS = {
     "granian-rsgi": "granian --interface rsgi, 1 worker, 1 runtime thread (apps/rsgi_app.py)",
     "raw-trio": "minimal hand-written trio server (apps/raw_trio.py), upper bound on trio",
     "raw-uvloop": "minimal asyncio Protocol server on uvloop (apps/raw_uvloop.py), upper bound",
+    "raw-uvloop-task": "raw-uvloop answering from a task per connection woken by a future "
+    "(apps/raw_uvloop.py --task): what that wake costs",
     "pyweb": "pyweb serve SITE: script pages, services, static files, on trio (apps/pyweb_app.py)",
     "pyweb-asyncio": "pyweb serve SITE --loop asyncio: the same site on asyncio with uvloop",
     "hypercorn": "hypercorn --worker-class trio, raw ASGI app, 1 worker",
@@ -178,14 +182,15 @@ code before it in the same run."""
 DEFAULT_SERVERS = [
     "uvicorn", "uvicorn-starlette", "granian-asgi", "granian-rsgi",
     "raw-trio", "raw-uvloop", "pyweb", "pyweb-asyncio",
+    "pyweb-handler", "pyweb-asyncio-handler",  # the server alone: what pages leave to gain
 ]  # fmt: skip
 PYWEB_ROWS = ("pyweb", "pyweb-asyncio")  # a failure of these fails the run (CI)
 
 # What each peer needs in benchmarks/.venv-peers: without it, the peer is "missing".
 PEER_MODULES = {
     "uvicorn": "uvicorn", "uvicorn-starlette": "starlette", "granian-asgi": "granian",
-    "granian-rsgi": "granian", "raw-uvloop": "uvloop", "hypercorn": "hypercorn",
-    "gunicorn": "flask",
+    "granian-rsgi": "granian", "raw-uvloop": "uvloop", "raw-uvloop-task": "uvloop",
+    "hypercorn": "hypercorn", "gunicorn": "flask",
 }  # fmt: skip
 
 
@@ -216,8 +221,9 @@ def server_command(name: str, port: int) -> list[str]:
         return _granian("asgi", "asgi_app:app", port)
     if name == "granian-rsgi":
         return _granian("rsgi", "rsgi_app:app", port)
-    if name == "raw-uvloop":
-        return [peers, "raw_uvloop.py", "--host", HOST, "--port", str(port)]
+    if name in ("raw-uvloop", "raw-uvloop-task"):
+        task = ["--task"] if name == "raw-uvloop-task" else []
+        return [peers, "raw_uvloop.py", "--host", HOST, "--port", str(port), *task]
     if name == "hypercorn":
         # hypercorn writes no access log unless --access-logfile is given.
         return [peers, "-m", "hypercorn", "--worker-class", "trio", "--workers", "1",
@@ -364,6 +370,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
+
+
+def add_core_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--server-cpu`` and ``--wrk-cpu``, for the benchmarks that pin as this one does."""
+    parser.add_argument("--server-cpu", default="1", help="CPU for the servers (taskset -c)")
+    parser.add_argument("--wrk-cpu", default="0", help="CPU for wrk (taskset -c)")
+
+
+def unpinned_on_one_core(args: argparse.Namespace) -> None:
+    """On a one-core machine nothing is pinned: the numbers only compare with each other."""
+    if os.cpu_count() == 1:
+        args.server_cpu = args.wrk_cpu = None
 
 
 def pinned(cpu: str | None, command: list[str]) -> list[str]:
@@ -968,6 +986,20 @@ def targets(args: argparse.Namespace, results: list[Measurement]) -> str:
         p99_ratio(trio_),
         p99_ratio(aio),
     ]  # fmt: skip
+    alone = "pyweb-asyncio-handler"
+    if alone in args.servers:
+        # The asyncio aims for pyweb's server alone, a handler answering below the page
+        # layer: as far as pages could go if routing, conn and the script cost nothing. Its
+        # /page/ and /svc/ URLs run the site, so the granian row takes the handler's own.
+        own = [sc for sc in args.scenarios if sc in ("hello", "hello-close", "dynamic", "static")]
+        rows += [
+            row("asyncio server alone (a handler, no pages): hello ≥ 0.6× raw-uvloop",
+                [pair("hello", alone, "raw-uvloop")], 0.6),
+            row("asyncio server alone: 984 B page ≥ 1.5× uvicorn",
+                [pair("dynamic", alone, BASELINE)], 1.5),
+            row("asyncio server alone: ahead of granian-rsgi (the lowest of its own URLs)",
+                [pair(sc, alone, "granian-rsgi") for sc in own], 1.0),
+        ]  # fmt: skip
     return "\n".join(rows)
 
 
@@ -979,7 +1011,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--short",
         action="store_true",
-        help="CI-sized run: 1 round of 2 s per measurement after 1 s of warm-up (3 min)",
+        help="CI-sized run: 1 round of 2 s per measurement after 1 s of warm-up (4 min)",
     )
     parser.add_argument(
         "--servers",

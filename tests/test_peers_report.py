@@ -79,3 +79,19 @@ def test_report_of_a_saved_run_is_the_same_report(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert peers.report(a, results) in printed
     assert peers.report(a, results) in out.read_text()
+
+
+def test_targets_give_the_asyncio_server_alone_when_the_handler_was_measured():
+    # The handler row bounds what pages could reach: the same aims, for the server alone.
+    servers = ["uvicorn", "raw-uvloop", "granian-rsgi", "pyweb-asyncio", "pyweb-asyncio-handler"]
+    rates = {"uvicorn": 100, "raw-uvloop": 300, "granian-rsgi": 140, "pyweb-asyncio": 110,
+             "pyweb-asyncio-handler": 170}  # fmt: skip
+    results = [m(1, s, sc, rates[s]) for s in servers for sc in ("hello", "dynamic")]
+    text = peers.targets(args(servers=servers, scenarios=["hello", "dynamic"]), results)
+    assert "| asyncio: hello ≥ 0.6× raw-uvloop | 0.37 | 0.37 | NOT met |" in text
+    assert "| asyncio server alone (a handler, no pages): hello ≥ 0.6× raw-uvloop | 0.57 |" in text
+    assert "| asyncio server alone: 984 B page ≥ 1.5× uvicorn | 1.70 | 1.70 | met |" in text
+    assert "| asyncio server alone: ahead of granian-rsgi (the lowest of its own URLs) | 1.21 |" in text
+    # without the handler row, no such lines
+    plain = [r for r in results if r.server != "pyweb-asyncio-handler"]
+    assert "server alone" not in peers.targets(args(servers=servers[:4]), plain)

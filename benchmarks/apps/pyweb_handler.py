@@ -7,9 +7,13 @@ those scenarios measure pyweb's pages as a student writes them (routing, ``conn`
 variables, quotations, the script run per request).
 
 /hello and /dynamic are handler code (the dynamic page is computed per request by the same
-``page.render`` every app uses); /static.html goes through pyweb's own static-file machinery,
-``StaticFiles`` (sendfile, ETag, Last-Modified), from the site directory the benchmark made,
-so the static/dynamic pair is Hop's §4.3 comparison. Access logging is off, as for every
+``page.render`` every app uses); /static.html goes through pyweb's own static-file
+machinery, ``StaticFiles`` (sendfile, ETag, Last-Modified), from the site directory the
+benchmark made, so the static/dynamic pair is Hop's §4.3 comparison. ``/spin?n=N`` answers
+/hello's text after an empty loop of N turns, work that touches no memory
+(``bench_spin.py``: what a microsecond of Python on the path costs the server under load;
+with ``BENCH_TIMINGS=1`` the loop and the site are timed inside the server, and
+``/timings`` gives the means). Access logging is off, as for every
 server in the benchmark (Hop §4.3 did the same). The peer benchmark's ``pyweb-handler`` and
 ``pyweb-asyncio-handler`` rows run it beside ``pyweb_app.py`` (the same URLs as script
 pages): the difference between the two is what the page layer costs on /hello and /dynamic.
@@ -22,10 +26,13 @@ Usage: python pyweb_handler.py --port 8000 [--scheduler one-to-one|pool|nothread
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import tempfile
+from itertools import repeat
 from pathlib import Path
+from time import perf_counter_ns
 
 import page
 import trio
@@ -66,6 +73,34 @@ def make_rate_dir() -> str:
     return tempfile.mkdtemp(prefix="pyweb-bench-rate-")
 
 
+_spins: dict[str, int] = {}
+_TIMED = os.environ.get("BENCH_TIMINGS") == "1"
+"""``bench_spin.py`` sets it: the loop and the site are timed inside the server, and
+``/timings`` answers the mean ns of each since the last ask (off for ``peers.py``)."""
+_spans: dict[str, list[int]] = {}  # "spin" or "site" -> [ns in all, how many]
+
+
+def _note(name: str, started: int) -> None:
+    span = _spans.setdefault(name, [0, 0])
+    span[0] += perf_counter_ns() - started
+    span[1] += 1
+
+
+def _timings() -> Response:
+    """The mean ns of each timed span since the last ask, as JSON; then start again."""
+    means = {name: ns / count for name, (ns, count) in _spans.items()}
+    _spans.clear()
+    return Response(200, [("content-type", "application/json")], json.dumps(means).encode())
+
+
+def _spin(query: str) -> repeat[None]:
+    """The loop of ``/spin?n=N``: N times None (a range past 256 would make an int a turn)."""
+    turns = _spins.get(query)
+    if turns is None:
+        turns = _spins[query] = int(query.removeprefix("n=") or 0)
+    return repeat(None, turns)
+
+
 async def handler(ctx: RequestContext) -> Response:
     global _counter
     path = ctx.request.path
@@ -74,8 +109,22 @@ async def handler(ctx: RequestContext) -> Response:
     if path == "/dynamic":
         _counter += 1
         return Response(200, _HTML, page.render(_counter))
+    if path == "/spin":  # bench_spin.py: N turns of an empty loop, then /hello's answer
+        started = perf_counter_ns()
+        for _ in _spin(ctx.request.query):
+            pass
+        if _TIMED:
+            _note("spin", started)
+        return Response(200, _TEXT, page.HELLO)
     if path.startswith("/page/") or path.startswith("/svc/"):
-        return await _site(ctx)
+        if not _TIMED:
+            return await _site(ctx)
+        started = perf_counter_ns()
+        response = await _site(ctx)
+        _note("site", started)
+        return response
+    if path == "/timings" and _TIMED:
+        return _timings()
     response = _static.respond(ctx.request)
     return _NOT_FOUND if response is None else response
 
