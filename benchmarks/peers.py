@@ -22,7 +22,8 @@ RSGI interface, a minimal hand-written trio server (``raw-trio``) and a minimal 
 Protocol server on uvloop (``raw-uvloop``): the upper bounds of a Python server on each
 loop. pyweb's server alone, a handler below the page layer on each loop (``pyweb-handler``,
 ``pyweb-asyncio-handler``), is measured too: its distance from the pages is what the page
-layer costs, and its distance from the raw server what the server costs. hypercorn (trio worker) and gunicorn + Flask can be added with ``--servers``. The
+layer costs, and its distance from the raw server what the server costs. hypercorn (trio
+worker), gunicorn + Flask and ``raw-uvloop-task`` can be added with ``--servers``. The
 peers are installed by this script into their own venv, ``benchmarks/.venv-peers``, never
 into the project's; pyweb runs on the project's venv. A peer that cannot be installed is
 reported as missing, one that fails to start as failed; neither stops the run. Every server

@@ -9,14 +9,16 @@ variables, quotations, the script run per request).
 /hello and /dynamic are handler code (the dynamic page is computed per request by the same
 ``page.render`` every app uses); /static.html goes through pyweb's own static-file
 machinery, ``StaticFiles`` (sendfile, ETag, Last-Modified), from the site directory the
-benchmark made, so the static/dynamic pair is Hop's §4.3 comparison. ``/spin?n=N`` answers
-/hello's text after an empty loop of N turns, work that touches no memory
-(``bench_spin.py``: what a microsecond of Python on the path costs the server under load;
-with ``BENCH_TIMINGS=1`` the loop and the site are timed inside the server, and
-``/timings`` gives the means). Access logging is off, as for every
-server in the benchmark (Hop §4.3 did the same). The peer benchmark's ``pyweb-handler`` and
-``pyweb-asyncio-handler`` rows run it beside ``pyweb_app.py`` (the same URLs as script
-pages): the difference between the two is what the page layer costs on /hello and /dynamic.
+benchmark made, so the static/dynamic pair is Hop's §4.3 comparison. Access logging is
+off, as for every server in the benchmark (Hop §4.3 did the same). The peer benchmark's
+``pyweb-handler`` and ``pyweb-asyncio-handler`` rows run it beside ``pyweb_app.py`` (the
+same URLs as script pages): the difference between the two is what the page layer costs
+on /hello and /dynamic.
+
+``/spin?n=N`` answers /hello's text after an empty loop of N turns, work that touches no
+memory (``bench_spin.py``: what a microsecond of Python on the path costs the server under
+load). With ``BENCH_TIMINGS=1`` the loop and the site are timed inside the server, and
+``/timings`` gives the means.
 
 Usage: python pyweb_handler.py --port 8000 [--scheduler one-to-one|pool|nothread]
                           [--loop trio|asyncio]
@@ -73,7 +75,6 @@ def make_rate_dir() -> str:
     return tempfile.mkdtemp(prefix="pyweb-bench-rate-")
 
 
-_spins: dict[str, int] = {}
 _TIMED = os.environ.get("BENCH_TIMINGS") == "1"
 """``bench_spin.py`` sets it: the loop and the site are timed inside the server, and
 ``/timings`` answers the mean ns of each since the last ask (off for ``peers.py``)."""
@@ -93,6 +94,9 @@ def _timings() -> Response:
     return Response(200, [("content-type", "application/json")], json.dumps(means).encode())
 
 
+_spins: dict[str, int] = {}  # query string -> turns
+
+
 def _spin(query: str) -> repeat[None]:
     """The loop of ``/spin?n=N``: N times None (a range past 256 would make an int a turn)."""
     turns = _spins.get(query)
@@ -110,7 +114,7 @@ async def handler(ctx: RequestContext) -> Response:
         _counter += 1
         return Response(200, _HTML, page.render(_counter))
     if path == "/spin":  # bench_spin.py: N turns of an empty loop, then /hello's answer
-        started = perf_counter_ns()
+        started = perf_counter_ns()  # (read timed or not: the same work either way)
         for _ in _spin(ctx.request.query):
             pass
         if _TIMED:
