@@ -66,7 +66,9 @@ def loop_us(turns: int, cpu: str | None) -> float:
 
 
 PAGE = peers.Scenario("page", "the hello page", "/page/hello", -1)
-"""The example site's ``pages/hello.py`` through the site: the page layer, for comparison."""
+"""The example site's ``pages/hello.py`` through the site: the page layer, for comparison.
+Its reply is larger than /spin's (the page's 428 bytes with the site's security headers,
+against 13), and what that costs the server is part of its ``extra``."""
 
 
 def scenario(turns: int) -> peers.Scenario:
