@@ -13,6 +13,7 @@ import argparse
 import errno
 import os
 import signal
+import site
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from pyweb.app.site import Site, SiteError, check_site
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import setting_default, settings
 from pyweb.server.configfile import ConfigFileError, find_config_file, read_config_file
-from pyweb.server.workers import RECYCLE_EXIT, Supervisor
+from pyweb.server.workers import RECYCLE_EXIT, Supervisor, announce_ready
 
 __all__ = ["main", "build_parser"]
 
@@ -75,10 +76,19 @@ SETTING_GROUPS = {
 """The titles of the sections of ``pyweb serve --help`` that settings name."""
 
 
+def version_line() -> str:
+    """What ``pyweb --version`` prints: pyweb's version, the Python and the C extension."""
+    from pyweb import __version__
+
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"pyweb {__version__} (Python {python}, regions {pyweb_regions.IMPLEMENTATION})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pyweb", description="pyweb: web programming for learning, teaching and prototyping."
     )
+    parser.add_argument("--version", action="version", version=version_line())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     serve = commands.add_parser(
         "serve",
@@ -321,6 +331,7 @@ async def serve_until_signalled(
             worker = os.environ.get("PYWEB_WORKER_ID")
             if config.listen_fd is not None and worker is not None:
                 print(f"pyweb worker {worker} (pid {os.getpid()}) ready", flush=True)
+                announce_ready()
             else:
                 print(
                     f"pyweb serving {config.site_dir} on {server.url} "
@@ -349,6 +360,18 @@ async def serve_until_signalled(
     return RECYCLE_EXIT if server.recycled else 0
 
 
+def worker_path(pythonpath: str | None) -> str:
+    """PYTHONPATH for a worker: the folder that holds the pyweb package this process
+    imported (a clone, for an editable install), first, then what was there before. An
+    installed pyweb's folder is site-packages, which every worker finds anyway: putting it
+    first would let a package there shadow the standard library."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if here in {*site.getsitepackages(), site.getusersitepackages()}:
+        return pythonpath or ""
+    rest = [p for p in (pythonpath or "").split(os.pathsep) if p and p != here]
+    return os.pathsep.join([here, *rest])
+
+
 def supervise(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """``--workers N``: one listening socket, N worker processes (pyweb.server.workers)."""
     try:
@@ -359,9 +382,14 @@ def supervise(args: argparse.Namespace, argv: Sequence[str]) -> int:
     host, port = listener.getsockname()[:2]
 
     def command(index: int, fd: int) -> list[str]:
-        # Later flags win in argparse: the worker serves the shared socket, alone.
-        return [sys.executable, "-m", "pyweb", *argv, "--workers", "1", "--listen-fd", str(fd)]
+        # Later flags win in argparse: the worker serves the shared socket, alone. `-P`:
+        # `python -m` would put the current directory first on sys.path, and a folder
+        # named `pyweb` there (the clone's own root, seen from its parent) would shadow
+        # the installed package; the worker imports the pyweb this process runs instead
+        # (worker_path puts its folder on PYTHONPATH).
+        return [sys.executable, "-P", "-m", "pyweb", *argv, "--workers", "1", "--listen-fd", str(fd)]
 
+    os.environ["PYTHONPATH"] = worker_path(os.environ.get("PYTHONPATH"))
     supervisor = Supervisor(listener, args.workers, command)
     shown = f"[{host}]" if ":" in host else host
     print(

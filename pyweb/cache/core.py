@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pyweb import runtime
+from pyweb.extras import require
 
 from .errors import CacheError, CacheMismatchError, CacheTypeError
 from .kinds import Size, TimeOut, WhileUsed
@@ -297,6 +298,7 @@ def _make_backend(url: str, clock: Callable[[], float] | None, **options: Any) -
             raise TypeError(f"the memory backend takes no options, got {sorted(options)}")
         return MemoryBackend(clock)
     if url.startswith("redis://"):
+        require("redis", "redis", "a redis:// cache")
         from .redis_backend import RedisBackend
 
         return RedisBackend(url, clock=clock, **options)

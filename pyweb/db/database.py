@@ -19,6 +19,7 @@ from types import GeneratorType
 from typing import Any, TypeVar
 
 from pyweb import runtime
+from pyweb.extras import require
 from pyweb.outage import Outage
 from pyweb.quot import Quot
 
@@ -127,15 +128,18 @@ async def _fold_rows(f: Folder[A], acc: A, columns: _list[str], rows: Iterable[A
 
 
 def make_driver(url: Url) -> Driver:
-    """The driver for a parsed URL (imported only when used: asyncpg is optional)."""
+    """The driver for a parsed URL (imported only when used: asyncpg and aiomysql are
+    optional, and a missing one is named with the extra that installs it)."""
     if url.scheme == "sqlite":
         from .sqlite import SqliteDriver
 
         return SqliteDriver(url)
     if url.scheme == "postgresql":
+        require("asyncpg", "postgresql", "a postgresql:// database")
         from .postgresql import PostgresDriver
 
         return PostgresDriver(url)
+    require("aiomysql", "mysql", "a mysql:// database")
     from .mysql import MysqlDriver
 
     return MysqlDriver(url)

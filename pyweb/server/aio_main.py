@@ -26,7 +26,7 @@ from typing import Any
 import pyweb_regions
 
 from .aio import AsyncioServer, new_loop
-from .workers import RECYCLE_EXIT
+from .workers import RECYCLE_EXIT, announce_ready
 
 __all__ = ["serve_asyncio"]
 
@@ -85,6 +85,7 @@ def _announce(server: AsyncioServer, site_dir: str, loop_name: str) -> None:
     worker = os.environ.get("PYWEB_WORKER_ID")
     if config.listen_fd is not None and worker is not None:
         print(f"pyweb worker {worker} (pid {os.getpid()}) ready", flush=True)
+        announce_ready()
         return
     print(
         f"pyweb serving {site_dir} on {server.url} (loop asyncio on {loop_name}, "

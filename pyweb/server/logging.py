@@ -462,8 +462,8 @@ class ServerLog:
         what = "so far" if so_far else "in all"
         line = format_error(
             f"the same error as at {log_time(time.time() - (time.monotonic() - seen[0]))} "
-            f"({first}) repeated {seen[1]:,} times {what}; its traceback is shown once a "
-            f"{REPEAT_WINDOW:g} s"
+            f"({first}) repeated {seen[1]:,} times {what}; its traceback is shown at most "
+            f"once every {REPEAT_WINDOW:g} s"
         )
         self._mailbox.send(_ErrorEntry(line))
 

@@ -18,6 +18,12 @@ What the supervisor does, and why:
 * **Restarts with back-off.** A worker that exits unexpectedly is started again after a
   delay that doubles while it keeps dying soon after start (0.1 s up to 10 s), so a broken
   deployment does not spin the CPU, and returns to 0.1 s once a worker has lived a while.
+* **Gives up on a worker that cannot start.** A worker says it is ready (it writes a byte
+  to the pipe named by ``PYWEB_READY_FD``: :func:`announce_ready`) once it listens. One
+  that exits :data:`START_FAILURES` times in a row before saying so (a missing module, a
+  broken configuration) will never serve: restarting it forever would print "serving"
+  while the port never answers. The supervisor stops the other workers and exits with
+  status :data:`START_FAILED_EXIT`, showing the last lines the worker wrote to stderr.
 * **Recycles.** With ``--max-requests N`` a worker shuts down gracefully after N requests
   and exits with status :data:`RECYCLE_EXIT`; the supervisor replaces it at once.
 * **Forwards signals.** SIGHUP goes to every worker (each re-reads its configuration and
@@ -28,10 +34,12 @@ What the supervisor does, and why:
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,10 +48,27 @@ from dataclasses import dataclass, field
 
 import trio
 
-__all__ = ["Supervisor", "WorkerSlot", "RECYCLE_EXIT", "worker_table"]
+__all__ = [
+    "Supervisor",
+    "WorkerSlot",
+    "RECYCLE_EXIT",
+    "START_FAILED_EXIT",
+    "START_FAILURES",
+    "announce_ready",
+    "worker_table",
+]
 
 RECYCLE_EXIT = 75
 """Exit status of a worker that stopped on purpose after ``--max-requests`` (EX_TEMPFAIL)."""
+
+START_FAILED_EXIT = 3
+"""Exit status of a supervisor whose worker could not start :data:`START_FAILURES` times."""
+
+START_FAILURES = 3
+"""Exits in a row before a worker said it was ready, after which the supervisor gives up."""
+
+TAIL_LINES = 20
+"""How many of a worker's last stderr lines the supervisor keeps, to show why it died."""
 
 FIRST_DELAY = 0.1
 MAX_DELAY = 10.0
@@ -63,10 +88,35 @@ class WorkerSlot:
     exits: list[int] = field(default_factory=list)
     starting: bool = False
     """A worker is being started (its process does not exist yet)."""
+    ready: bool = False
+    """The current worker said it listens (:func:`announce_ready`)."""
+    failed_starts: int = 0
+    """Exits in a row before the worker was ready."""
+    tail: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=TAIL_LINES)
+    )
+    """The last lines the current worker wrote to stderr."""
+    stderr_done: trio.Event = field(default_factory=trio.Event)
+    """Set when the current worker's stderr reached its end."""
+    ready_known: trio.Event = field(default_factory=trio.Event)
+    """Set when the current worker said it is ready, or died without saying so."""
 
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
+
+
+def announce_ready() -> None:
+    """In a worker: tell the supervisor that this worker listens (once; a no-op when the
+    process was not started by a supervisor)."""
+    fd = os.environ.pop("PYWEB_READY_FD", None)
+    if fd is None:
+        return
+    try:
+        os.write(int(fd), b"1")
+        os.close(int(fd))
+    except (OSError, ValueError):  # the supervisor is gone, or the variable is not ours
+        pass
 
 
 def worker_table(path: str | None = None) -> list[dict[str, int]]:
@@ -92,10 +142,12 @@ class Supervisor:
         command: Callable[[int, int], Sequence[str]],
         *,
         say: Callable[[str], None] | None = None,
+        start_failures: int = START_FAILURES,
     ) -> None:
         if count < 1:
             raise ValueError(f"workers must be at least 1, got {count}")
         self.listener = listener
+        self.start_failures = start_failures
         self.slots = [WorkerSlot(i) for i in range(count)]
         self.command = command
         self.stopping = False
@@ -104,6 +156,8 @@ class Supervisor:
         os.close(handle)
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self.failed = False
+        """A worker could not start (:data:`START_FAILURES` exits before it was ready)."""
 
     def _write_table(self) -> None:
         rows = [{"worker": s.index, "pid": s.pid} for s in self.slots if s.pid is not None]
@@ -114,14 +168,34 @@ class Supervisor:
 
     async def _start(self, slot: WorkerSlot) -> trio.Process:
         fd = self.listener.fileno()
-        env = dict(os.environ, PYWEB_WORKERS_FILE=self.table_path, PYWEB_WORKER_ID=str(slot.index))
+        ready_r, ready_w = os.pipe()
+        env = dict(
+            os.environ,
+            PYWEB_WORKERS_FILE=self.table_path,
+            PYWEB_WORKER_ID=str(slot.index),
+            PYWEB_READY_FD=str(ready_w),
+        )
         slot.starting = True
+        slot.ready = False
+        slot.tail.clear()
         try:
             process = await trio.lowlevel.open_process(
-                list(self.command(slot.index, fd)), pass_fds=(fd,), env=env
+                list(self.command(slot.index, fd)),
+                pass_fds=(fd, ready_w),
+                env=env,
+                stderr=subprocess.PIPE,
             )
+        except BaseException:
+            os.close(ready_r)
+            raise
         finally:
+            os.close(ready_w)
             slot.starting = False
+        assert self._nursery is not None
+        slot.ready_known = trio.Event()
+        self._nursery.start_soon(self._watch_ready, slot, ready_r)
+        slot.stderr_done = trio.Event()
+        self._nursery.start_soon(self._forward_stderr, slot, process)
         slot.process = process
         if self.stopping:
             # stop() came while this worker was being started (its predecessor had just
@@ -138,6 +212,37 @@ class Supervisor:
         self._changed = trio.Event()
         return process
 
+    async def _watch_ready(self, slot: WorkerSlot, fd: int) -> None:
+        """Mark the slot ready when its worker writes to the pipe (EOF: it died first)."""
+        stream = trio.lowlevel.FdStream(fd)
+        try:
+            if await stream.receive_some(1):
+                slot.ready = True
+        finally:
+            slot.ready_known.set()
+            await stream.aclose()
+
+    async def _forward_stderr(self, slot: WorkerSlot, process: trio.Process) -> None:
+        """Copy the worker's stderr to ours line by line, keeping the last lines."""
+        assert process.stderr is not None
+        pending = b""
+        try:
+            while chunk := await process.stderr.receive_some(65536):
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    text = line.decode("utf-8", "replace")
+                    slot.tail.append(text)
+                    print(text, file=sys.stderr, flush=True)
+            if pending:
+                text = pending.decode("utf-8", "replace")
+                slot.tail.append(text)
+                print(text, file=sys.stderr, flush=True)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):  # pragma: no cover
+            pass
+        finally:
+            slot.stderr_done.set()
+
     async def _run_slot(self, slot: WorkerSlot) -> None:
         while not self.stopping:
             process = await self._start(slot)
@@ -145,6 +250,8 @@ class Supervisor:
             slot.exits.append(status)
             lived = time.monotonic() - slot.started_at
             if self.stopping:
+                return
+            if await self._gave_up(slot, status):
                 return
             if status == RECYCLE_EXIT:
                 self.say(f"worker {slot.index} (pid {process.pid}) recycled; starting another")
@@ -159,6 +266,28 @@ class Supervisor:
             )
             await trio.sleep(slot.delay)
             slot.delay = min(slot.delay * 2, MAX_DELAY)
+
+    async def _gave_up(self, slot: WorkerSlot, status: int) -> bool:
+        """Count an exit before the worker was ready; after START_FAILURES in a row, say
+        why (the worker's last stderr lines) and stop the supervisor."""
+        with trio.move_on_after(2):  # both pipes close when it exits (unless a child of
+            await slot.stderr_done.wait()  # the worker holds them: then wait no longer)
+            await slot.ready_known.wait()
+        if slot.ready or status == RECYCLE_EXIT:
+            slot.failed_starts = 0
+            return False
+        slot.failed_starts += 1
+        if slot.failed_starts < self.start_failures:
+            return False
+        how = f"signal {-status}" if status < 0 else f"status {status}"
+        last = "\n".join(f"    {line}" for line in slot.tail) or "    (it wrote nothing to stderr)"
+        self.say(
+            f"worker {slot.index} exited with {how} before it was ready, {slot.failed_starts} "
+            f"times in a row; it cannot start, so the supervisor stops. Its last words:\n{last}"
+        )
+        self.failed = True
+        self.stop()
+        return True
 
     def _signal_all(self, signum: int) -> None:
         for slot in self.slots:
@@ -199,6 +328,8 @@ class Supervisor:
                     os.unlink(name)
                 except FileNotFoundError:
                     pass
+        if self.failed:
+            return START_FAILED_EXIT
         return 1 if forced else 0
 
     def stop(self) -> None:

@@ -50,7 +50,7 @@ from pyweb.protocol import (
 
 __all__ = [
     "WireRequest", "InvalidRequest", "Parsed", "requests", "pipelined", "split",
-    "invalid_requests", "RULES", "check_parser", "parse_with_pyweb", "parse_with_h11",
+    "invalid_requests", "RULES", "RFC_ALLOWS", "RFC_REQUIRED", "check_parser", "parse_with_pyweb", "parse_with_h11",
     "run_pyweb", "run_h11", "cut",
 ]
 
@@ -297,6 +297,27 @@ RULES = (
     "RFC 9112 §3.2: a request-target in none of the four forms",
 )
 """The rules :func:`invalid_requests` breaks, one per generated request."""
+
+RFC_ALLOWS = {
+    RULES[0]: (
+        "RFC 9112 §6.1 lets a server reject such a request or process it by "
+        "Transfer-Encoding alone; pyweb rejects it (two framings are how requests are "
+        "smuggled past a proxy)"
+    ),
+    RULES[9]: (
+        "RFC 9110 §5.5 lets a recipient reject the message or replace each CR, LF or NUL "
+        "with a space; pyweb rejects it"
+    ),
+    RULES[14]: (
+        "RFC 9112 §3 says a server SHOULD (not MUST) answer an invalid request-line with "
+        "400 or a redirect; pyweb answers 400"
+    ),
+}
+"""The rules of :data:`RULES` that are pyweb's choice where the RFC leaves one: what the
+RFC allows instead. :func:`check_parser` holds a parser to them only with ``strict=True``."""
+
+RFC_REQUIRED = tuple(rule for rule in RULES if rule not in RFC_ALLOWS)
+"""The rules every parser must enforce: the RFC's MUSTs."""
 
 _BAD_LENGTHS = ["abc", "-1", "+5", "1.5", "0x10", "1 2", ""]
 _BAD_VERSIONS = ["HTTP/1", "HTTP/1.1.1", "http/1.1", "HTTP/11", "HTTP/1.x", "HTTPS/1.1"]
@@ -711,9 +732,14 @@ def _check_invalid(parse: Callable[[list[bytes]], Any], invalid: InvalidRequest,
         got = parse(list(pieces))
     except Exception:
         return  # rejected, as it must be
+    if invalid.rule in RFC_ALLOWS:
+        whose = (f"This rule is pyweb's choice, held because strict=True: "
+                 f"{RFC_ALLOWS[invalid.rule]}.")
+    else:
+        whose = "This rule is the RFC's: every server must enforce it."
     raise AssertionError(
         f"check_parser: your parser accepts an invalid request.\n"
-        f"The last request breaks {invalid.rule}.\n\n"
+        f"The last request breaks {invalid.rule}. {whose}\n\n"
         f"The bytes ({len(invalid.wire)}):\n{_show_bytes(invalid.wire)}\n"
         f"arrived {_show_pieces(pieces)}\n"
         f"{pyweb_said}; {h11_said}.\n"
@@ -721,7 +747,9 @@ def _check_invalid(parse: Callable[[list[bytes]], Any], invalid: InvalidRequest,
     )
 
 
-def check_parser(parse: Callable[[list[bytes]], Any], *, max_examples: int = 200) -> None:
+def check_parser(
+    parse: Callable[[list[bytes]], Any], *, max_examples: int = 200, strict: bool = False
+) -> None:
     """Property-test ``parse``, a request parser, against pyweb's; raise AssertionError
     with the smallest counterexample found, in plain words.
 
@@ -737,7 +765,14 @@ def check_parser(parse: Callable[[list[bytes]], Any], *, max_examples: int = 200
     Two properties, ``max_examples`` inputs each: on valid requests (:func:`pipelined`,
     :func:`split` at random) the result equals pyweb's; on invalid ones
     (:func:`invalid_requests`, also split) ``parse`` raises.
+
+    Which invalid requests: by default those that break a rule the RFCs require
+    (:data:`RFC_REQUIRED`), so any conforming parser passes, h11 included. With
+    ``strict=True`` also those that break a rule where the RFC lets a server choose and
+    pyweb chose to reject (:data:`RFC_ALLOWS` says what else the RFC allows). The failure
+    message says which kind of rule was broken.
     """
+    rules = RULES if strict else RFC_REQUIRED
     config = settings(
         max_examples=max_examples,
         deadline=None,
@@ -761,7 +796,7 @@ def check_parser(parse: Callable[[list[bytes]], Any], *, max_examples: int = 200
     @config
     @given(st.data())
     def invalid_requests_raise(data: Any) -> None:
-        invalid = data.draw(invalid_requests(), label="invalid")
+        invalid = data.draw(invalid_requests(rules=rules), label="invalid")
         _check_invalid(parse, invalid, data.draw(split(invalid.wire), label="pieces"))
 
     valid_requests_parse_as_pyweb_parses_them()

@@ -2,7 +2,9 @@
 
 A visitor opens ``/`` and then follows, at random, links to the same site that the page it
 is on shows (a few clicks, then back to ``/``), as someone looking around would. Links to
-other sites, ``mailto:`` and fragments are not followed.
+other sites, ``mailto:`` and fragments are not followed, nor are links marked as
+deliberate errors (``<a href="/svc/mul?n=abc" data-expect-status="400">``: the example site
+shows what a bad form variable looks like), which would count as failures.
 """
 
 from __future__ import annotations
@@ -15,7 +17,19 @@ from locust import between, task
 
 from pyweb.testing.locust import PywebUser
 
-HREF = re.compile(r"""<a\b[^>]*\bhref\s*=\s*["']([^"'#]+)""", re.IGNORECASE)
+ANCHOR = re.compile(r"<a\b[^>]*>", re.IGNORECASE)
+HREF = re.compile(r"""\bhref\s*=\s*["']([^"'#]+)""", re.IGNORECASE)
+DELIBERATE = re.compile(r"\bdata-expect-status\s*=", re.IGNORECASE)
+
+
+def links(html: str) -> list[str]:
+    """The links of ``html`` a visitor may follow: same site, not a deliberate error."""
+    found = []
+    for anchor in ANCHOR.findall(html):
+        href = HREF.search(anchor)
+        if href and not DELIBERATE.search(anchor) and _same_site(href.group(1)):
+            found.append(href.group(1))
+    return found
 
 
 class Visitor(PywebUser):
@@ -26,10 +40,10 @@ class Visitor(PywebUser):
         path = "/"
         for _ in range(4):
             response = self.client.get(path)
-            links = [link for link in HREF.findall(response.text or "") if _same_site(link)]
-            if not links:
+            found = links(response.text or "")
+            if not found:
                 return
-            target = urlsplit(urljoin(path, random.choice(links)))
+            target = urlsplit(urljoin(path, random.choice(found)))
             path = target.path + ("?" + target.query if target.query else "")
 
 

@@ -98,6 +98,19 @@ def test_options_reach_the_server(site, loop):
             proc.wait()
 
 
+def test_version_names_pyweb_python_and_the_regions():
+    import sys
+
+    import pyweb
+
+    result = subprocess.run(
+        [sys.executable, "-m", "pyweb", "--version"], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"pyweb {pyweb.__version__} (Python 3.")
+    assert "regions " in result.stdout
+
+
 def test_missing_directory_is_a_clear_error(tmp_path):
     missing = str(tmp_path / "nope")
     result = subprocess.run(

@@ -15,7 +15,14 @@ import sys
 import pytest
 import trio
 
-from pyweb.server.workers import FIRST_DELAY, RECYCLE_EXIT, Supervisor, worker_table
+from pyweb.server.workers import (
+    FIRST_DELAY,
+    RECYCLE_EXIT,
+    START_FAILED_EXIT,
+    START_FAILURES,
+    Supervisor,
+    worker_table,
+)
 
 # A worker: accept on the inherited socket, answer with our pid; after `limit` answers exit
 # with RECYCLE_EXIT; on SIGTERM finish the current answer and exit 0.
@@ -23,6 +30,7 @@ WORKER = f"""
 import os, signal, socket, sys
 sock = socket.socket(fileno=int(sys.argv[1]))
 limit = int(sys.argv[2])
+os.write(int(os.environ["PYWEB_READY_FD"]), b"1")  # listening: tell the supervisor
 stop = False
 def on_term(*_):
     global stop
@@ -110,9 +118,9 @@ def test_a_worker_that_keeps_dying_backs_off():
     said: list[str] = []
 
     async def main():
-        supervisor = Supervisor(
-            sock, 1, lambda i, fd: [sys.executable, "-c", "raise SystemExit(3)"], say=said.append
-        )
+        # It says it is ready, then dies: a crash after start, restarted with back-off.
+        dies = "import os; os.write(int(os.environ['PYWEB_READY_FD']), b'1'); raise SystemExit(3)"
+        supervisor = Supervisor(sock, 1, lambda i, fd: [sys.executable, "-c", dies], say=said.append)
         async with trio.open_nursery() as nursery:
             await nursery.start(supervisor.run)
             await supervisor.wait_for_starts(4)
@@ -123,6 +131,45 @@ def test_a_worker_that_keeps_dying_backs_off():
     delays = [line.rsplit("restarting in ", 1)[1] for line in said if "restarting" in line]
     assert delays[:3] == [f"{FIRST_DELAY:g} s", f"{FIRST_DELAY * 2:g} s", f"{FIRST_DELAY * 4:g} s"]
     assert supervisor.slots[0].exits[:3] == [3, 3, 3]
+
+
+@pytest.mark.timeout(30)
+def test_a_worker_that_never_becomes_ready_stops_the_supervisor_with_its_error():
+    # Before: a worker that died at start-up (a missing module) was restarted forever while
+    # the supervisor had printed "serving"; the port never answered and nothing said why.
+    sock = listener()
+    said: list[str] = []
+    broken = "import sys; print('ImportError: no module named nowhere', file=sys.stderr); sys.exit(2)"
+
+    async def main():
+        supervisor = Supervisor(sock, 2, lambda i, fd: [sys.executable, "-c", broken], say=said.append)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(supervisor.run)
+        return supervisor
+
+    supervisor = trio.run(main)
+    assert supervisor.failed
+    gave_up = [line for line in said if "cannot start" in line]
+    assert gave_up, said
+    assert f"{START_FAILURES} times in a row" in gave_up[0]
+    assert "ImportError: no module named nowhere" in gave_up[0]
+    assert all(len(slot.exits) <= START_FAILURES for slot in supervisor.slots)
+
+
+@pytest.mark.timeout(30)
+def test_a_supervisor_that_gave_up_exits_non_zero():
+    sock = listener()
+    statuses: list[int] = []
+
+    async def main():
+        supervisor = Supervisor(
+            sock, 1, lambda i, fd: [sys.executable, "-c", "raise SystemExit(2)"],
+            say=lambda _: None, start_failures=2,
+        )
+        statuses.append(await supervisor.run())
+
+    trio.run(main)
+    assert statuses == [START_FAILED_EXIT]
 
 
 @pytest.mark.timeout(30)

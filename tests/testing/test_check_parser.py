@@ -24,9 +24,32 @@ def test_a_correct_parser_passes(correct):
     check_parser(correct, max_examples=150)
 
 
-def failure(bug: str) -> str:
+def test_h11_itself_passes_by_default_and_fails_only_on_pyweb_choices():
+    # Before: check_parser held every parser to pyweb's stricter choices, so h11 itself
+    # failed (it takes Content-Length with Transfer-Encoding, which RFC 9112 §6.1 allows).
+    def raw_h11(pieces):
+        done, error, _ = http.run_h11(pieces)
+        if error is not None:
+            raise error
+        return [r.as_tuple() for r in done]
+
+    check_parser(raw_h11, max_examples=150)
     with pytest.raises(AssertionError) as caught:
-        check_parser(lambda pieces: parse(pieces, bug), max_examples=150)
+        check_parser(raw_h11, max_examples=300, strict=True)
+    message = str(caught.value)
+    assert "This rule is pyweb's choice, held because strict=True" in message
+    assert any(rule in message for rule in http.RFC_ALLOWS)
+
+
+def test_the_rules_are_split_between_the_rfc_and_pyweb():
+    assert set(http.RFC_REQUIRED) | set(http.RFC_ALLOWS) == set(http.RULES)
+    assert not set(http.RFC_REQUIRED) & set(http.RFC_ALLOWS)
+    assert http.RULES[0] in http.RFC_ALLOWS  # Content-Length with Transfer-Encoding
+
+
+def failure(bug: str, strict: bool = True) -> str:
+    with pytest.raises(AssertionError) as caught:
+        check_parser(lambda pieces: parse(pieces, bug), max_examples=150, strict=strict)
     message = str(caught.value)
     assert message.startswith("check_parser: your parser ")
     assert "The bytes (" in message and "arrived " in message
@@ -58,6 +81,7 @@ def test_accepting_content_length_with_transfer_encoding_is_found():
     message = failure("accepts-length-with-chunked")
     assert "accepts an invalid request" in message
     assert http.RULES[0] in message  # RFC 9112 §6.1
+    assert "pyweb's choice" in message and "Transfer-Encoding alone" in message
     assert "pyweb rejects them: BadRequest" in message and "h11 accepts them" in message
 
 

@@ -130,6 +130,27 @@ def test_without_a_locustfile_a_visitor_follows_the_links(tmp_path):
     assert "GET      /form" in output and "GET      /done.html" in output
 
 
+def test_the_visitor_skips_links_marked_as_deliberate_errors(tmp_path):
+    site = write_site(tmp_path / "site", {
+        "index.html": '<a href="/ok.html">ok</a> <a href="/nope" data-expect-status="404">a 404</a>',
+        "ok.html": '<a href="/">home</a>',
+    })
+    done = loadtest(str(site), "--users", "2", "--time", "3s")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "GET      /ok.html" in output and "/nope" not in output
+
+
+def test_the_example_site_passes_its_own_loadtest():
+    # Before: the visitor counted the index's deliberate /svc/mul?n=abc (a 400 on purpose)
+    # as a failure, and `pyweb loadtest pages` exited 1 on the project's own site.
+    done = loadtest("pages", "--users", "3", "--time", "5s")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    requests, failures = aggregated(output)
+    assert requests > 10 and failures == 0, output[-3000:]
+
+
 def test_a_missing_locustfile_is_a_clear_error(tmp_path):
     done = loadtest("pages", "--locustfile", str(tmp_path / "nope.py"))
     assert done.returncode == 2 and "no locustfile" in done.stderr
