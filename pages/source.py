@@ -32,10 +32,17 @@ if not shown:
 with open(path, encoding="utf-8") as f:
     text = f.read()
 url = "/" + name.removeprefix("templates/").removesuffix(".py").removesuffix(".html")
+if re.search(r"^@service\b", text, re.MULTILINE):
+    # A service module has no URL of its own: its functions are bound to theirs.
+    intro = P(CODE(f"pages/{name}"), " is a service module: its functions answer their own URLs.")
+else:
+    if name == "source.py":  # this page needs a file to show: its own source, say
+        url = "/source?file=source.py"
+    intro = P("The page ", A(url, href=url), " is made by ", CODE(f"pages/{name}"), ":")
 conn.return_(
     page(
         f"Source of {name}",
-        P("The page ", A(url, href=url), " is made by ", CODE(f"pages/{name}"), ":"),
+        intro,
         PRE(safe(_highlight.highlight(text)), class_="source"),
     )
 )
