@@ -23,6 +23,7 @@ import trio
 
 import pyweb_regions
 from pyweb import heap, signing
+from pyweb.app.sharing import workers_need_shared_cache
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import setting_default, settings
@@ -433,6 +434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = config_from_args(args)
         except ValueError as exc:
             print(f"pyweb: error: {exc}", file=sys.stderr)
+            return 2
+        shared = workers_need_shared_cache(args.dir, args.workers, args.cache)
+        if shared and not args.per_process_cache and args.listen_fd is None:
+            print(f"pyweb: error: {shared}", file=sys.stderr)
             return 2
         if args.cache is not None:
             from pyweb import cache

@@ -212,6 +212,12 @@ _NEEDS_KEY = re.compile(
 
 def site_needs_key(root: str) -> bool:
     """Whether the site's source (pages, services, templates) uses anything that signs."""
+    return source_mentions(root, _NEEDS_KEY)
+
+
+def source_mentions(root: str, pattern: re.Pattern[bytes]) -> bool:
+    """Whether a page, service module or template of the site at ``root`` matches
+    ``pattern`` (its own data/ folder and hidden folders are not read)."""
     for directory, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "data")]
         for name in files:
@@ -219,7 +225,7 @@ def site_needs_key(root: str) -> bool:
                 continue
             try:
                 with open(os.path.join(directory, name), "rb") as f:
-                    if _NEEDS_KEY.search(f.read()):
+                    if pattern.search(f.read()):
                         return True
             except OSError:
                 continue

@@ -353,6 +353,16 @@ class ServerConfig:
         metavar="URL",
     )
     """Where :mod:`pyweb.cache` keeps entries (set up once per process: a reload keeps it)."""
+    per_process_cache: bool = setting(
+        False,
+        "with --workers N and the memory cache, serve a site that uses sessions, login, "
+        "CSRF or push anyway (each worker then has its own; by default pyweb refuses)",
+        restart=True,
+    )
+    """Run ``--workers N`` on the per-process memory cache even for a site whose sessions,
+    CSRF tokens, login limits or push live in the cache: each worker then sees only its
+    own (:mod:`pyweb.app.sharing`). Off: pyweb refuses to start and says to share the
+    cache with ``cache = "redis://..."``."""
     listen_fd: int | None = setting(None, "", parse=int, in_file=False, restart=True)
     """Serve on this already listening socket (a worker under ``--workers``) instead of
     binding ``host:port``."""
