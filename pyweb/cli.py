@@ -120,6 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from pyweb.testing import loadtest
 
+    new = commands.add_parser(
+        "new",
+        help="make a new site that runs: a page, a service, a template, settings and a test",
+        description="Make the folder NAME holding a site that runs: site/ (a page script, a "
+        "service module, a template page, a style sheet), pyweb.toml outside it, a README "
+        "and tests/test_site.py. Nothing is written over.",
+    )
+    new.add_argument("name", metavar="NAME", help="the folder to make (a new one)")
     loadtest.add_parser(commands)
     database = commands.add_parser(
         "db",
@@ -168,6 +176,24 @@ def run_db_init(directory: str, url: str | None) -> int:
     finally:
         database.close()
     print(f"pyweb db init: ran {schema} on {database.url}")
+    return 0
+
+
+def run_new(name: str) -> int:
+    """``pyweb new NAME``: copy the skeleton, then say what to do next."""
+    from pyweb.new import SiteExists, create_site
+
+    try:
+        written = create_site(name)
+    except (ValueError, SiteExists) as exc:
+        print(f"pyweb: error: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"  made {path}")
+    print(
+        f"\nNext:\n  cd {name}\n  pyweb serve site --config pyweb.toml --dev   # then open "
+        f"http://127.0.0.1:8000/\n  python -m pytest tests"
+    )
     return 0
 
 
@@ -411,6 +437,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigFileError as exc:
         print(f"pyweb: error: {exc}", file=sys.stderr)
         return 2
+    if args.command == "new":
+        return run_new(args.name)
     if args.command == "grade":
         from pyweb.notebook import grade
 
