@@ -139,9 +139,11 @@ bench-cache: dev
 	$(PY) -m pytest benchmarks/bench_cache.py --benchmark-only --benchmark-columns=min,median,ops -p no:timeout $(BENCH_CACHE_ARGS)
 
 ## whole-server comparison: pyweb on trio and asyncio beside uvicorn (raw ASGI, Starlette), granian
-## (ASGI, RSGI), raw trio and raw uvloop; BENCH_PEERS_ARGS="--markdown FILE" also writes the tables
+## (ASGI, RSGI), raw trio and raw uvloop, and the frameworks users pick (FastAPI, Litestar, Sanic,
+## BlackSheep, Falcon, Emmett, Robyn, Django, Flask), each in a venv of its own;
+## BENCH_PEERS_ARGS="--markdown FILE" also writes the tables
 bench-peers: dev
-	$(PY) benchmarks/peers.py $(BENCH_PEERS_ARGS)
+	$(PY) benchmarks/peers.py --frameworks $(BENCH_PEERS_ARGS)
 
 bench-peers-short: dev
 	$(PY) benchmarks/peers.py --short $(BENCH_PEERS_ARGS)

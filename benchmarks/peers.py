@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -176,6 +177,41 @@ SERVERS = {
     "pyweb-baseline-noarena": "pyweb-baseline with PYWEB_ARENA=0: the no-arena path of checkouts "
     "that had one (before the one reply path; docs/regions.md)",
 }
+# The frameworks users pick, each on the server its docs deploy it with, one worker, each in
+# a venv of its own (benchmarks/.venv-frameworks/NAME: their pins would clash in one), with
+# the versions pinned here. Flask (gunicorn) and Starlette are the rows above.
+FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
+    "fastapi": ("FastAPI on uvicorn (apps/fw_fastapi.py)",
+                ["fastapi==0.163.2", "uvicorn==0.54.0", "uvloop==0.23.0", "httptools==0.9.0"]),
+    "litestar": ("Litestar on uvicorn (apps/fw_litestar.py)",
+                 ["litestar==2.25.0", "uvicorn==0.54.0", "uvloop==0.23.0", "httptools==0.9.0"]),
+    "sanic": ("Sanic on its own server, single process (apps/fw_sanic.py)", ["sanic==25.12.1"]),
+    "blacksheep": ("BlackSheep on uvicorn (apps/fw_blacksheep.py)",
+                   ["blacksheep==2.6.4", "uvicorn==0.54.0", "uvloop==0.23.0",
+                    "httptools==0.9.0"]),
+    "falcon": ("Falcon's ASGI app on uvicorn (apps/fw_falcon.py)",
+               ["falcon==4.4.0", "uvicorn==0.54.0", "uvloop==0.23.0", "httptools==0.9.0"]),
+    "emmett": ("Emmett on granian RSGI, emmett serve (apps/fw_emmett.py)", ["emmett==2.8.2"]),
+    "robyn": ("Robyn on its Rust runtime, 1 process 1 worker (apps/fw_robyn.py)",
+              ["robyn==0.88.0"]),
+    "django": ("Django's ASGI handler on uvicorn, startproject's middleware, WhiteNoise "
+               "(apps/fw_django.py)",
+               ["django==5.2.19", "whitenoise==6.12.0", "uvicorn==0.54.0", "uvloop==0.23.0",
+                "httptools==0.9.0"]),
+}  # fmt: skip
+FRAMEWORKS_VENVS = HERE / ".venv-frameworks"
+FRAMEWORK_ROWS = ["fastapi", "litestar", "sanic", "blacksheep", "falcon", "emmett", "robyn",
+                  "django", "gunicorn", "uvicorn-starlette"]  # fmt: skip
+"""The frameworks table's rows (Flask on gunicorn and Starlette on uvicorn are peers too)."""
+# Where a framework serves the static file when it cannot serve it at the site's root.
+STATIC_PATHS = {
+    "litestar": "/files/" + page.STATIC_NAME,
+    "falcon": "/files/" + page.STATIC_NAME,
+    "robyn": "/files/" + page.STATIC_NAME,
+    "emmett": "/static/" + page.STATIC_NAME,
+}
+for _name, (_what, _) in FRAMEWORKS.items():
+    SERVERS[_name] = _what
 BASELINE_TREE: Path | None = None
 """``--baseline DIR``: another checkout of pyweb (e.g. ``git worktree add /tmp/before main``,
 its C extension built in place) that ``pyweb-baseline`` runs, to compare a change with the
@@ -210,10 +246,38 @@ def _granian(interface: str, app: str, port: int) -> list[str]:
             "--log-level", "warning", app]  # fmt: skip
 
 
+def framework_command(name: str, port: int) -> list[str]:
+    """How each framework's docs run it in production, on one worker."""
+    python = str(FRAMEWORKS_VENVS / name / "bin" / "python")
+    if name in ("fastapi", "litestar", "blacksheep", "falcon", "django"):
+        return [python, "-m", "uvicorn", f"fw_{name}:app", "--host", HOST, "--port", str(port),
+                "--loop", "uvloop", "--http", "httptools", "--no-access-log",
+                "--log-level", "warning"]  # fmt: skip
+    if name == "sanic":
+        return [python, "-m", "sanic", "fw_sanic:app", "--host", HOST, "--port", str(port),
+                "--single-process", "--no-access-logs"]  # fmt: skip
+    if name == "emmett":
+        return [python, "-m", "emmett", "--app", "fw_emmett", "serve", "--host", HOST,
+                "--port", str(port), "--workers", "1", "--log-level", "warning"]  # fmt: skip
+    if name == "robyn":
+        return ["env", f"BENCH_PORT={port}", f"BENCH_HOST={HOST}", python, "fw_robyn.py",
+                "--processes", "1", "--workers", "1", "--log-level", "WARN"]  # fmt: skip
+    raise ValueError(f"unknown framework {name!r}")
+
+
+def scenario_for(sc: Scenario, server: str) -> Scenario:
+    """``sc`` as ``server`` answers it: a framework may serve the static file elsewhere."""
+    if sc.name == "static" and server in STATIC_PATHS:
+        return dataclasses.replace(sc, path=STATIC_PATHS[server])
+    return sc
+
+
 def server_command(name: str, port: int) -> list[str]:
     """The command line that starts ``name`` on ``port``, run from benchmarks/apps/."""
     peers = str(PEERS_VENV / "bin" / "python")
     project = sys.executable
+    if name in FRAMEWORKS:
+        return framework_command(name, port)
     if name == "uvicorn":
         return _uvicorn("asgi_app:app", port)
     if name == "uvicorn-starlette":
@@ -258,6 +322,11 @@ def missing_peers(names: list[str]) -> dict[str, str]:
     python = PEERS_VENV / "bin" / "python"
     out = {}
     for name in names:
+        if name in FRAMEWORKS:
+            stamp = FRAMEWORKS_VENVS / name / ".installed"
+            if not stamp.exists():
+                out[name] = f"not installed in {FRAMEWORKS_VENVS.relative_to(ROOT)}/{name}"
+            continue
         module = PEER_MODULES.get(name)
         if module is None:
             continue
@@ -303,6 +372,31 @@ def ensure_peers_venv() -> dict[str, str]:
     )
     out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
+
+
+def ensure_frameworks(names: list[str]) -> dict[str, str]:
+    """Install each framework of ``names`` into its own venv (once); return their versions.
+    One that cannot be installed is reported and shows as missing."""
+    versions = {}
+    for name in names:
+        if name not in FRAMEWORKS:
+            continue
+        requirements = FRAMEWORKS[name][1]
+        venv = FRAMEWORKS_VENVS / name
+        stamp = venv / ".installed"
+        wanted = "\n".join(requirements) + "\n"
+        if not (stamp.exists() and stamp.read_text() == wanted):
+            print(f"installing {name} into {venv.relative_to(ROOT)} ...", flush=True)
+            if not (venv / "bin" / "python").exists():
+                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                   "--disable-pip-version-check", *requirements]  # fmt: skip
+            if subprocess.run(pip).returncode != 0:
+                print(f"could not install {name}: it is missing from the tables", flush=True)
+                continue
+            stamp.write_text(wanted)
+        versions[name] = requirements[0].split("==")[1]
+    return versions
 
 
 def ensure_wrk() -> str:
@@ -627,7 +721,9 @@ def measure_all(
         order = args.servers[k:] + args.servers[:k]
         for name in order:
             scenarios = [
-                sc for sc in all_scenarios if not sc.pyweb_only or name.startswith("pyweb")
+                scenario_for(sc, name)
+                for sc in all_scenarios
+                if not sc.pyweb_only or name.startswith("pyweb")
             ]
             if name in args.missing:  # reported as missing in the tables, not run
                 if rnd == 1:
@@ -907,6 +1003,32 @@ def cpu_table(args: argparse.Namespace, results: list[Measurement]) -> list[str]
     return lines
 
 
+def frameworks_table(args: argparse.Namespace, results: list[Measurement]) -> list[str]:
+    """The frameworks users pick beside pyweb's pages and the raw servers: median req/s and
+    the server's CPU µs per request, fastest hello first."""
+    s = summarize(results)
+    shown = [n for n in FRAMEWORK_ROWS if n in args.servers]
+    if not shown:
+        return []
+    context = [n for n in ("pyweb-asyncio", "pyweb", "raw-uvloop", "raw-trio") if n in args.servers]
+
+    def hello(name: str) -> float:
+        x = s.get(("hello", name))
+        return x.rps if x is not None else 0.0
+
+    lines = ["| server | " + " | ".join(args.scenarios) + " |",
+             "|---|" + "---:|" * len(args.scenarios)]  # fmt: skip
+    for name in [*context, *sorted(shown, key=hello, reverse=True)]:
+        cells = []
+        for sc in args.scenarios:
+            x = s.get((sc, name))
+            text = _cell(x, (sc, name), s, args.missing)
+            cells.append(text if x is None else f"{text} ({x.cpu_us:.0f} µs)")
+        label = f"**{name}**" if name.startswith("pyweb") else name
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def report(args: argparse.Namespace, results: list[Measurement]) -> str:
     lines = [
         f"Median req/s of {args.rounds} interleaved round(s) of {args.duration} s after a "
@@ -928,6 +1050,10 @@ def report(args: argparse.Namespace, results: list[Measurement]) -> str:
         "",
         *cpu_table(args, results),
     ]
+    if more := frameworks_table(args, results):
+        lines += ["", "The frameworks users pick, each as its docs deploy it on one worker, "
+                  "beside pyweb's pages and the raw servers: median req/s (server CPU µs per "
+                  "request):", "", *more]  # fmt: skip
     if any(n in args.servers for n in PYWEB_ROWS):
         lines += ["", targets(args, results)]
     lines += [
@@ -1020,6 +1146,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"comma-separated, from: {', '.join(SERVERS)}",
     )
     parser.add_argument(
+        "--frameworks",
+        action="store_true",
+        help="also measure the frameworks users pick (" + ", ".join(FRAMEWORKS) + "; each "
+        "installed once into benchmarks/.venv-frameworks/NAME) and print their table",
+    )
+    parser.add_argument(
         "--scenarios",
         default=",".join(DEFAULT_SCENARIOS),
         help=f"comma-separated, from: {', '.join(SCENARIOS)}",
@@ -1055,6 +1187,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     global BASELINE_TREE
     BASELINE_TREE = Path(args.baseline).resolve() if args.baseline else None
     args.servers = [x for x in args.servers.split(",") if x]
+    if args.frameworks:
+        args.servers += [x for x in FRAMEWORK_ROWS if x not in args.servers]
     args.scenarios = [x for x in args.scenarios.split(",") if x]
     for x in args.servers:
         if x not in SERVERS:
@@ -1129,6 +1263,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     wrk = ensure_wrk()
     peers = ensure_peers_venv()
+    peers.update(ensure_frameworks(args.servers))
     args.missing = missing_peers(args.servers)
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

@@ -95,3 +95,31 @@ def test_targets_give_the_asyncio_server_alone_when_the_handler_was_measured():
     # without the handler row, no such lines
     plain = [r for r in results if r.server != "pyweb-asyncio-handler"]
     assert "server alone" not in peers.targets(args(servers=servers[:4]), plain)
+
+
+def test_frameworks_join_the_run_and_get_a_table_fastest_hello_first():
+    a = peers.parse_args(["--servers", "uvicorn,pyweb-asyncio", "--frameworks",
+                          "--scenarios", "hello,static", "--rounds", "1", "--no-pin"])  # fmt: skip
+    assert a.servers[:2] == ["uvicorn", "pyweb-asyncio"]
+    assert set(peers.FRAMEWORK_ROWS) <= set(a.servers)
+    a.missing = {"robyn": "not installed"}
+    results = [m(1, "uvicorn", sc, 100) for sc in ("hello", "static")]
+    results += [m(1, "pyweb-asyncio", sc, 90) for sc in ("hello", "static")]
+    results += [m(1, "fastapi", sc, 20) for sc in ("hello", "static")]
+    results += [m(1, "sanic", sc, 40, cpu=0.8) for sc in ("hello", "static")]
+    table = peers.frameworks_table(a, results)
+    rows = [line.split(" | ")[0].lstrip("| ") for line in table[2:]]
+    assert rows[0] == "**pyweb-asyncio**"
+    assert rows.index("sanic") < rows.index("fastapi")  # faster hello first
+    assert "| robyn | missing | missing |" in "\n".join(table)
+    assert "40 (20000 µs)" in "\n".join(table)  # req/s, then CPU µs per request
+    assert "The frameworks users pick" in peers.report(a, results)
+
+
+def test_a_framework_that_serves_files_under_a_prefix_is_asked_there():
+    static = peers.SCENARIOS["static"]
+    assert peers.scenario_for(static, "falcon").path == "/files/" + static.path.lstrip("/")
+    assert peers.scenario_for(static, "fastapi") is static
+    assert peers.scenario_for(peers.SCENARIOS["hello"], "falcon").path == "/hello"
+    for name in peers.FRAMEWORKS:
+        assert peers.server_command(name, 8000)  # every framework has a command line
