@@ -118,7 +118,10 @@ class Server:
 
         config = self.config
         self.log = log = ServerLog(
-            config.access_log, config.error_log, access_format=config.access_log_format
+            config.access_log,
+            config.error_log,
+            access_format=config.access_log_format,
+            log_format=config.log_format,
         )
         stop_port = self.broadcast.port()  # serve() itself waits for SHUTDOWN
         async with trio.open_nursery() as outer:

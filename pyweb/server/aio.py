@@ -125,7 +125,10 @@ class AsyncioServer(Server):
         config = self.config
         self.loop = loop = asyncio.get_running_loop()
         self.log = log = ServerLog(
-            config.access_log, config.error_log, access_format=config.access_log_format
+            config.access_log,
+            config.error_log,
+            access_format=config.access_log_format,
+            log_format=config.log_format,
         )
         self._log_task = loop.create_task(log.run())
         self._drained = loop.create_future()

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from pyweb.protocol.parser import Limits
 
 from .collector import YOUNG
-from .logging import ACCESS_FORMATS
+from .logging import ACCESS_FORMATS, LOG_FORMATS
 
 __all__ = ["LOOPS", "ServerConfig", "SCHEDULERS", "Setting", "setting", "settings"]
 
@@ -299,6 +299,14 @@ class ServerConfig:
     overflows and the kernel drops a normal client's SYN, which costs it a 1 s
     retransmission, so pyweb takes nginx's side (511) and rounds up. The kernel caps it at
     ``net.core.somaxconn``."""
+    log_format: str = setting(
+        "text",
+        "text (the access log's format above, error lines as [time] [level] message) or "
+        "json (one JSON object a line in both logs) (default: {default})",
+        choices=LOG_FORMATS,
+        restart=True,
+    )
+    """``"text"`` or ``"json"``: :data:`pyweb.server.logging.LOG_FORMATS`."""
     access_log_format: str = setting(
         "combined",
         "combined (Apache's Combined Log Format), timed (the same line, then "

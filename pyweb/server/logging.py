@@ -34,6 +34,7 @@ them (see :func:`format_access` and docs/logging.md)::
 
 from __future__ import annotations
 
+import json
 import logging as pylogging
 import os
 import sys
@@ -57,6 +58,9 @@ __all__ = [
     "format_access",
     "ACCESS_FORMATS",
     "format_error",
+    "format_access_json",
+    "format_error_json",
+    "LOG_FORMATS",
     "log_time",
 ]
 
@@ -237,6 +241,60 @@ def format_error(
     return line
 
 
+LOG_FORMATS = ("text", "json")
+"""``text``: the access log in :data:`ACCESS_FORMATS`, the error log as ``[time] [level]``
+lines; ``json``: one JSON object a line in both (for a log collector)."""
+
+
+def _iso_time(when: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when)) + f".{int(when % 1 * 1000):03d}Z"
+
+
+def format_access_json(record: AccessRecord, worker: str) -> str:
+    """The access record as one JSON object on a line: the Combined Log Format's fields,
+    named, with the time in ISO 8601 (UTC), the duration in seconds and the worker.
+
+    >>> line = format_access_json(
+    ...     AccessRecord("127.0.0.1:5000", 0.0, "GET", "/", "1.1", 200, 984), "-")
+    >>> json.loads(line)["time"], json.loads(line)["host"], json.loads(line)["status"]
+    ('1970-01-01T00:00:00.000Z', '127.0.0.1', 200)
+    """
+    entry = {
+        "time": _iso_time(record.time),
+        "host": _host(record.peer),
+        "method": record.method or None,
+        "target": record.target or None,
+        "http_version": record.http_version or None,
+        "status": record.status,
+        "size": record.size,
+        "referer": record.referer or None,
+        "user_agent": record.user_agent or None,
+        "duration": round(record.duration, 6),
+        "worker": worker,
+    }
+    return json.dumps(entry, ensure_ascii=False) + "\n"
+
+
+def format_error_json(
+    message: str,
+    *,
+    request_line: str = "",
+    traceback_text: str = "",
+    when: float | None = None,
+    level: str = "error",
+) -> str:
+    """An error-log entry as one JSON object on a line (the traceback in one field, its
+    line ends escaped, so each entry stays one line)."""
+    entry = {
+        "time": _iso_time(time.time() if when is None else when),
+        "level": level,
+        "message": message,
+        "request": request_line or None,
+        "traceback": traceback_text or None,
+    }
+    return json.dumps(entry, ensure_ascii=False) + "\n"
+
+
 # --- where lines go --------------------------------------------------------------------------
 
 
@@ -376,7 +434,12 @@ class ServerLog:
         buffer: int = 10_000,
         reopen_interval: float = 1.0,
         access_format: str = "combined",
+        log_format: str = "text",
     ):
+        if log_format not in LOG_FORMATS:
+            raise ValueError(f"unknown log format {log_format!r}; choose text or json")
+        self._json = log_format == "json"
+        self._worker = os.environ.get("PYWEB_WORKER_ID", "-")
         if access_format not in ACCESS_FORMATS:
             raise ValueError(
                 f"unknown access log format {access_format!r}; choose "
@@ -431,10 +494,20 @@ class ServerLog:
             tb = "".join(traceback.format_exception(exc)) if exc is not None else ""
             if tb and not self._first_of_kind(tb, message):
                 return  # the same traceback again: counted, summarised (see _repeats)
-            text = format_error(message, request_line=request_line, level=level) + tb
+            text = self._error_line(message, request_line=request_line, level=level, tb=tb)
         except Exception:
             return  # an exception whose traceback cannot be formatted: never raise here
         self._mailbox.send(_ErrorEntry(text))
+
+    def _error_line(
+        self, message: str, *, request_line: str = "", level: str = "error", tb: str = ""
+    ) -> str:
+        """One error-log entry in this log's format (``tb``: a formatted traceback)."""
+        if self._json:
+            return format_error_json(
+                message, request_line=request_line, traceback_text=tb, level=level
+            )
+        return format_error(message, request_line=request_line, level=level) + tb
 
     def _first_of_kind(self, tb: str, message: str) -> bool:
         """Whether a traceback is to be written in full: the first of its kind in
@@ -460,7 +533,7 @@ class ServerLog:
     def _summary(self, seen: list, so_far: bool = False) -> None:
         first = seen[3]
         what = "so far" if so_far else "in all"
-        line = format_error(
+        line = self._error_line(
             f"the same error as at {log_time(time.time() - (time.monotonic() - seen[0]))} "
             f"({first}) repeated {seen[1]:,} times {what}; its traceback is shown at most "
             f"once every {REPEAT_WINDOW:g} s"
@@ -497,7 +570,7 @@ class ServerLog:
         sinks = [s for s in (self._access, self._error) if s is not None]
         for sink in sinks:
             sink.open()
-        bridge = PythonLogBridge(self) if self._error is not None else None
+        bridge = PythonLogBridge(self, name="") if self._error is not None else None
         task_status.started()
         batch: list[Any] = []
         mailbox = self._mailbox
@@ -537,16 +610,19 @@ class ServerLog:
             if isinstance(item, AccessRecord):
                 try:
                     access_lines.append(
-                        format_access(item, self._timed_suffix, alloc=self._alloc_field)
+                        format_access_json(item, self._worker)
+                        if self._json
+                        else format_access(item, self._timed_suffix, alloc=self._alloc_field)
                     )
                 except Exception as exc:  # a malformed record must not kill the logger
-                    error_lines.append(format_error("cannot format access record", exc=exc))
+                    tb = "".join(traceback.format_exception(exc))
+                    error_lines.append(self._error_line("cannot format access record", tb=tb))
             else:
                 error_lines.append(item.text)
         if self.dropped_full != self._reported_full:
             lost = self.dropped_full - self._reported_full
             self._reported_full = self.dropped_full
-            error_lines.append(format_error(f"log queue full: {lost} records dropped"))
+            error_lines.append(self._error_line(f"log queue full: {lost} records dropped"))
         if access_lines and self._access is not None:
             self._access.write("".join(access_lines), len(access_lines))
         if error_lines and self._error is not None:
@@ -554,14 +630,16 @@ class ServerLog:
 
 
 class PythonLogBridge(pylogging.Handler):
-    """Sends ``logging.getLogger("pyweb")`` records of level WARNING and up to the server's
-    error log, while the server's logging task runs (installed and removed by
-    :meth:`ServerLog.run`). So a library module just writes::
+    """Sends Python ``logging`` records of level WARNING and up to the server's error log,
+    while the server's logging task runs (installed on the root logger and removed by
+    :meth:`ServerLog.run`). So pyweb's own modules, the libraries a site uses and the
+    site's own code all write::
 
-        log = logging.getLogger("pyweb.cache")
-        log.warning("redis unreachable, caching in memory")
+        log = logging.getLogger("mysite")
+        log.warning("the exchange rate service is down, showing yesterday's rate")
 
-    and the line lands in the error log as ``[warning] pyweb.cache: redis unreachable...``.
+    and the line lands in the error log, in its format, as ``[warning] mysite: the
+    exchange rate service is down...``, not as a raw line on stderr.
     Records from another thread (a worker thread, a database driver's thread) go through
     the server's loop (trio's token, or asyncio's ``call_soon_threadsafe``), since the
     log's mailbox belongs to the loop's thread. With

@@ -4,12 +4,15 @@ survives full disks, removed files and floods without blocking or raising."""
 from __future__ import annotations
 
 import functools
+import io
+import json
 import os
 import time
 
 import pytest
 import trio
 
+from pyweb.server import logging as logging_mod
 from pyweb.server.logging import AccessRecord, ServerLog, format_access, format_error, log_time
 from tests.helpers import until_async
 
@@ -418,3 +421,40 @@ def test_an_unknown_access_format_is_refused():
         ValueError, match="unknown access log format 'json'; choose combined, timed or alloc"
     ):
         ServerLog(None, None, access_format="json")
+
+
+def test_json_access_lines_name_every_field():
+    record = AccessRecord("[::1]:5000", 1.5, "GET", "/a?b=1", "1.1", 404, 0, "", 'x "y"')
+    record.duration = 0.25
+    entry = json.loads(logging_mod.format_access_json(record, "3"))
+    assert entry == {
+        "time": "1970-01-01T00:00:01.500Z", "host": "::1", "method": "GET",
+        "target": "/a?b=1", "http_version": "1.1", "status": 404, "size": 0,
+        "referer": None, "user_agent": 'x "y"', "duration": 0.25, "worker": "3",
+    }  # fmt: skip
+
+
+@trio_test
+async def test_json_format_writes_one_object_a_line_in_both_logs():
+    access, error = io.StringIO(), io.StringIO()
+    log = ServerLog(access, error, log_format="json")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(log.run)
+        log.access(AccessRecord("127.0.0.1:1", 0.0, "GET", "/", "1.1", 200, 5))
+        try:
+            raise ValueError("bad\nvalue")
+        except ValueError as exc:
+            log.error("a page failed", request_line="GET / HTTP/1.1", exc=exc)
+        log.close()
+    (line,) = access.getvalue().splitlines()
+    assert json.loads(line)["status"] == 200
+    (line,) = error.getvalue().splitlines()  # the traceback's lines stay in one entry
+    entry = json.loads(line)
+    assert entry["level"] == "error" and entry["message"] == "a page failed"
+    assert entry["request"] == "GET / HTTP/1.1"
+    assert "ValueError: bad" in entry["traceback"]
+
+
+def test_an_unknown_log_format_is_refused():
+    with pytest.raises(ValueError, match="'xml'"):
+        ServerLog(None, None, log_format="xml")

@@ -144,9 +144,22 @@ def test_python_logging_records_reach_the_error_log_while_the_server_runs(kit):
     assert "[error] pyweb.testlib: from a worker thread" in text
     assert "not shown" not in text
     # The bridge is gone with the server.
-    assert not any(
-        type(h).__name__ == "PythonLogBridge" for h in logging.getLogger("pyweb").handlers
-    )
+    assert not any(type(h).__name__ == "PythonLogBridge" for h in logging.getLogger().handlers)
+
+
+def test_a_sites_own_logger_reaches_the_error_log_in_its_format(kit):
+    # Before: only the "pyweb" logger was bridged; getLogger("mysite") went to raw stderr
+    # (through Python's last-resort handler), outside the error log and its format.
+    site = logging.getLogger("mysite")
+
+    async def handler(ctx):
+        site.warning("the rate service is down")
+        return Response(200, TEXT, b"ok")
+
+    with kit.running(handler) as srv, srv.connect() as c:
+        assert c.request().body == b"ok"
+        until(lambda: "the rate service is down" in srv.error_log.getvalue(), "the record")
+    assert "[warning] mysite: the rate service is down" in srv.error_log.getvalue()
 
 
 def test_reload_message_leaves_idle_connections_open_and_shutdown_closes_them(kit):
