@@ -4,7 +4,10 @@ It turns arguments into a :class:`~pyweb.server.ServerConfig` (Marlow §6 reads 
 knobs from a configuration file; Hop §2.4.1 from command-line switches), starts the server,
 prints where it listens, and turns SIGINT/SIGTERM into a graceful shutdown: stop
 accepting, finish the requests in flight, close idle connections, exit 0. A second signal
-during the shutdown stops at once (exit 1). Reference: docs/cli.md.
+during the shutdown stops at once (exit 1). A page that holds the loop (a CPU loop, a
+blocking call) is interrupted past ``page_timeout`` or when a stop signal comes
+(:mod:`pyweb.app.interrupt`, armed here: the loop runs in the main thread), so the
+signals are always acted on. Reference: docs/cli.md.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import trio
 
 import pyweb_regions
 from pyweb import heap, signing
+from pyweb.app import interrupt
 from pyweb.app.sharing import workers_need_shared_cache
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.server import Server, ServerConfig
@@ -323,6 +327,7 @@ def reload(
             print(problem, file=sys.stderr)
         return False
     ignored = server.reconfigure(config, site)
+    interrupt.set_limit(config.page_timeout)
     # The database and the cache are set up once per process (their pools and connections
     # outlive any one request): like the listening socket, they need a restart.
     started = started or {}
@@ -345,6 +350,7 @@ async def serve_until_signalled(
     forced = False
     watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
     with trio.open_signal_receiver(*watched) as signals:
+        interrupt.guard_stop_signals()  # (in front of trio's: a page may hold the loop)
         async with trio.open_nursery() as nursery:
 
             async def serve(
@@ -397,6 +403,21 @@ def worker_path(pythonpath: str | None) -> str:
         return pythonpath or ""
     rest = [p for p in (pythonpath or "").split(os.pathsep) if p and p != here]
     return os.pathsep.join([here, *rest])
+
+
+def _stop_with_parent() -> None:
+    """Under ``make run``: if make goes (killed, or its terminal closed), this server gets
+    SIGTERM, so no orphan keeps the port (Linux's ``PR_SET_PDEATHSIG``; elsewhere,
+    nothing)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:  # make had already gone before the call
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def supervise(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -510,6 +531,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.workers > 1 and args.listen_fd is None:
             return supervise(args, argv)  # (the workers run on the loop the flags say)
         started = {"db": args.db, "cache": args.cache}  # what a reload cannot change
+        interrupt.arm(config.page_timeout)  # this process runs the pages, in its main thread
+        if os.environ.get("PYWEB_MAKE_RUN"):
+            _stop_with_parent()
         if config.loop == "asyncio":
             from pyweb.server.aio import serve_asyncio
 
@@ -520,6 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     args.dir,
                     reload=lambda server: reload(server, argv, started),
                     banner=learning_banner if config.dev else None,
+                    guard_signals=interrupt.guard_stop_signals,
                 )
             except OSError as exc:  # the port is in use, the host is not ours: as on trio
                 print(f"pyweb: error: {startup_error(exc, args.host, args.port)}", file=sys.stderr)

@@ -132,10 +132,15 @@ class Watchdog:
             self._stop.set()
 
     def watch(self) -> None:
-        """The watching thread: look every 50 ms, read the loop's stack when it is held."""
+        """The watching thread: look every 50 ms, read the loop's stack when it is held;
+        a page held too long, or when the server is told to stop, is interrupted
+        (:mod:`pyweb.app.interrupt`, where ``pyweb serve`` arms it)."""
+        from . import interrupt  # (here: it imports this module)
+
         woke = time.monotonic()
         suspect = -1  # the tick count at which the loop was first seen held
         while not self._stop.wait(_TICK):
+            interrupt.check_stopping(self)
             now = time.monotonic()
             # If this thread itself slept far too long, the whole process was held (the
             # machine is busy): what the stack shows now proves nothing about the page.
@@ -150,14 +155,17 @@ class Watchdog:
             if suspect != ticks:  # held: look again next time before naming anybody
                 suspect = ticks
                 continue
-            self._sample(ticks, now - self.ticked)
+            page = self._sample(ticks, now - self.ticked)
+            if page is not None:
+                interrupt.consider(self, page, now - self.ticked)
 
-    def _sample(self, step: int, seconds: float) -> None:
+    def _sample(self, step: int, seconds: float) -> WatchedPage | None:
+        """Note where the page holding the loop is (``page.held``); returns that page."""
         frame = sys._current_frames().get(self.loop_thread)
         own: types.FrameType | None = None
         page = self._running_page(frame)
         if page is None or frame is None:
-            return  # not a page (the framework itself, or a library's start-up)
+            return None  # not a page (the framework itself, or a library's start-up)
         run = page.held
         if run is None:  # its first hold: the record is made here, not per request
             run = page.held = PageRun(page.page, page.site_root or "")
@@ -175,9 +183,10 @@ class Watchdog:
             if own is not None:
                 last.filename, last.line = filename, line
                 last.source = linecache.getline(filename, line).strip()
-            return
+            return page
         source = linecache.getline(filename, line).strip()
         run.blocked.append(Blocked(filename, line, source, seconds, step))
+        return page
 
     def _running_page(self, frame: types.FrameType | None) -> WatchedPage | None:
         """The innermost page running in ``frame`` or its callers, if this watchdog watches

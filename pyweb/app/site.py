@@ -63,7 +63,7 @@ from pyweb.protocol.response import Response
 from pyweb.regions import SiteRegions
 from pyweb.regions import _with_banner as with_banner
 
-from . import blocking, csrf, pages, unawaited
+from . import blocking, csrf, interrupt, pages, unawaited
 from .conn import Conn, PageExit, RequestError, _current, parse_cookies
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body, read_form
 from .routes import Pattern, Router, script_pattern
@@ -913,6 +913,8 @@ class Site:
                     scope.clear()  # (the usual reply: pages.end_scope's case without its call)
                 else:
                     response = pages.end_scope(scope, response)
+        except interrupt.PageInterrupted as exc:  # it held the loop too long (interrupt.py)
+            response = self._interrupted(ctx, conn, page, exc)
         finally:
             conn._scope = None  # (the globals hold conn: no cycle back, whatever happened)
             found = regions.leave(ctx, page.name, slot) if regions is not None else None
@@ -1226,6 +1228,19 @@ class Site:
         )
         _log(ctx, why, None)
         page_503 = self.error_page(503, detail=why, sentence=_TOO_LONG)
+        page_503.headers.append(("Retry-After", "1"))
+        return page_503
+
+    def _interrupted(
+        self, ctx: Context, conn: Conn, page: _Page, exc: interrupt.PageInterrupted
+    ) -> Response:
+        """The 503 of a page stopped where it held the loop: logged once (the watchdog's
+        own note of the same hold is dropped), the page and its line on the dev page."""
+        conn.watchdog = conn.held = None  # (the watchdog no longer looks at this page)
+        why = interrupt.describe(exc, self.display)
+        _log(ctx, why, None)
+        _from_the_page(exc, page.filename)
+        page_503 = self.error_page(503, detail=why, exc=exc, sentence=_TOO_LONG)
         page_503.headers.append(("Retry-After", "1"))
         return page_503
 

@@ -38,9 +38,12 @@ def serve_asyncio(
     *,
     reload: Callable[[AsyncioServer], object] | None = None,
     banner: Callable[[AsyncioServer], str] | None = None,
+    guard_signals: Callable[[], object] | None = None,
 ) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit status. ``reload(server)`` runs on
-    SIGHUP; ``banner(server)`` is printed after the status line (``--dev``). An OSError
+    SIGHUP; ``banner(server)`` is printed after the status line (``--dev``);
+    ``guard_signals()`` runs once the loop's signal handlers are in (``pyweb serve`` puts
+    its own in front of them: pyweb.app.interrupt). An OSError
     that stops the server from listening is raised (``pyweb serve`` prints it as one line,
     the same for both loops)."""
     loop, name = new_loop()
@@ -48,7 +51,8 @@ def serve_asyncio(
     server = AsyncioServer(config, handler)
     forced = loop.create_future()
     try:
-        return loop.run_until_complete(_serve(server, site_dir, name, reload, banner, forced))
+        serving = _serve(server, site_dir, name, reload, banner, forced, guard_signals)
+        return loop.run_until_complete(serving)
     finally:
         for task in asyncio.all_tasks(loop):
             task.cancel()
@@ -63,15 +67,20 @@ async def _serve(
     reload: Callable[[AsyncioServer], object] | None,
     banner: Callable[[AsyncioServer], str] | None,
     forced: asyncio.Future[None],
+    guard_signals: Callable[[], object] | None = None,
 ) -> int:
     """Listen, watch the signals, say so, serve until shut down. One run of the loop from
     start to end: a signal that arrives between two runs (a test or a supervisor signals as
     soon as it reads the banner) was lost, or handled without waking the loop, on uvloop."""
     loop = asyncio.get_running_loop()
     await server.start()  # an OSError (the port is taken...) goes up to the CLI
-    watched = _watch_signals(loop, server, reload, forced)  # before the banner: a
+    # The signals are watched before the banner: a supervisor or test may signal once it
+    # reads it.
+    watched = _watch_signals(loop, server, reload, forced)
+    if guard_signals is not None:
+        guard_signals()
     try:
-        _announce(server, site_dir, loop_name)  # supervisor or test may signal once it reads it
+        _announce(server, site_dir, loop_name)
         if banner is not None:
             print(banner(server), flush=True)
         return await _run(server, forced)
