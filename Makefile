@@ -24,9 +24,10 @@ dev: $(VENV)/.dev-installed
 ## make run: the learning server: serve the example site (SITE) on http://127.0.0.1:8000 in
 ## development mode (changed and new pages picked up on the next request, tracebacks on
 ## error pages); `make run PORT=8001` picks another port. Production: pyweb serve DIR.
+## (exec: the server is make's own child, so it stops when make goes: cli._stop_with_parent)
 SITE ?= pages
 run: install
-	PYWEB_MAKE_RUN=1 $(PY) -m pyweb serve $(SITE) --dev --host $(HOST) --port $(PORT)
+	PYWEB_MAKE_RUN=1 exec $(PY) -m pyweb serve $(SITE) --dev --host $(HOST) --port $(PORT)
 
 ## make lab: the tutorials and exercises in JupyterLab on 127.0.0.1 (prints the URL with its token)
 LAB_PORT ?= 8888
