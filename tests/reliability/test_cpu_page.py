@@ -7,6 +7,7 @@ or by make's death (pyweb.app.interrupt)."""
 
 from __future__ import annotations
 
+import html
 import http.client
 import os
 import re
@@ -242,3 +243,31 @@ def test_when_make_dies_the_server_it_ran_stops_too(site, pool):
     finally:
         if not group_is_gone(proc.pid):
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+# -- docs/common-mistakes.md's "A loop that never ends" is true -------------------------------
+
+
+def test_common_mistakes_a_loop_that_never_ends_says_what_the_server_says(tmp_path, pool):
+    doc = (ROOT / "docs" / "common-mistakes.md").read_text()
+    part = doc.split("## A loop that never ends\n", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n# pages/(\w+)\.py\n(.*?)```", part, re.S)
+    quote = " ".join(re.findall(r"^> ?(.*)$", part, re.M))
+    assert code is not None and quote
+    site = write_site(tmp_path / "pages", {f"{code.group(1)}.py": code.group(2)})
+    # The docs quote the default 30 s; a test waits 1 s.
+    quote = quote.replace("(30 s, --page-timeout)", "(1 s, --page-timeout)")
+    proc, port = start_serve(site, "--dev", "--page-timeout", "1")
+    try:
+        status, body = get(port, f"/{code.group(1)}")
+    finally:
+        assert stop_serve(proc) == 0
+    said = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body)))
+    said = re.sub(r"held the server for [\d.]+ s", "held the server for", said)
+    status_quoted = re.match(r"\*\*(\d{3}) [^*]*\*\*", quote)
+    assert status_quoted and status == int(status_quoted.group(1))
+    for piece in quote[status_quoted.end() :].split("..."):
+        piece = re.sub(
+            r"held the server for [\d.]+ s", "held the server for", " ".join(piece.split())
+        )
+        assert piece in said, (piece, said)
