@@ -21,6 +21,11 @@ never slows a page down (the thread only reads).
 
 The fix is :func:`to_thread`: ``await pyweb.to_thread(fn, *args)`` runs ``fn(*args)`` in a
 worker thread while the loop goes on serving everybody else.
+
+Naming is not enough for a page that never lets go (a loop that never ends): under
+``pyweb serve`` the watching thread also hands such a page, once it has held the loop past
+``page_timeout`` or when a stop signal came, to :mod:`pyweb.app.interrupt`, which stops it
+where it runs.
 """
 
 from __future__ import annotations

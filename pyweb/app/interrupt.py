@@ -209,14 +209,11 @@ def _on_alarm(signum: int, frame: types.FrameType | None) -> None:
         armed.target = None  # that page has ended meanwhile: nothing to stop
         return
     if armed.stopping is not None:
-        _raise_in(
-            frame,
-            armed.target,
-            ServerStopping,
-            f"when the server was told to stop ({armed.stopping})",
-        )
-    why = f"longer than the page timeout ({armed.limit:g} s, --page-timeout)"
-    _raise_in(frame, armed.target, PageTimeout, why)
+        kind: type[PageInterrupted] = ServerStopping
+        why = f"when the server was told to stop ({armed.stopping})"
+    else:
+        kind, why = PageTimeout, f"longer than the page timeout ({armed.limit:g} s, --page-timeout)"
+    _raise_in(frame, armed.target, kind, why)
 
 
 def _raise_in(

@@ -45,6 +45,28 @@ SITE = {
         time.sleep(100)
         conn.return_("slept")
         """,
+    # A page that awaits (so it has a deadline, which cannot fire while it holds the loop)
+    # and a service, each with a CPU loop.
+    "spin_async.py": """\
+        from pathlib import Path
+        import pyweb.runtime
+        await pyweb.runtime.sleep(0)
+        Path(__file__).with_name("spin_async.running").touch()
+        n = 0
+        while n >= 0:
+            n += 1
+        """,
+    "crunch.py": """\
+        from pathlib import Path
+        from pyweb import service
+
+        @service("/crunch")
+        async def crunch(conn):
+            Path(__file__).with_name("crunch.running").touch()
+            n = 0
+            while n >= 0:
+                n += 1
+        """,
     # Catches every exception, even the one that stops it (the worst a student can write),
     # and notes each one it caught beside it. (Python runs signal handlers at a loop's jump
     # back and at a call: both are inside a try here, but for the outer loop's jump.)
@@ -64,7 +86,7 @@ SITE = {
                     pass
         """,
 }
-LINES = {"spin": (4, 5), "sleepy": (4,)}
+LINES = {"spin": (4, 5), "sleepy": (4,), "spin_async": (6, 7), "crunch": (7, 8)}
 """Where each page can be when it is stopped."""
 
 WAIT = 60.0
@@ -134,6 +156,21 @@ def test_a_cpu_loop_then_a_blocking_sleep_get_a_503_naming_the_line(site, pool, 
         (line,) = stopped_lines(log, page)  # logged once
         assert "longer than the page timeout (1 s, --page-timeout)" in line
         assert int(re.search(r"\.py, line (\d+)", line).group(1)) in LINES[page]  # type: ignore[union-attr]
+
+
+def test_a_page_that_awaits_and_a_service_are_stopped_too(site, pool):
+    proc, port = start_serve(site, "--page-timeout", "1")
+    try:
+        for page in ("spin_async", "crunch"):
+            stuck = holding(pool, site, port, page)
+            assert get(port, "/hello") == (200, "hello")
+            assert stuck.result(WAIT)[0] == 503
+    finally:
+        assert stop_serve(proc) == 0
+    log = proc.stderr.read()  # type: ignore[union-attr]
+    for page in ("spin_async", "crunch"):
+        (line,) = stopped_lines(log, page)
+        assert int(re.search(r"\.py, line (\d+)", line).group(1)) in LINES[page], line  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
