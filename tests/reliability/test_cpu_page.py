@@ -173,6 +173,24 @@ def test_a_page_that_awaits_and_a_service_are_stopped_too(site, pool):
         assert int(re.search(r"\.py, line (\d+)", line).group(1)) in LINES[page], line  # type: ignore[union-attr]
 
 
+def test_sighup_sets_the_new_page_timeout(tmp_path, pool):
+    site = write_site(tmp_path / "site", SITE)
+    config = tmp_path / "pyweb.toml"
+    config.write_text("page_timeout = 300\n")
+    proc, port = start_serve(site, "--config", str(config))
+    try:
+        config.write_text("page_timeout = 1\n")
+        proc.send_signal(signal.SIGHUP)
+        for line in proc.stderr:  # type: ignore[union-attr]  # (the module's timeout bounds it)
+            if "SIGHUP: reloaded" in line:
+                break
+        assert holding(pool, site, port, "spin").result(WAIT)[0] == 503  # (not after 300 s)
+    finally:
+        assert stop_serve(proc) == 0
+    (line,) = stopped_lines(proc.stderr.read(), "spin")  # type: ignore[union-attr]
+    assert "(1 s, --page-timeout)" in line
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_stop_signal_during_a_cpu_loop_stops_the_server(site, pool, signum):
     proc, port = start_serve(site, "--dev")  # page_timeout 30 s: the signal stops the page
