@@ -42,6 +42,7 @@ notebooks) only names the page, as before.
 
 from __future__ import annotations
 
+import importlib.util
 import linecache
 import os
 import selectors
@@ -121,18 +122,13 @@ _armed: _Armed | None = None
 def _framework() -> tuple[str, ...]:
     """Where the server's own code lives: an exception raised in one of its frames could
     leave a lock held or a loop's queue half-updated, so a page is never interrupted
-    while one of them runs."""
-    import asyncio
-
-    import anyio
-    import outcome
-    import sniffio
-    import trio
-
-    import pyweb
-
-    packages = (pyweb, asyncio, anyio, outcome, sniffio, trio)
-    dirs = [os.path.dirname(m.__file__ or "") + os.sep for m in packages]
+    while one of them runs. (Found, not imported: pages reach the loops only through
+    pyweb.runtime.)"""
+    dirs = []
+    for name in ("pyweb", "asyncio", "anyio", "outcome", "sniffio", "trio", "uvloop"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            dirs.append(os.path.dirname(spec.origin) + os.sep)
     return (*dirs, threading.__file__, signal.__file__, selectors.__file__)
 
 
