@@ -51,7 +51,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from types import CoroutineType
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from markupsafe import Markup
 
@@ -72,7 +72,7 @@ from .sessions import COOKIE_NAME, DEFAULT_IDLE, SessionStore
 from .static import StaticFiles
 from .stats import stats_json, stats_page
 from .templates import Templates
-from .traps import Trap
+from .traps import Trap, canonical
 from .uploads import close_all
 from .websockets import WebSocketRoute
 
@@ -168,9 +168,10 @@ class Site:
         self.login_url = login_url
         self.csrf_exempt = tuple(csrf_exempt)
         """URL patterns whose POSTs need no CSRF token (``"/api/*"``)."""
-        self._security_headers = _security_headers(
-            content_type_options, frame_options, referrer_policy, hsts
-        )
+        self._security_headers = _security_headers(content_type_options, frame_options, referrer_policy)
+        self._hsts = _hsts_header(hsts)
+        """``Strict-Transport-Security``, sent over https only (RFC 6797 §7.2: a browser
+        ignores it over http, and a site reached over http must not claim https)."""
         # The headers a page's answer gets when it sets none of them itself, made once:
         # every HTML answer gets _html_extra, anything else _other_extra (docs/performance.md).
         self._html_extra = [(n, v) for n, v, _html_only in self._security_headers]
@@ -585,6 +586,19 @@ class Site:
         path whose script or service was found before (``_remember``) goes straight to its
         page, whose coroutine is handed back as it is (one coroutine less per request);
         anything else is routed (development mode routes every request: files change)."""
+        if self._hsts is not None and ctx.scheme == "https":  # (a trusted proxy's too)
+            return self._with_hsts(ctx)
+        return self._dispatch(ctx)
+
+    async def _with_hsts(self, ctx: Context) -> Response:
+        response = await self._dispatch(ctx)
+        hsts = self._hsts
+        assert hsts is not None
+        if any(name.lower() == "strict-transport-security" for name, _ in response.headers):
+            return response
+        return dataclasses.replace(response, headers=[*response.headers, hsts])
+
+    def _dispatch(self, ctx: Context) -> Awaitable[Response]:
         if not self.dev:
             page = self._known.get(ctx.request.path)
             if page is not None and (page.methods is None or ctx.request.method in page.methods):
@@ -658,10 +672,10 @@ class Site:
                     return stats_page(self.regions)
                 if decoded == "/_pyweb/stats.json":
                     return stats_json(self.regions)
-        traps = [t for t in self.traps if t.applies(decoded)] if self.traps else []
+        traps = self._traps_for(decoded) if self.traps else []
         route = self.websockets.get(decoded)
         if route is not None:
-            return route.upgrade(request, self.dev)
+            return await self._upgrade(ctx, route, traps)
         svc = self.services.get(decoded)
         if svc is not None:
             page = _service_page(svc, traps)
@@ -669,7 +683,8 @@ class Site:
             return await self._run_service(ctx, page)
 
         name = decoded[1:]
-        if name.endswith(".py"):
+        alias = name.endswith(".py")
+        if alias:
             name = name[:-3]
         elif name == "" or name.endswith("/"):
             name += "index"
@@ -684,6 +699,8 @@ class Site:
             )
         if script is not None and "[" in name:
             script = None  # a [param] file is reached through its pattern only
+        if script is not None and alias:
+            return self._canonical_redirect(ctx, name)
         if script is not None:
             if not self.no_script_cache:  # (that mode compiles the script on every request)
                 self._remember(path, _script_page(script, traps))
@@ -717,6 +734,35 @@ class Site:
         if response.status < 400 and not self.dev:
             self._remember_file(path, name)
         return response
+
+    def _traps_for(self, decoded: str) -> list[Trap]:
+        """The traps whose pattern covers ``decoded``, in any of its spellings."""
+        canon = canonical(decoded)
+        return [t for t in self.traps if t.covers(canon)]
+
+    def _canonical_redirect(self, ctx: Context, name: str) -> Response:
+        """One URL per page: ``/NAME.py`` (however spelled) is answered with a 308 to
+        ``/NAME``, query kept (308 keeps the method and body, RFC 9110 §15.4.9), so the
+        page, its traps and its links have one address."""
+        target = "/" + (name[: -len("index")] if name == "index" or name.endswith("/index") else name)
+        location = quote(target, safe="/") + ("?" + ctx.request.query if ctx.request.query else "")
+        return Response(
+            308,
+            [("Location", location), ("Content-Type", "text/plain; charset=utf-8")],
+            f"This page's address is {location}\n".encode(),
+        )
+
+    def _upgrade(self, ctx: Context, route: WebSocketRoute, traps: list[Trap]) -> Awaitable[Response]:
+        """A WebSocket handshake, as a page: the traps run first (a stranger gets their
+        answer, never a socket), the session is loaded, and the handler gets it with the
+        logged-in user (``ws.session``, ``ws.user``)."""
+
+        async def upgrade(conn: Conn) -> None:
+            conn.response = route.upgrade(ctx.request, self.dev, conn)
+
+        return self.run_page(
+            ctx, upgrade, f"websocket {route.path}", None, False, traps=traps, check_csrf=False
+        )
 
     def _remember_file(self, path: str, name: str) -> None:
         """Note that a file answered ``path``, when nothing else ever can in production:
@@ -884,7 +930,7 @@ class Site:
             or request.chunked
             or request.content_length
             or cookies is not None  # a session to load
-            or (page.check_csrf and request.method in csrf.UNSAFE_METHODS)  # a token to check
+            or (page.check_csrf and request.method not in csrf.SAFE_METHODS)  # a token to check
         ):
             conn = await self._prepare(ctx, page, params, cookies)
             if not isinstance(conn, Conn):
@@ -960,16 +1006,18 @@ class Site:
         content_type = None
         body = None
         try:
-            if request.chunked or request.content_length:  # a body: read now if it is a form
-                content_type = request.header("content-type")
+            unsafe = csrf.is_unsafe(request.method)
+            if unsafe and (request.chunked or request.content_length):
+                content_type = request.header("content-type")  # a body: read it if a form
             if content_type is not None and is_form_body(content_type):
                 too_large = self._urlencoded_too_large(request, content_type)
                 if too_large is not None:
                     return too_large
-                # (a multipart body is parsed as it arrives, its big files go to disk)
-                form, files, body = await read_form(ctx, content_type or "", self.form_limits)
-            elif request.query:
-                form, files = form_from(request.query, None, content_type, self.form_limits)
+                # The body alone (never the query: a token or a field in a URL is not the
+                # form's). A multipart body is parsed as it arrives, big files go to disk.
+                form, files, body = await read_form(ctx, content_type, self.form_limits, "")
+            elif request.query and not unsafe:  # a GET's form is its query (FormVar)
+                form, files = form_from(request.query, None, None, self.form_limits)
             else:
                 form, files = _EMPTY, _EMPTY
         except FormDataError as err:
@@ -987,7 +1035,7 @@ class Site:
             cookie = jar.get(COOKIE_NAME)
             if cookie:
                 conn._session = await self.sessions.load(cookie)
-        if page.check_csrf and request.method in csrf.UNSAFE_METHODS and not self._exempt(conn.path):
+        if page.check_csrf and csrf.is_unsafe(request.method) and not self._exempt(conn.path):
             why = csrf.missing_token(conn)
             if why is not None:
                 return self._csrf_refused(conn, why)
@@ -1086,6 +1134,8 @@ class Site:
             # Nothing to store (a first visit's CSRF token is held, not written): its
             # cookie, if any, is added now, without the store's coroutine.
             self._session_cookie(conn, csrf.COOKIE, csrf.first_visit_cookie(conn))
+        if session is not None and conn.response is not None:
+            _private(conn)
         response = conn.finish() if conn._set_cookies else conn.response  # (no call: no cookies)
         if response is not None and response is conn._made:
             # Made by conn for this request, so no one else holds it: its security headers
@@ -1322,11 +1372,18 @@ def _wins(first: Pattern, second: Pattern) -> bool:
     return first.rank <= second.rank
 
 
+def _hsts_header(hsts: int | None) -> tuple[str, str] | None:
+    if not hsts:
+        return None
+    if not isinstance(hsts, int) or hsts < 0:
+        raise ValueError(f"hsts is a max-age in seconds, got {hsts!r}")
+    return ("Strict-Transport-Security", f"max-age={hsts}")
+
+
 def _security_headers(
     content_type_options: str | None,
     frame_options: str | None,
     referrer_policy: str | None,
-    hsts: int | None,
 ) -> tuple[tuple[str, str, bool], ...]:
     """``(name, value, on HTML only)`` for each header a site adds to its responses."""
     found = []
@@ -1336,11 +1393,27 @@ def _security_headers(
         found.append(("X-Frame-Options", frame_options, True))
     if referrer_policy:
         found.append(("Referrer-Policy", referrer_policy, True))
-    if hsts:
-        if not isinstance(hsts, int) or hsts < 0:
-            raise ValueError(f"hsts is a max-age in seconds, got {hsts!r}")
-        found.append(("Strict-Transport-Security", f"max-age={hsts}", False))
     return tuple(found)
+
+
+def _private(conn: Conn) -> None:
+    """The answer of a page that read the session is this browser's own: no shared cache
+    keeps it (``Cache-Control: private`` unless the page chose), and a cache that keeps it
+    for the browser keys it by the cookie (``Vary: Cookie``)."""
+    response = conn.response
+    assert response is not None
+    names = {name.lower(): value for name, value in response.headers}
+    extra = []
+    if "cache-control" not in names:
+        extra.append(("Cache-Control", "private"))
+    if "cookie" not in names.get("vary", "").lower() and names.get("vary") != "*":
+        extra.append(("Vary", "Cookie"))
+    if not extra:
+        return
+    if response is conn._made:
+        response.headers.extend(extra)
+    else:  # (the page's own object may be shared: a new one)
+        conn.response = dataclasses.replace(response, headers=[*response.headers, *extra])
 
 
 def _wants_json(conn: Conn) -> bool:
@@ -1358,10 +1431,11 @@ def _refusal(conn: Conn, exc: RequestError | JSONFieldErrors) -> Response:
         if fields is not None:
             data["errors"] = fields
         body = json.dumps(data, ensure_ascii=False).encode("utf-8")
-        return Response(
-            status, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body
-        )
-    return error_response(status, dev=True, detail=str(exc))
+        headers = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+        return Response(status, headers + list(getattr(exc, "headers", ())), body)
+    page = error_response(status, dev=True, detail=str(exc))
+    page.headers.extend(getattr(exc, "headers", ()))  # (a 405's Allow)
+    return page
 
 
 async def _trapped(
