@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from urllib.parse import quote, unquote
 
 from pyweb.handler import Context
@@ -81,7 +81,7 @@ class Routing(Runner):
         decoded = unquote(path) if "%" in path else path
 
         if not decoded.startswith("/"):  # "OPTIONS *": no page answers the server itself
-            return self._static(ctx)
+            return await self._answer(ctx, self._static, "the server", [])
         if decoded.startswith("/_pyweb/stats") and self.regions is not None:
             if self.dev or self.regions.profile_alloc or self.regions.alloc_message:
                 if decoded == "/_pyweb/stats":
@@ -107,16 +107,11 @@ class Routing(Runner):
         script: pages.Script | Problem | None
         script = self._dev_script(name) if self.dev else self.scripts.get(name)
         if isinstance(script, Problem):
-            path = os.path.join(self.root, *name.split("/")) + ".py"
-            return self.error_page(
-                500,
-                detail=f"the page does not compile: {script}",
-                exc=self._syntax_errors.get(path),
-            )
+            return await self._answer(ctx, self._broken_page(name, script), script.path, traps)
         if script is not None and "[" in name:
             script = None  # a [param] file is reached through its pattern only
-        if script is not None and alias:
-            return self._canonical_redirect(ctx, name)
+        if script is not None and alias:  # (no trap: the page's URL has its own)
+            return await self._answer(ctx, self._canonical_redirect(name), decoded, [])
         if script is not None:
             if not self.no_script_cache:  # (that mode compiles the script on every request)
                 self._remember(path, _script_page(script, traps))
@@ -139,15 +134,13 @@ class Routing(Runner):
                 )
 
         if _hidden(decoded):
-            return self._not_found(request.path)
+            return await self._answer(ctx, self._not_found_page(path), decoded, traps)
         if self.service_routes or self.script_routes:
             routed = await self._run_pattern(ctx, decoded, name, traps)
             if routed is not None:
                 return routed
-        if traps:
-            return await self._trapped_static(ctx, traps)
-        response = self._static(ctx)
-        if response.status < 400 and not self.dev:
+        response = await self._answer(ctx, self._static, decoded, traps)
+        if not traps and response.status < 400 and not self.dev:
             self._remember_file(path, name)
         return response
 
@@ -156,17 +149,23 @@ class Routing(Runner):
         canon = canonical(decoded)
         return [t for t in self.traps if t.covers(canon)]
 
-    def _canonical_redirect(self, ctx: Context, name: str) -> Response:
+    def _canonical_redirect(self, name: str) -> Callable[[Context], Response]:
         """One URL per page: ``/NAME.py`` (however spelled) is answered with a 308 to
         ``/NAME``, query kept (308 keeps the method and body, RFC 9110 §15.4.9), so the
         page, its traps and its links have one address."""
-        target = "/" + (name[: -len("index")] if name == "index" or name.endswith("/index") else name)
-        location = quote(target, safe="/") + ("?" + ctx.request.query if ctx.request.query else "")
-        return Response(
-            308,
-            [("Location", location), ("Content-Type", "text/plain; charset=utf-8")],
-            f"This page's address is {location}\n".encode(),
-        )
+        index = name == "index" or name.endswith("/index")
+        target = quote("/" + (name[: -len("index")] if index else name), safe="/")
+
+        def redirect(ctx: Context) -> Response:
+            query = ctx.request.query
+            location = target + ("?" + query if query else "")
+            return Response(
+                308,
+                [("Location", location), ("Content-Type", "text/plain; charset=utf-8")],
+                f"This page's address is {location}\n".encode(),
+            )
+
+        return redirect
 
     def _upgrade(self, ctx: Context, route: WebSocketRoute, traps: list[Trap]) -> Awaitable[Response]:
         """A WebSocket handshake, as a page: the traps run first (a stranger gets their
@@ -201,10 +200,7 @@ class Routing(Runner):
     def _run_service(
         self, ctx: Context, page: _Page, params: dict[str, str] | None = None
     ) -> Awaitable[Response]:
-        assert page.methods is not None
-        if ctx.request.method not in page.methods:
-            return _ready(self._not_allowed(ctx.request.method, ", ".join(page.methods)))
-        return self._run_page(ctx, page, params)
+        return self._run_page(ctx, page, params)  # (a method it does not take: guards.methods)
 
     def _run_script(
         self,
@@ -238,24 +234,30 @@ class Routing(Runner):
             name = by_script[1]
             script = self._dev_script(name) if self.dev else self.scripts.get(name)
             if isinstance(script, Problem):
-                path = os.path.join(self.root, *name.split("/")) + ".py"
-                return self.error_page(
-                    500,
-                    detail=f"the page does not compile: {script}",
-                    exc=self._syntax_errors.get(path),
-                )
+                return await self._answer(ctx, self._broken_page(name, script), script.path, traps)
             if script is not None:
                 return await self._run_script(ctx, script, by_script[2], traps)
         return None
 
-    def _trapped_static(self, ctx: Context, traps: list[Trap]) -> Awaitable[Response]:
-        """A static file behind traps: the traps run first, as for a page."""
+    def _answer(
+        self, ctx: Context, answer: Callable[[Context], Response], name: str, traps: list[Trap]
+    ) -> Awaitable[Response]:
+        """A route that answers without a page of the site's (a static file, an error page,
+        a redirect), run as one: the same guards, in the same order, as a page."""
 
-        async def serve_file(conn: Conn) -> None:
-            conn.response = self._static(ctx)
+        async def respond(conn: Conn) -> None:
+            conn.response = answer(ctx)
 
-        return self.run_page(
-            ctx, serve_file, f"file {ctx.request.path}", None, False, traps=traps, check_csrf=False
+        return self.run_page(ctx, respond, name, None, False, traps=traps, check_csrf=False)
+
+    def _not_found_page(self, path: str) -> Callable[[Context], Response]:
+        return lambda _ctx: self._not_found(path)
+
+    def _broken_page(self, name: str, problem: Problem) -> Callable[[Context], Response]:
+        """The 500 of a script that does not compile (development mode shows where)."""
+        path = os.path.join(self.root, *name.split("/")) + ".py"
+        return lambda _ctx: self.error_page(
+            500, detail=f"the page does not compile: {problem}", exc=self._syntax_errors.get(path)
         )
 
     def _static(self, ctx: Context) -> Response:

@@ -12,7 +12,6 @@ page, or the status an exception names in an ``http_status`` attribute (the data
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -20,19 +19,21 @@ from dataclasses import dataclass
 from types import CoroutineType
 from typing import Any
 
-from pyweb import forms, runtime
+from pyweb import forms
 from pyweb.handler import Context
 from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
-from pyweb.regions import _with_banner as with_banner
 
-from . import blocking, csrf, pages, unawaited
-from .conn import Conn, PageExit, RequestError, _current, parse_cookies
+from . import blocking, csrf, pages
+from .conn import Conn, PageExit, RequestError, _current
 from .errorpages import ErrorPages, _log, _refusal
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body, read_form
+from .guards import csrf as csrf_guard
+from .guards import deadline, headers, methods, regions, sessions, traps, watchdog
+from .guards import unawaited as unawaited_guard
 from .services import JSONFieldErrors, Service
-from .sessions import COOKIE_NAME, SessionStore
+from .sessions import SessionStore
 from .traps import Trap
 from .uploads import close_all
 
@@ -40,7 +41,6 @@ __all__ = ["Runner", "PAGE_TIMEOUT"]
 
 _EMPTY = MultiDict()
 CONTROL_EXPECTED = "text without control characters (NUL, ESC...; tab and newlines are fine)"
-_TOO_LONG = "The page took too long to answer, so the server stopped it."
 
 PAGE_TIMEOUT = 30.0
 """Seconds a page or service may run before it is stopped with a 503 (``--page-timeout``)."""
@@ -84,12 +84,15 @@ class Runner(ErrorPages):
     async def _run_page(
         self, ctx: Context, page: _Page, params: dict[str, str] | None = None
     ) -> Response:
-        """Run ``page`` for one request: its ``conn`` (:meth:`_prepare`), then the page with
-        its guards: the watchdog finds this frame on the loop's stack (to name a page that
-        holds the loop); ``current_conn()`` and the forms getters find conn, its form and
-        its form-error list (one context variable); a coroutine the page drops unawaited
-        is noted on conn (pyweb.app.unawaited); the page runs in a region (pyweb.regions)."""
+        """Run ``page`` for one request inside the guards, in the order of
+        :data:`pyweb.app.guards.GUARDS`: the ``before`` steps here and in :meth:`_prepare`
+        and :meth:`_page_outcome`, the ``after`` steps in reverse. ``current_conn()`` and
+        the forms getters find conn, its form and its form-error list (one context
+        variable); the watchdog finds this frame on the loop's stack."""
         request = ctx.request
+        refused = methods.before(self, request.method, page.methods)
+        if refused is not None:
+            return headers.after(self, refused)
         cookies = request.header("cookie")  # looked up once: _prepare and conn.cookies use it
         if (
             request.query  # a form to read
@@ -97,19 +100,18 @@ class Runner(ErrorPages):
             or request.chunked
             or request.content_length
             or cookies is not None  # a session to load
-            or (page.check_csrf and request.method not in csrf.SAFE_METHODS)  # a token to check
+            or csrf_guard.needed(page.check_csrf, request.method)  # a token to check
         ):
             conn = await self._prepare(ctx, page, params, cookies)
             if not isinstance(conn, Conn):
-                return self._secure(conn)  # the form's 400 or 413, CSRF's 403: no page runs
+                return headers.after(self, conn)  # the form's 400 or 413, CSRF's 403
         else:  # the usual GET: nothing to read, load or check before the page
             conn = Conn(ctx, _EMPTY, _EMPTY, page.name, page.filename, self.root, self.templates)
             if self.login_url != Conn.login_url:  # (as _conn: one call less per request)
                 conn.login_url = self.login_url
-        conn.watchdog = blocking.current()  # it finds conn on the stack (blocking.page_codes)
+        watchdog.before(conn)
         conn_token = _current.set(conn)
-        regions = self.regions
-        slot = regions.enter() if regions is not None else None
+        slot = regions.before(self)
         try:
             response: Response
             if slot is None:
@@ -119,28 +121,21 @@ class Runner(ErrorPages):
                 else:
                     response = outcome  # type: ignore[assignment]
             else:  # --profile-alloc: the page's own steps are counted (any loop)
-                response = await regions.counted(self._page_counted(ctx, conn, page), slot)  # type: ignore[union-attr]
-            scope = conn._scope
-            if scope is not None:  # a script's globals: emptied once the reply is done
-                if type(response) is Response and type(response.body) is bytes:
-                    scope.clear()  # (the usual reply: pages.end_scope's case without its call)
-                else:
-                    response = pages.end_scope(scope, response)
+                response = await self.regions.counted(self._page_counted(ctx, conn, page), slot)  # type: ignore[union-attr]
+            response = _end_scope(conn, response)
         finally:
             conn._scope = None  # (the globals hold conn: no cycle back, whatever happened)
-            found = regions.leave(ctx, page.name, slot) if regions is not None else None
+            found = regions.after(self, ctx, page.name, slot)
             if conn.files is not _EMPTY and conn.files:
                 close_all(conn.files.multi_items())  # uploads not moved: their files go
             _current.reset(conn_token)
         if found is not None:
-            response = regions.answer(response, page.name, found)  # type: ignore[union-attr]
-        if conn.unawaited:
-            response = self._unawaited_page(ctx, page.name, page.filename, conn.unawaited)
-        if conn.held is not None:  # the watchdog saw this page hold the loop
-            response = self._blocked(ctx, conn.held, response)
+            response = regions.answer(self, response, page.name, found)
+        response = unawaited_guard.after(self, ctx, conn, page.name, response)
+        response = watchdog.after(self, ctx, conn, response)
         if response is conn._made:
             return response  # secured in place by _page_outcome
-        return self._secure(response)
+        return headers.after(self, response)
 
     def _conn(
         self,
@@ -197,16 +192,8 @@ class Runner(ErrorPages):
             form = MultiDict([*form.multi_items(), *params.items()])
         conn = self._conn(ctx, page, form, files, body, params)
         if cookies is not None:
-            # conn.cookies made from the field already found (the property would look again)
-            jar = conn._cookies = parse_cookies(cookies) if cookies else {}
-            cookie = jar.get(COOKIE_NAME)
-            if cookie:
-                conn._session = await self.sessions.load(cookie)
-        if page.check_csrf and csrf.is_unsafe(request.method) and not self._exempt(conn.path):
-            why = csrf.missing_token(conn)
-            if why is not None:
-                return self._csrf_refused(conn, why)
-        return conn
+            await sessions.before(self, conn, cookies)
+        return csrf_guard.before(self, conn, page.check_csrf) or conn
 
     def _urlencoded_too_large(self, request: Any, content_type: str | None) -> Response | None:
         """A 413 for an url-encoded form body over ``FormLimits.max_urlencoded``, decided
@@ -247,7 +234,7 @@ class Runner(ErrorPages):
         coroutine less for the usual page: docs/performance.md)."""
         ended: BaseException | None = None  # sys.exit() or KeyboardInterrupt in the page
         try:
-            answer = _trapped(conn, page.traps, page.run) if page.traps else page.run(conn)
+            answer = traps.before(conn, page.traps, page.run) if page.traps else page.run(conn)
             if answer is not pages.DONE:
                 return self._page_awaited(ctx, conn, page, answer)
         except PageExit:
@@ -268,7 +255,7 @@ class Runner(ErrorPages):
             and conn._session is None
             and not conn._set_cookies
         ):  # the usual page: _page_end's last step without its call
-            response.headers.extend(self._missing(response.headers))
+            response.headers.extend(headers.missing(self, response.headers))
             return response
         return self._page_end(ctx, conn, page, ended)
 
@@ -278,17 +265,15 @@ class Runner(ErrorPages):
         """:meth:`_page_outcome` for a page that awaits: its deadline, then its answer."""
         ended: BaseException | None = None
         try:
-            if page.timed and self.page_timeout is not None:
-                # Marlow §4: a page gets page_timeout seconds, then a 503. A page that
-                # waits on its own events (a long poll) lifts it (Conn._no_deadline).
-                with runtime.current().move_on_after(self.page_timeout) as scope:
-                    conn.deadline_scope = scope
-                    await answer
-                conn.deadline_scope = None
-                if scope.cancelled_caught:
-                    return self._too_long(ctx, page.name)
-            else:
+            scope = deadline.before(self, conn, page.timed)
+            if scope is None:
                 await answer
+            else:
+                with scope:
+                    await answer
+                late = deadline.after(self, ctx, conn, page.name, scope)
+                if late is not None:
+                    return late
         except PageExit:
             pass
         except (SystemExit, KeyboardInterrupt) as exc:
@@ -314,20 +299,15 @@ class Runner(ErrorPages):
         coroutine when the page's session must be saved first (:meth:`_session_end`)."""
         if conn.form_errors:  # wrap_fail getters recorded errors: one 400 lists them
             return self._bad_form(conn, conn.form_errors)
-        session = conn._session
-        if not saved and session is not None and conn.response is not None:
-            if session.modified:  # written to: stored before the answer goes
-                return self._session_end(ctx, conn, page, ended)
-            # Nothing to store (a first visit's CSRF token is held, not written): its
-            # cookie, if any, is added now, without the store's coroutine.
-            self._session_cookie(conn, csrf.COOKIE, csrf.first_visit_cookie(conn))
-        if session is not None and conn.response is not None:
-            _private(conn)
+        if not saved:
+            saving = sessions.after(self, conn)
+            if saving is not None:  # written to: stored before the answer goes
+                return self._session_end(ctx, conn, page, ended, saving)
         response = conn.finish() if conn._set_cookies else conn.response  # (no call: no cookies)
         if response is not None and response is conn._made:
             # Made by conn for this request, so no one else holds it: its security headers
             # go in place, and _secure finds them there (no second Response per request).
-            response.headers.extend(self._missing(response.headers))
+            response.headers.extend(headers.missing(self, response.headers))
         if ended is not None and (response is None or isinstance(ended, KeyboardInterrupt)):
             return self._ended(ctx, page.name, page.filename, ended)
         if response is None:
@@ -339,9 +319,14 @@ class Runner(ErrorPages):
         return response
 
     async def _session_end(
-        self, ctx: Context, conn: Conn, page: _Page, ended: BaseException | None
+        self,
+        ctx: Context,
+        conn: Conn,
+        page: _Page,
+        ended: BaseException | None,
+        saving: Coroutine[Any, Any, None],
     ) -> Response:
-        await self._save_session(conn)
+        await saving
         return self._page_end(ctx, conn, page, ended, saved=True)  # type: ignore[return-value]
 
     def _page_failed(self, ctx: Context, conn: Conn, page: _Page, exc: Exception) -> Response:
@@ -360,18 +345,6 @@ class Runner(ErrorPages):
             return self._bad_form(conn, errors)
         return self._page_error(ctx, page.name, page.filename, exc)
 
-    def _exempt(self, path: str) -> bool:
-        return any(csrf.matches(pattern, path) for pattern in self.csrf_exempt)
-
-    def _csrf_refused(self, conn: Conn, why: str) -> Response:
-        """403, saying what is missing (and, in development mode, how to add it)."""
-        detail = why + "."
-        if self.dev:
-            detail += " " + csrf.HOW_TO_ADD
-        else:
-            detail += " Reload the page that has the form and send it again."
-        return _refusal(conn, RequestError(403, detail))
-
     def _bad_form(self, conn: Conn, errors: list[Any]) -> Response:
         """400 listing every bad variable; 404 when a path parameter is among them."""
         for error in errors:
@@ -385,42 +358,6 @@ class Runner(ErrorPages):
                     ),
                 )
         return self._form_errors_page(errors)
-
-    async def _save_session(self, conn: Conn) -> None:
-        """Store the session the page changed; tell the browser a new id, or, when no
-        session was stored, the CSRF token made for it (pyweb.app.csrf: its own cookie)."""
-        assert conn._session is not None
-        csrf.keep_cookie_token(conn)  # a new session keeps the token of a form shown before
-        value = await self.sessions.save(conn._session)
-        if value is not None:
-            self._session_cookie(conn, COOKIE_NAME, value)
-        else:
-            self._session_cookie(conn, csrf.COOKIE, csrf.first_visit_cookie(conn))
-
-    def _session_cookie(self, conn: Conn, name: str, value: str | None) -> None:
-        """Send the cookie ``name`` (the session's id or a first visit's CSRF token; ``""``
-        drops it, None sends nothing), and keep the answer out of shared caches."""
-        if value is None:
-            return
-        parts = [f"{name}={value}", "Path=/", "HttpOnly", "SameSite=Lax"]
-        if not value:
-            parts.insert(2, "Max-Age=0")
-        if getattr(conn.ctx, "scheme", "http") == "https" or (
-            conn.request.header("x-forwarded-proto") == "https"
-        ):
-            parts.append("Secure")
-        conn.add_set_cookie("; ".join(parts))
-        response = conn.response
-        if response is not None and not any(
-            n.lower() == "cache-control" for n, _ in response.headers
-        ):
-            # a response that sets a session (or CSRF) cookie is this browser's only (a new Response,
-            # unless conn made this one: the page's may be an object built once)
-            if response is conn._made:
-                response.headers.append(("Cache-Control", "private, no-store"))
-            else:
-                private = [*response.headers, ("Cache-Control", "private, no-store")]
-                conn.response = dataclasses.replace(response, headers=private)
 
     def _page_error(
         self, ctx: Context, page: str, filename: str | None, exc: Exception
@@ -455,81 +392,12 @@ class Runner(ErrorPages):
         _log(ctx, why, None)
         return self.error_page(500, detail=why)
 
-    def _too_long(self, ctx: Context, page: str) -> Response:
-        why = (
-            f"{page} took longer than {self.page_timeout:g} s (--page-timeout) and was "
-            "stopped. A page that waits long on purpose (a long poll) waits on its own "
-            "events: conn.client_gone_evt() / conn.shutdown_evt()"
-        )
-        _log(ctx, why, None)
-        page_503 = self.error_page(503, detail=why, sentence=_TOO_LONG)
-        page_503.headers.append(("Retry-After", "1"))
-        return page_503
-
-    def _unawaited_page(
-        self,
-        ctx: Context,
-        page: str,
-        filename: str | None,
-        found: list[unawaited.Unawaited],
-    ) -> Response:
-        messages = []
-        for item in found:
-            message, _line = unawaited.explain(item, filename, self.display)
-            if message not in messages:
-                messages.append(message)
-        why = " ".join(messages)
-        if not why.startswith(page):  # the message names the page's file and line itself
-            why = f"{page}: {why}"
-        _log(ctx, why, None)
-        return self.error_page(500, detail=why)
-
-    def _blocked(self, ctx: Context, run: blocking.PageRun, response: Response) -> Response:
-        for held in blocking.watchdog().new_reports(run):  # the error log: once per page and line
-            _log(ctx, f"{run.page}: {blocking.describe(held, self.display)}", None)
-        if not self.dev:
-            return response
-        messages = "; ".join(blocking.describe(held, self.display) for held in run.blocked)
-        return with_banner(response, messages, header="X-Pyweb-Blocking")
-
     def _secure(self, response: Response) -> Response:
-        """The response with the security headers it does not set itself. A new Response:
-        a page may return one object built once, which must not change. (A response that
-        conn built for this request has them already: :meth:`_page_outcome`.)"""
-        headers = response.headers
-        if headers:
-            last = headers[-1]
-            if last is self._html_last or last is self._other_last:
-                return response  # the site's own header objects: secured already
-        extra = self._missing(headers)
-        if not extra:
-            return response
-        if type(response) is not Response:  # a WebSocketUpgrade stays one
-            return dataclasses.replace(response, headers=[*headers, *extra])
-        return Response(response.status, [*headers, *extra], response.body)
+        """The security headers guard's ``after`` (:func:`pyweb.app.guards.headers.after`)."""
+        return headers.after(self, response)
 
-    def _missing(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The security headers ``headers`` lacks."""
-        if len(headers) == 1 and headers[0][0] == "Content-Type":
-            # The usual answer (conn.return_, a service's value) has its type and nothing
-            # else, so it lacks every security header: the lists made once do.
-            return self._html_extra if headers[0][1].startswith("text/html") else self._other_extra
-        return self._missing_headers(headers)
-
-    def _missing_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The security headers that ``headers`` lacks (those for HTML only on HTML)."""
-        names = {name.lower() for name, _ in headers}
-        html = False
-        for name, value in headers:
-            if name.lower() == "content-type":
-                html = value.startswith("text/html")
-                break
-        return [
-            (name, value)
-            for name, value, html_only in self._security_headers
-            if (html or not html_only) and name.lower() not in names
-        ]
-
+    def _missing(self, fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return headers.missing(self, fields)
 
 @dataclass(frozen=True, slots=True)
 class _Page:
@@ -577,37 +445,6 @@ def _ready(response: Response) -> Awaitable[Response]:
     return _ready_value(response)
 
 
-def _private(conn: Conn) -> None:
-    """The answer of a page that read the session is this browser's own: no shared cache
-    keeps it (``Cache-Control: private`` unless the page chose), and a cache that keeps it
-    for the browser keys it by the cookie (``Vary: Cookie``)."""
-    response = conn.response
-    assert response is not None
-    names = {name.lower(): value for name, value in response.headers}
-    extra = []
-    if "cache-control" not in names:
-        extra.append(("Cache-Control", "private"))
-    if "cookie" not in names.get("vary", "").lower() and names.get("vary") != "*":
-        extra.append(("Vary", "Cookie"))
-    if not extra:
-        return
-    if response is conn._made:
-        response.headers.extend(extra)
-    else:  # (the page's own object may be shared: a new one)
-        conn.response = dataclasses.replace(response, headers=[*response.headers, *extra])
-
-
-async def _trapped(
-    conn: Conn, traps: Sequence[Trap], run: Callable[[Conn], Awaitable[None]]
-) -> None:
-    """The traps in order, then the page, unless a trap answered (SMLserver's registerTrap)."""
-    for trap in traps:
-        await trap.run(conn)
-        if conn.response is not None:
-            return
-    await run(conn)
-
-
 def _from_the_page(exc: BaseException, filename: str | None) -> None:
     """Drop the framework's frames from the top of a page's traceback, so the first line a
     student reads is their own page's (the frames below it, in libraries, stay)."""
@@ -631,3 +468,14 @@ def _line_in(exc: BaseException, filename: str | None) -> int | None:
 
 # The watchdog finds a running page by the frames of this function, in its local "conn".
 blocking.page_codes[Runner._run_page.__code__] = "conn"
+
+
+def _end_scope(conn: Conn, response: Response) -> Response:
+    """A script's globals emptied once its reply is done (they hold conn)."""
+    scope = conn._scope
+    if scope is None:
+        return response
+    if type(response) is Response and type(response.body) is bytes:
+        scope.clear()  # (the usual reply: pages.end_scope's case without its call)
+        return response
+    return pages.end_scope(scope, response)

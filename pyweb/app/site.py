@@ -17,7 +17,6 @@ A site is three layers, one module each:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Awaitable, Sequence
 from typing import Any
@@ -29,6 +28,7 @@ from pyweb.regions import SiteRegions
 
 from . import pages, unawaited
 from .formdata import FormLimits
+from .guards import headers
 from .loader import Problem, SiteError
 from .routes import Router
 from .routing import _FILE, Routing, _hidden
@@ -89,8 +89,10 @@ class Site(Routing):
         self.login_url = login_url
         self.csrf_exempt = tuple(csrf_exempt)
         """URL patterns whose POSTs need no CSRF token (``"/api/*"``)."""
-        self._security_headers = _security_headers(content_type_options, frame_options, referrer_policy)
-        self._hsts = _hsts_header(hsts)
+        self._security_headers = headers.security_headers(
+            content_type_options, frame_options, referrer_policy
+        )
+        self._hsts = headers.hsts_header(hsts)
         """``Strict-Transport-Security``, sent over https only (RFC 6797 §7.2: a browser
         ignores it over http, and a site reached over http must not claim https)."""
         # The headers a page's answer gets when it sets none of them itself, made once:
@@ -187,60 +189,32 @@ class Site(Routing):
         return self._dispatch(ctx)
 
     async def _with_hsts(self, ctx: Context) -> Response:
-        response = await self._dispatch(ctx)
-        hsts = self._hsts
-        assert hsts is not None
-        if any(name.lower() == "strict-transport-security" for name, _ in response.headers):
-            return response
-        return dataclasses.replace(response, headers=[*response.headers, hsts])
+        assert self._hsts is not None
+        return headers.hsts(self._hsts, await self._dispatch(ctx))
 
     def _dispatch(self, ctx: Context) -> Awaitable[Response]:
         if not self.dev:
             page = self._known.get(ctx.request.path)
-            if page is not None and (page.methods is None or ctx.request.method in page.methods):
-                if page is _FILE:
-                    return self._file(ctx)
+            if page is not None and page is not _FILE:  # (another method: guards.methods)
                 return self._run_page(ctx, page)
+            if page is _FILE and ctx.request.method in ("GET", "HEAD"):
+                return self._file(ctx)
         return self._routed(ctx)
 
     async def _file(self, ctx: Context) -> Response:
-        """A path a static file answered before (``_remember_file``): the file again,
-        without the routing that chose it. Anything else (another method, the file gone,
-        a conditional GET's 304 is fine) goes through the routing as usual."""
-        response = self.static.respond(ctx.request)  # (a GET or a HEAD: _FILE.methods)
-        if response is not None and response.status < 400:
-            return self._secure(response)  # (it has them: StaticFiles added them)
-        return self._secure(await self._route(ctx))
+        """A path a static file answered before (``_remember_file``): the file again, through
+        the guards, without the routing that chose it (no trap covers it: it would not have
+        been remembered). The file gone, the routing resumes."""
+        response = await self._answer(ctx, self._static, ctx.request.path, [])
+        if response.status < 400:
+            return response
+        return await self._routed(ctx)
 
     async def _routed(self, ctx: Context) -> Response:
-        return self._secure(await self._route(ctx))
+        return headers.after(self, await self._route(ctx))
 
     def __repr__(self) -> str:
         return f"Site({self.root!r}, dev={self.dev})"
-
-
-def _hsts_header(hsts: int | None) -> tuple[str, str] | None:
-    if not hsts:
-        return None
-    if not isinstance(hsts, int) or hsts < 0:
-        raise ValueError(f"hsts is a max-age in seconds, got {hsts!r}")
-    return ("Strict-Transport-Security", f"max-age={hsts}")
-
-
-def _security_headers(
-    content_type_options: str | None,
-    frame_options: str | None,
-    referrer_policy: str | None,
-) -> tuple[tuple[str, str, bool], ...]:
-    """``(name, value, on HTML only)`` for each header a site adds to its responses."""
-    found = []
-    if content_type_options:
-        found.append(("X-Content-Type-Options", content_type_options, False))
-    if frame_options:
-        found.append(("X-Frame-Options", frame_options, True))
-    if referrer_policy:
-        found.append(("Referrer-Policy", referrer_policy, True))
-    return tuple(found)
 
 
 def check_site(root: str | os.PathLike[str]) -> tuple[Site, list[Problem]]:
