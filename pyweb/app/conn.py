@@ -113,6 +113,47 @@ _SAME_SITE = {"strict": "Strict", "lax": "Lax", "none": "None"}
 _new = object.__new__
 
 
+_DOMAIN = re.compile(r"\.?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+
+
+def _cookie_attributes(
+    name: str,
+    max_age: int | None,
+    expires: datetime | None,
+    path: str,
+    domain: str | None,
+    flags: tuple[bool, bool],
+    same_site: str | None,
+) -> list[str]:
+    """A cookie's attributes (RFC 6265 §4.1.1), each checked: a ``;`` or a line break in
+    one would add attributes of the caller's choosing (``domain="x; SameSite=None"``)."""
+    parts = []
+    if max_age is not None:
+        parts.append(f"Max-Age={int(max_age)}")
+    if expires is not None:
+        if expires.tzinfo is None:
+            expires = expires.replace(tzinfo=UTC)
+        parts.append(f"Expires={http_date(expires.timestamp())}")
+    if domain:
+        if not _DOMAIN.fullmatch(domain):
+            raise ValueError(f"cookie {name!r}: the domain {domain!r} is not a host name")
+        parts.append(f"Domain={domain}")
+    if path:
+        if any(c in path for c in ";\r\n") or not path.isprintable():
+            raise ValueError(f"cookie {name!r}: bad path {path!r}")
+        parts.append(f"Path={path}")
+    secure, http_only = flags
+    if secure:
+        parts.append("Secure")
+    if http_only:
+        parts.append("HttpOnly")
+    if same_site is not None:
+        if same_site.lower() not in _SAME_SITE:
+            raise ValueError(f"same_site is 'Strict', 'Lax' or 'None', got {same_site!r}")
+        parts.append(f"SameSite={_SAME_SITE[same_site.lower()]}")
+    return parts
+
+
 def parse_cookies(header: str) -> dict[str, str]:
     """``"a=1; b=2"`` → ``{"a": "1", "b": "2"}``. Malformed pairs are skipped, as browsers do."""
     cookies: dict[str, str] = {}
@@ -527,27 +568,9 @@ class Conn:
                 f"page {self.page}: set_cookie({name!r}) after the response was given; "
                 f"set cookies before conn.return_()"
             )
-        parts = [f"{name}={value}"]
-        if max_age is not None:
-            parts.append(f"Max-Age={int(max_age)}")
-        if expires is not None:
-            if expires.tzinfo is None:
-                expires = expires.replace(tzinfo=UTC)
-            parts.append(f"Expires={http_date(expires.timestamp())}")
-        if domain:
-            parts.append(f"Domain={domain}")
-        if path:
-            if any(c in path for c in ";\r\n"):
-                raise ValueError(f"cookie {name!r}: bad path {path!r}")
-            parts.append(f"Path={path}")
-        if secure:
-            parts.append("Secure")
-        if http_only:
-            parts.append("HttpOnly")
-        if same_site is not None:
-            if same_site.lower() not in _SAME_SITE:
-                raise ValueError(f"same_site is 'Strict', 'Lax' or 'None', got {same_site!r}")
-            parts.append(f"SameSite={_SAME_SITE[same_site.lower()]}")
+        flags = (secure, http_only)
+        attributes = _cookie_attributes(name, max_age, expires, path, domain, flags, same_site)
+        parts = [f"{name}={value}", *attributes]
         self.add_set_cookie("; ".join(parts))
 
     def delete_cookie(self, name: str, path: str = "/") -> None:

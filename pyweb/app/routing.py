@@ -67,81 +67,132 @@ _FILE = _Page(_no_page, "static file", None, False, methods=("GET", "HEAD"))
 """``Site._known``'s mark for a path a static file answered."""
 
 
+class _Target:
+    """The request's path as the routes look at it, worked out once."""
+
+    __slots__ = ("path", "decoded", "name", "alias", "traps")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        """As sent (``Site._known``'s key)."""
+        self.decoded = unquote(path) if "%" in path else path
+        name = self.decoded[1:]
+        self.alias = name.endswith(".py")
+        """``/NAME.py``: the ``.py`` alias of the page ``/NAME``."""
+        if self.alias:
+            name = name[:-3]
+        elif name == "" or name.endswith("/"):
+            name += "index"
+        self.name = name
+        """The script's URL name (``guess``, ``dir/index``)."""
+        self.traps: list[Trap] = []
+        """The traps that cover the path (any spelling of it)."""
+
+
 class Routing(Runner):
     """Routes each request of a loaded site to what answers it (see the module doc)."""
 
     static: StaticFiles
     no_script_cache: bool
 
+    ROUTES = (
+        "_server_route",  # "OPTIONS *": the server itself, no page
+        "_stats_route",  # /_pyweb/stats (development mode, --profile-alloc)
+        "_websocket_route",  # @pyweb.websocket("/path"): the handshake
+        "_service_route",  # @service("/path")
+        "_script_route",  # /NAME runs NAME.py; /NAME.py is redirected to /NAME
+        "_template_route",  # /NAME renders templates/NAME.html
+        "_source_route",  # the site's source (.py, _library, templates/, data/): 404
+        "_pattern_route",  # /todo/{id}, pages/todo/[id].py: the most specific first
+        "_file_route",  # a static file, else the 404 page
+    )
+    """The routing order, as one table: each entry is a method that answers the request
+    (an awaitable of its response) or passes it on (None); the first answer wins."""
+
     async def _route(self, ctx: Context) -> Response:
-        request = ctx.request
         if self.dev and self.refresh() and self.regions is not None:
             self.regions.reload()
-        path = request.path
-        decoded = unquote(path) if "%" in path else path
+        target = _Target(ctx.request.path)
+        if self.traps and target.decoded.startswith("/"):
+            target.traps = self._traps_for(target.decoded)
+        for kind in self.ROUTES:
+            answer = getattr(self, kind)(ctx, target)
+            if answer is not None:
+                return await answer  # type: ignore[no-any-return]
+        raise AssertionError("the file route answers every request")  # (unreachable)
 
-        if not decoded.startswith("/"):  # "OPTIONS *": no page answers the server itself
-            return await self._answer(ctx, self._static, "the server", [])
-        if decoded.startswith("/_pyweb/stats") and self.regions is not None:
-            if self.dev or self.regions.profile_alloc or self.regions.alloc_message:
-                if decoded == "/_pyweb/stats":
-                    return stats_page(self.regions)
-                if decoded == "/_pyweb/stats.json":
-                    return stats_json(self.regions)
-        traps = self._traps_for(decoded) if self.traps else []
-        route = self.websockets.get(decoded)
-        if route is not None:
-            return await self._upgrade(ctx, route, traps)
-        svc = self.services.get(decoded)
-        if svc is not None:
-            page = _service_page(svc, traps)
-            self._remember(path, page)
-            return await self._run_service(ctx, page)
+    def _server_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
+        if target.decoded.startswith("/"):
+            return None
+        return self._answer(ctx, self._static, "the server", [])
 
-        name = decoded[1:]
-        alias = name.endswith(".py")
-        if alias:
-            name = name[:-3]
-        elif name == "" or name.endswith("/"):
-            name += "index"
-        script: pages.Script | Problem | None
+    def _stats_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
+        regions = self.regions
+        if regions is None or target.decoded not in ("/_pyweb/stats", "/_pyweb/stats.json"):
+            return None
+        if not (self.dev or regions.profile_alloc or regions.alloc_message):
+            return None
+        page = stats_page if target.decoded == "/_pyweb/stats" else stats_json
+        return self._answer(ctx, lambda _ctx: page(regions), target.decoded, [])
+
+    def _websocket_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
+        route = self.websockets.get(target.decoded)
+        return None if route is None else self._upgrade(ctx, route, target.traps)
+
+    def _service_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
+        svc = self.services.get(target.decoded)
+        if svc is None:
+            return None
+        page = _service_page(svc, target.traps)
+        self._remember(target.path, page)
+        return self._run_service(ctx, page)
+
+    def _script_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
+        name = target.name
         script = self._dev_script(name) if self.dev else self.scripts.get(name)
         if isinstance(script, Problem):
-            return await self._answer(ctx, self._broken_page(name, script), script.path, traps)
-        if script is not None and "[" in name:
-            script = None  # a [param] file is reached through its pattern only
-        if script is not None and alias:  # (no trap: the page's URL has its own)
-            return await self._answer(ctx, self._canonical_redirect(name), decoded, [])
-        if script is not None:
-            if not self.no_script_cache:  # (that mode compiles the script on every request)
-                self._remember(path, _script_page(script, traps))
-            return await self._run_script(ctx, script, None, traps)
+            return self._answer(ctx, self._broken_page(name, script), script.path, target.traps)
+        if script is None or "[" in name:  # a [param] file is reached through its pattern only
+            return None
+        if target.alias:  # (no trap: the page's one URL has its own)
+            return self._answer(ctx, self._canonical_redirect(name), target.decoded, [])
+        if not self.no_script_cache:  # (that mode compiles the script on every request)
+            self._remember(target.path, _script_page(script, target.traps))
+        return self._run_script(ctx, script, None, target.traps)
 
-        if self.templates is not None and "." not in name.rsplit("/", 1)[-1]:
-            template = self.templates.page_name(name)
-            if template is not None:
+    def _template_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
+        name = target.name
+        if self.templates is None or "." in name.rsplit("/", 1)[-1]:
+            return None
+        template = self.templates.page_name(name)
+        if template is None:
+            return None
 
-                async def render(conn: Conn, template: str = template) -> None:
-                    conn.return_template(template)
+        async def render(conn: Conn) -> None:
+            conn.return_template(template)
 
-                return await self.run_page(
-                    ctx,
-                    render,
-                    f"templates/{template}",
-                    os.path.join(self.templates.directory, template),
-                    False,
-                    traps=traps,
-                )
+        filename = os.path.join(self.templates.directory, template)
+        return self.run_page(
+            ctx, render, f"templates/{template}", filename, False, traps=target.traps
+        )
 
-        if _hidden(decoded):
-            return await self._answer(ctx, self._not_found_page(path), decoded, traps)
-        if self.service_routes or self.script_routes:
-            routed = await self._run_pattern(ctx, decoded, name, traps)
-            if routed is not None:
-                return routed
-        response = await self._answer(ctx, self._static, decoded, traps)
-        if not traps and response.status < 400 and not self.dev:
-            self._remember_file(path, name)
+    def _source_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
+        if not _hidden(target.decoded):
+            return None
+        return self._answer(ctx, self._not_found_page(target.path), target.decoded, target.traps)
+
+    def _pattern_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
+        if not (self.service_routes or self.script_routes):
+            return None
+        probe = self.static.respond(dataclasses.replace(ctx.request, method="HEAD"))
+        if probe is not None and probe.status < 400:
+            return None  # an existing static file wins over a pattern
+        return self._run_pattern(ctx, target.decoded, target.name, target.traps)
+
+    async def _file_route(self, ctx: Context, target: _Target) -> Response:
+        response = await self._answer(ctx, self._static, target.decoded, target.traps)
+        if not target.traps and response.status < 400 and not self.dev:
+            self._remember_file(target.path, target.name)
         return response
 
     def _traps_for(self, decoded: str) -> list[Trap]:
@@ -218,26 +269,24 @@ class Routing(Runner):
                 )
         return self._run_page(ctx, _script_page(script, traps), params)
 
-    async def _run_pattern(
+    def _run_pattern(
         self, ctx: Context, decoded: str, name: str, traps: list[Trap]
-    ) -> Response | None:
+    ) -> Awaitable[Response] | None:
         """Serve a path through a route with parameters, if one matches (the most specific
         of a service's and a script's; an existing static file has won already)."""
-        probe = self.static.respond(dataclasses.replace(ctx.request, method="HEAD"))
-        if probe is not None and probe.status < 400:
-            return None
         by_service = self.service_routes.match(decoded) if self.service_routes else None
         by_script = self.script_routes.match("/" + name) if self.script_routes else None
         if by_service is not None and (by_script is None or _wins(by_service[0], by_script[0])):
-            return await self._run_service(ctx, _service_page(by_service[1], traps), by_service[2])
-        if by_script is not None:
-            name = by_script[1]
-            script = self._dev_script(name) if self.dev else self.scripts.get(name)
-            if isinstance(script, Problem):
-                return await self._answer(ctx, self._broken_page(name, script), script.path, traps)
-            if script is not None:
-                return await self._run_script(ctx, script, by_script[2], traps)
-        return None
+            return self._run_service(ctx, _service_page(by_service[1], traps), by_service[2])
+        if by_script is None:
+            return None
+        name = by_script[1]
+        script = self._dev_script(name) if self.dev else self.scripts.get(name)
+        if isinstance(script, Problem):
+            return self._answer(ctx, self._broken_page(name, script), script.path, traps)
+        if script is None:
+            return None
+        return self._run_script(ctx, script, by_script[2], traps)
 
     def _answer(
         self, ctx: Context, answer: Callable[[Context], Response], name: str, traps: list[Trap]

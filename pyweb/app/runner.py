@@ -134,7 +134,10 @@ class Runner(ErrorPages):
         response = unawaited_guard.after(self, ctx, conn, page.name, response)
         response = watchdog.after(self, ctx, conn, response)
         if response is conn._made:
-            return response  # secured in place by _page_outcome
+            # Made by conn for this request, so no one else holds it: its security headers
+            # go in place (no second Response per request).
+            response.headers.extend(headers.missing(self, response.headers))
+            return response
         return headers.after(self, response)
 
     def _conn(
@@ -255,7 +258,6 @@ class Runner(ErrorPages):
             and conn._session is None
             and not conn._set_cookies
         ):  # the usual page: _page_end's last step without its call
-            response.headers.extend(headers.missing(self, response.headers))
             return response
         return self._page_end(ctx, conn, page, ended)
 
@@ -304,10 +306,6 @@ class Runner(ErrorPages):
             if saving is not None:  # written to: stored before the answer goes
                 return self._session_end(ctx, conn, page, ended, saving)
         response = conn.finish() if conn._set_cookies else conn.response  # (no call: no cookies)
-        if response is not None and response is conn._made:
-            # Made by conn for this request, so no one else holds it: its security headers
-            # go in place, and _secure finds them there (no second Response per request).
-            response.headers.extend(headers.missing(self, response.headers))
         if ended is not None and (response is None or isinstance(ended, KeyboardInterrupt)):
             return self._ended(ctx, page.name, page.filename, ended)
         if response is None:

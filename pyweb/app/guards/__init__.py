@@ -2,9 +2,9 @@
 
 Starlette and Django run their safeguards (sessions, CSRF, authentication, security
 headers) as separate middleware in one declared order for every route; pyweb's are the
-modules below, and :data:`GUARDS` is their order. Each has a ``before`` step, run before
-the page in this order, and an ``after`` step, run after it in the reverse order (a guard
-with nothing to do on one side says so in its docstring). The runner
+modules below, and :data:`GUARDS` is their order: the order in which they begin, each
+with its ``before`` step; their ``after`` steps run once the page has answered, the inner
+ones first (a guard with nothing to do on one side says so in its docstring). The runner
 (:meth:`pyweb.app.runner.Runner._run_page`) calls them, and every kind of route reaches the
 runner: pages, services, templates, static files, WebSocket handshakes, error pages (a 404
 is the answer of the static-file route), the notebook's server and ASGI (both serve a
@@ -28,8 +28,8 @@ GUARDS = (
     csrf,  # any method but GET, HEAD, OPTIONS, TRACE without the session's token: 403
     watchdog,  # the page found on the loop's stack if it holds the loop; after: reported
     regions,  # the page in a region; after: library state checked and restored
-    unawaited,  # after: a coroutine the page dropped without await: 500 naming the line
     traps,  # the site's traps for this path (any spelling of it), before the page
     deadline,  # the page stopped after page_timeout seconds: 503
+    unawaited,  # after: a coroutine the page dropped without await: 500 naming the line
     headers,  # after: the security headers (HSTS over https only)
 )
