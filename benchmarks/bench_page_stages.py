@@ -71,7 +71,7 @@ sys.path.insert(0, str(APPS))
 
 import page as bench_page  # noqa: E402 - benchmarks/apps/page.py: the peers' pages
 
-from pyweb.app import site as site_module  # noqa: E402
+from pyweb.app import runner as site_module  # noqa: E402
 from pyweb.app.conn import Conn  # noqa: E402
 from pyweb.app.formdata import form_from  # noqa: E402
 from pyweb.protocol.parser import RequestParser  # noqa: E402

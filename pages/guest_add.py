@@ -5,6 +5,9 @@
 from pyweb import db, qq
 from pyweb.forms import check, get_email, get_string, wrap_fail
 
+# A change is a POST (a link, a prefetch or a crawler's GET changes nothing), and every POST
+# carries the CSRF token of guest.py's form: anything else is answered 405.
+conn.require_method("POST")
 name = wrap_fail(get_string)("name", max_length=100)
 # The column holds 100 characters; an address may be longer (254), so both checks.
 email = wrap_fail(get_string)("email", max_length=100) and wrap_fail(get_email)("email")

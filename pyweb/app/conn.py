@@ -19,9 +19,13 @@ first return: the usual cause is a missing ``else``. A page that finishes withou
 is a 500 whose development page says so. (Returning does not stop the script, as in
 SMLserver: code after ``return_`` still runs.)
 
-Form variables come from the query string and, for a POST, from the body, which the app
-reads before the page runs (see :mod:`pyweb.app.formdata`); ``pyweb.forms`` reads them
-through the same :class:`~pyweb.app.formdata.MultiDict`.
+Form variables (``conn.form``, what SMLserver's ``FormVar`` getters in ``pyweb.forms`` read)
+come from **one** place: on a GET, HEAD, OPTIONS or TRACE, the query string (a search form,
+``/guess?n=3``); on any other method (a POST), the body alone, which the app reads before the
+page runs (see :mod:`pyweb.app.formdata`). The query of a POST is in ``conn.query``, never in
+``conn.form``: so a link (``GET /guest_add?name=...``) cannot fill a form that a POST is
+meant to send, and a CSRF token is never taken from a URL. A page that changes something
+says so first: ``conn.require_method("POST")`` answers any other method with a 405.
 """
 
 from __future__ import annotations
@@ -87,9 +91,13 @@ class RequestError(Exception):
     """The request itself is wrong (a JSON body that does not parse, the wrong content
     type): its ``http_status`` and a message safe to show the client, even in production."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(
+        self, status: int, message: str, headers: list[tuple[str, str]] | None = None
+    ) -> None:
         super().__init__(message)
         self.http_status = status
+        self.headers = headers or []
+        """Header fields the refusal carries (``Allow`` on a 405)."""
 
 
 RequestHeaders = Headers
@@ -103,6 +111,47 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _COOKIE_OCTETS = re.compile(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
 _SAME_SITE = {"strict": "Strict", "lax": "Lax", "none": "None"}
 _new = object.__new__
+
+
+_DOMAIN = re.compile(r"\.?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+
+
+def _cookie_attributes(
+    name: str,
+    max_age: int | None,
+    expires: datetime | None,
+    path: str,
+    domain: str | None,
+    flags: tuple[bool, bool],
+    same_site: str | None,
+) -> list[str]:
+    """A cookie's attributes (RFC 6265 §4.1.1), each checked: a ``;`` or a line break in
+    one would add attributes of the caller's choosing (``domain="x; SameSite=None"``)."""
+    parts = []
+    if max_age is not None:
+        parts.append(f"Max-Age={int(max_age)}")
+    if expires is not None:
+        if expires.tzinfo is None:
+            expires = expires.replace(tzinfo=UTC)
+        parts.append(f"Expires={http_date(expires.timestamp())}")
+    if domain:
+        if not _DOMAIN.fullmatch(domain):
+            raise ValueError(f"cookie {name!r}: the domain {domain!r} is not a host name")
+        parts.append(f"Domain={domain}")
+    if path:
+        if any(c in path for c in ";\r\n") or not path.isprintable():
+            raise ValueError(f"cookie {name!r}: bad path {path!r}")
+        parts.append(f"Path={path}")
+    secure, http_only = flags
+    if secure:
+        parts.append("Secure")
+    if http_only:
+        parts.append("HttpOnly")
+    if same_site is not None:
+        if same_site.lower() not in _SAME_SITE:
+            raise ValueError(f"same_site is 'Strict', 'Lax' or 'None', got {same_site!r}")
+        parts.append(f"SameSite={_SAME_SITE[same_site.lower()]}")
+    return parts
 
 
 def parse_cookies(header: str) -> dict[str, str]:
@@ -180,7 +229,8 @@ class Conn:
         self.path: str = unquote(path) if "%" in path else path
         """The URL path, percent-decoded (``/guess``)."""
         self.form: MultiDict = form
-        """Query and body variables: ``form["n"]`` is the last value, ``form.getall("n")`` all."""
+        """The form: the query's variables on a GET (HEAD, OPTIONS, TRACE), the body's alone
+        on any other method. ``form["n"]`` is the last value, ``form.getall("n")`` all."""
         self.files: MultiDict = files
         """Uploaded files (:class:`~pyweb.app.formdata.UploadedFile`) of a multipart form."""
         self.form_errors: list[Any] = []
@@ -259,7 +309,7 @@ class Conn:
 
     @property
     def query(self) -> MultiDict:
-        """The query string's variables only (``form`` also has the body's)."""
+        """The query string's variables (on a GET, ``form`` holds the same)."""
         if self._query is None:
             self._query = parse_query(self.query_string)
         return self._query
@@ -322,6 +372,22 @@ class Conn:
             ) from None
         except UnicodeDecodeError as exc:
             raise RequestError(400, f"the JSON body is not UTF-8 text: {exc}") from None
+
+    def require_method(self, *methods: str) -> None:
+        """Go on only for one of ``methods`` (``conn.require_method("POST")``); any other
+        method is answered 405 with ``Allow``, and nothing after this line runs. A page that
+        changes something starts with it: a link or a prefetch (a GET) then changes
+        nothing, and the CSRF check (which every POST passes through) covers the change."""
+        allowed = tuple(m.upper() for m in methods)
+        if not allowed:
+            raise ValueError("require_method needs at least one method, such as 'POST'")
+        if self.method not in allowed:
+            raise RequestError(
+                405,
+                f"{self.page} answers {' or '.join(allowed)} only, not {self.method}: "
+                "a change is sent by a form with method=\"post\"",
+                [("Allow", ", ".join(allowed))],
+            )
 
     @property
     def session(self) -> Session:
@@ -502,27 +568,9 @@ class Conn:
                 f"page {self.page}: set_cookie({name!r}) after the response was given; "
                 f"set cookies before conn.return_()"
             )
-        parts = [f"{name}={value}"]
-        if max_age is not None:
-            parts.append(f"Max-Age={int(max_age)}")
-        if expires is not None:
-            if expires.tzinfo is None:
-                expires = expires.replace(tzinfo=UTC)
-            parts.append(f"Expires={http_date(expires.timestamp())}")
-        if domain:
-            parts.append(f"Domain={domain}")
-        if path:
-            if any(c in path for c in ";\r\n"):
-                raise ValueError(f"cookie {name!r}: bad path {path!r}")
-            parts.append(f"Path={path}")
-        if secure:
-            parts.append("Secure")
-        if http_only:
-            parts.append("HttpOnly")
-        if same_site is not None:
-            if same_site.lower() not in _SAME_SITE:
-                raise ValueError(f"same_site is 'Strict', 'Lax' or 'None', got {same_site!r}")
-            parts.append(f"SameSite={_SAME_SITE[same_site.lower()]}")
+        flags = (secure, http_only)
+        attributes = _cookie_attributes(name, max_age, expires, path, domain, flags, same_site)
+        parts = [f"{name}={value}", *attributes]
         self.add_set_cookie("; ".join(parts))
 
     def delete_cookie(self, name: str, path: str = "/") -> None:

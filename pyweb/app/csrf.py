@@ -6,9 +6,12 @@ site's ``/guest_add``; a visitor who is logged in here opens that page, the form
 book gets an entry the visitor never wrote.
 
 The defence (as in Django, on by default): every form of this site carries a secret token
-that belongs to the visitor's session, and every POST, PUT, PATCH and DELETE to a page or a
-service must send it back, as the form field ``csrf_token`` or the header ``X-CSRF-Token``
-(for ``fetch``). The other site cannot read the token (the same-origin policy keeps this
+that belongs to the visitor's session, and every request whose method may change something
+(every method but GET, HEAD, OPTIONS and TRACE, as in Django: POST, PUT, PATCH, DELETE, but
+also PROPFIND or any other) to a page or a service must send it back, as the form field
+``csrf_token`` of the request's *body* or the header ``X-CSRF-Token`` (for ``fetch``). A
+token in the query string is never looked at: a URL ends up in logs, in the history and in
+the ``Referer`` of the next page, so a token there would leak. The other site cannot read the token (the same-origin policy keeps this
 site's pages from it), so it cannot forge the POST. A request without the right token gets
 a 403 page that says what is missing, and nothing runs.
 
@@ -49,14 +52,19 @@ __all__ = [
     "COOKIE",
     "FIELD",
     "HEADER",
+    "SAFE_METHODS",
     "UNSAFE_METHODS",
+    "is_unsafe",
     "matches",
     "missing_token",
 ]
 
 FIELD = "csrf_token"
 HEADER = "x-csrf-token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+"""The methods that must not change anything (RFC 9110 §9.2.1): the only ones without a token."""
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+"""The usual methods that need the token; any method not in :data:`SAFE_METHODS` does too."""
 _KEY = "_csrf_token"  # where the token lives in the session
 COOKIE = "pyweb_csrf"  # where a browser without a session keeps it (signed)
 _SALT = "pyweb.csrf"  # (a session id's signature is no CSRF cookie's, and the reverse)
@@ -68,6 +76,12 @@ def matches(pattern: str, path: str) -> bool:
     if fnmatchcase(path, pattern):
         return True
     return pattern.endswith("/*") and path == pattern[:-2]
+
+
+def is_unsafe(method: str) -> bool:
+    """Whether a request with ``method`` must carry the token: any method but the safe ones
+    (a method this list does not know, PROPFIND or MKCOL, may change something)."""
+    return method not in SAFE_METHODS
 
 
 def csrf_token(conn: Conn | None = None) -> str:
@@ -158,7 +172,9 @@ html.post_form_field = _field_for_current_request
 
 
 def missing_token(conn: Conn) -> str | None:
-    """Why this request fails the check (a sentence), or ``None`` when it passes."""
+    """Why this request fails the check (a sentence), or ``None`` when it passes. The token
+    is read from the header or from the body's form only: on an unsafe method ``conn.form``
+    holds the body alone (never the query string; see :class:`~pyweb.app.conn.Conn`)."""
     sent = conn.headers.get(HEADER) or conn.form.get(FIELD)
     if not sent or not isinstance(sent, str):
         return (
@@ -181,7 +197,8 @@ def missing_token(conn: Conn) -> str | None:
 
 
 HOW_TO_ADD = (
-    "Every POST, PUT, PATCH and DELETE must carry the session's CSRF token. "
+    "Every request but a GET, HEAD, OPTIONS or TRACE must carry the session's CSRF token, "
+    "in the body or a header (never in the URL). "
     "In a template, put {{ csrf_field() }} inside the <form>; in a quotation, "
     '{csrf_field()} (from pyweb import csrf_field); pyweb.html.FORM(..., method="post") '
     "adds it itself. From JavaScript, send the header X-CSRF-Token with the value of "

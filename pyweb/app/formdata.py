@@ -325,7 +325,10 @@ def parse_multipart(
 
 
 async def read_form(
-    ctx: Context, content_type: str, limits: FormLimits = FormLimits()
+    ctx: Context,
+    content_type: str,
+    limits: FormLimits = FormLimits(),
+    query: str | None = None,
 ) -> tuple[MultiDict, MultiDict, bytes | None]:
     """The form of a request whose body is a form: ``(form, files, body)``.
 
@@ -335,12 +338,15 @@ async def read_form(
     held whole (``body`` is then ``None``). An url-encoded body is read whole (it is at most
     ``max_urlencoded``) and parsed with :func:`form_from`. On any error the temporary files
     made so far are removed. The caller closes the files when the request ends
-    (:func:`~pyweb.app.uploads.close_all`).
+    (:func:`~pyweb.app.uploads.close_all`). ``query``: the query text whose variables come
+    first (None: the request's; the site passes ``""``, a POST's form being its body alone).
     """
+    if query is None:
+        query = ctx.request.query
     media, params = parse_content_type(content_type)
     if media != "multipart/form-data":
         body = await ctx.body()
-        form, files = form_from(ctx.request.query, body, content_type, limits)
+        form, files = form_from(query, body, content_type, limits)
         return form, files, body
     if "boundary" not in params:
         raise FormDataError(f"multipart/form-data without a boundary: {content_type!r}")
@@ -355,7 +361,7 @@ async def read_form(
     except BaseException:
         close_all(parts.files)
         raise
-    form, files = _form_of(ctx.request.query, parts.fields, parts.files, limits)
+    form, files = _form_of(query, parts.fields, parts.files, limits)
     return form, files, None
 
 

@@ -18,6 +18,13 @@ the order ``pyweb check`` lists them, then top to bottom). It *answers* (``conn.
 ``conn.return_(..., status=403)``, returning a value) and nothing else runs, or it lets the
 request through by returning ``None`` without answering. Patterns: ``*`` matches anything,
 ``/`` included; ``/admin/*`` also matches ``/admin``.
+
+**One URL per page.** A page has many spellings: ``/admin``, ``/admin.py``, ``/admin%2Epy``,
+``/ADMIN``, ``/x/../admin``, ``//admin``. A trap is matched against :func:`canonical`, the
+one spelling they all come down to (percent-decoded, dot segments and empty segments
+removed, lower case, without the ``.py`` alias), so no spelling of a guarded path reaches a
+page without its trap. (The site also answers the ``.py`` alias of a page with a redirect to
+its URL without ``.py``: docs/routing.md.)
 """
 
 from __future__ import annotations
@@ -29,7 +36,28 @@ from typing import Any
 from .csrf import matches
 from .results import to_response
 
-__all__ = ["Trap", "trap"]
+__all__ = ["Trap", "trap", "canonical"]
+
+
+def canonical(decoded: str) -> str:
+    """The one spelling of a (percent-decoded) path that traps are matched against:
+    ``/Admin/./x/../index.py`` → ``/admin/index``. Dot segments are resolved as RFC 3986
+    §5.2.4 does, empty segments dropped, letters lowered (a case-insensitive file system
+    serves ``/ADMIN.py`` too) and the ``.py`` alias dropped. A trailing ``/`` stays
+    (``/admin/`` is the folder's index)."""
+    segments: list[str] = []
+    for segment in decoded.split("/"):
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment and segment != ".":
+            segments.append(segment)
+    text = "/" + "/".join(segments).lower()
+    if text.endswith(".py"):
+        text = text[:-3]
+    if decoded.endswith(("/", "/.", "/..")) and not text.endswith("/"):
+        text += "/"
+    return text
 
 
 class Trap:
@@ -39,6 +67,7 @@ class Trap:
         if not isinstance(pattern, str) or not pattern.startswith("/"):
             raise ValueError(f"a trap's pattern starts with '/', got {pattern!r}")
         self.pattern = pattern
+        self._canonical = pattern.lower()  # matched against canonical() paths
         self.func = func
         params = inspect.signature(func).parameters
         others = [name for name in params if name != "conn"]
@@ -50,7 +79,12 @@ class Trap:
         self.__wrapped__ = func
 
     def applies(self, path: str) -> bool:
-        return matches(self.pattern, path)
+        """Whether the trap runs for ``path`` (any spelling: it is made :func:`canonical`)."""
+        return matches(self._canonical, canonical(path))
+
+    def covers(self, canonical_path: str) -> bool:
+        """:meth:`applies` for a path made :func:`canonical` already (once per request)."""
+        return matches(self._canonical, canonical_path)
 
     async def run(self, conn: Any) -> None:
         """Call the trap; a value it returns becomes the response."""

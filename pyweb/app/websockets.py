@@ -23,6 +23,12 @@ here (:mod:`pyweb.protocol.websocket`): a plain GET gets 426, a malformed handsh
 page of another site 403 unless its origin is allowed with ``origins=[...]`` (``"*"``:
 any). ``max_message`` (bytes, 1 MiB), ``ping_interval`` (20 s) and ``close_timeout`` (5 s)
 are per URL; ``headers`` are added to the ``101`` answer.
+
+The handshake is a request like any other (Channels' ``AuthMiddlewareStack``): the site's
+traps run before it, so under a ``/members/*`` login trap a stranger is sent to the login
+page and never gets a socket; and the handler sees who opened it: ``ws.session`` is the
+browser's session as it was at the handshake (read it; what the handler writes there is not
+stored) and ``ws.user`` the logged-in user's name (``pyweb.auth.current_user()``), or None.
 """
 
 from __future__ import annotations
@@ -66,21 +72,40 @@ class WebSocketRoute:
         self.__name__ = func.__name__
         self.__wrapped__ = func
 
-    def upgrade(self, request: Any, dev: bool = False) -> Response:
+    def upgrade(self, request: Any, dev: bool = False, conn: Any = None) -> Response:
         """The answer to a request for this URL: the upgrade, or the error page saying why
-        not (426, 400, 403, 405)."""
+        not (426, 400, 403, 405). ``conn``: the handshake's, whose session and user the
+        handler gets (``ws.session``, ``ws.user``)."""
         try:
             accept = check_handshake(request, self.options.origins)
         except HandshakeError as err:
             page = error_response(err.status, dev=dev, detail=err.message)
             page.headers.extend(err.headers)
             return page
+        handler = self.func if conn is None else _with_user(self.func, conn)
         return WebSocketUpgrade(
-            headers=list(self.headers), accept=accept, session=self.func, options=self.options
+            headers=list(self.headers), accept=accept, session=handler, options=self.options
         )
 
     def __repr__(self) -> str:
         return f"<websocket {self.path} -> {self.func.__module__}.{self.func.__qualname__}>"
+
+
+def _with_user(
+    func: Callable[[Any], Awaitable[None]], conn: Any
+) -> Callable[[Any], Awaitable[None]]:
+    """``func`` with the handshake's session and user put on its socket first."""
+    from pyweb.auth import current_user  # (auth imports the app: imported when used)
+
+    session = conn.session
+    user = current_user()  # (the conn is the current one: the site runs this as a page)
+
+    async def handler(ws: Any) -> None:
+        ws.session = session
+        ws.user = user
+        await func(ws)
+
+    return handler
 
 
 def websocket(

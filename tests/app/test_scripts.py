@@ -16,14 +16,15 @@ from .conftest import touch_later
 pytestmark = pytest.mark.loops("trio", "asyncio")
 
 
-def test_script_is_served_at_name_and_name_py(site):
+def test_script_is_served_at_name_and_name_py_redirects_there(site):
     root = site({"hi.py": "conn.return_('<p>hi</p>')\n"})
     with serve(root) as client:
-        for path in ("/hi", "/hi.py"):
-            r = client.get(path)
-            assert r.status == 200
-            assert r.headers["content-type"] == "text/html; charset=utf-8"
-            assert r.text == "<p>hi</p>"
+        r = client.get("/hi")
+        assert r.status == 200
+        assert r.headers["content-type"] == "text/html; charset=utf-8"
+        assert r.text == "<p>hi</p>"
+        alias = client.get("/hi.py?x=1")  # one URL per page: the alias is sent there
+        assert (alias.status, alias.headers["location"]) == (308, "/hi?x=1")
 
 
 def test_top_level_code_runs_once_per_request_with_fresh_globals(site):

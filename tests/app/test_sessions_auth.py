@@ -561,6 +561,8 @@ def test_security_headers(site):
         html = client.get("/form")
         assert html.headers["x-frame-options"] == "DENY"
         assert "referrer-policy" not in html.headers
+        assert "strict-transport-security" not in html.headers  # HSTS over https only
+        html = client.get("/form", headers={"X-Forwarded-Proto": "https"})  # (a trusted proxy)
         assert html.headers["strict-transport-security"] == "max-age=31536000"
 
 
@@ -640,7 +642,7 @@ def test_settings_from_pyweb_toml(tmp_path):
         deadline = time.monotonic() + 30
         while True:
             try:
-                response = client.get("/form")
+                response = client.get("/form", headers={"X-Forwarded-Proto": "https"})
                 break
             except OSError:
                 assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()

@@ -608,12 +608,13 @@ def test_a_sites_files_get_its_security_headers_once(site):
     from pyweb.app.site import Site
 
     with pyweb.testing.serve(Site(site, hsts=60), error_log=None) as client:
-        html = client.get("/index.html")
+        https = {"X-Forwarded-Proto": "https"}  # (HSTS over https only; 127.0.0.1 is trusted)
+        html = client.get("/index.html", headers=https)
         names = [name.lower() for name, _ in html.headers.items()]
         for name in ("x-content-type-options", "x-frame-options", "referrer-policy",
                      "strict-transport-security"):  # fmt: skip
             assert names.count(name) == 1, name
-        css = client.get("/style.css")
+        css = client.get("/style.css", headers=https)
         assert css.headers["x-content-type-options"] == "nosniff"
         assert css.headers["strict-transport-security"] == "max-age=60"
         assert "x-frame-options" not in css.headers and "referrer-policy" not in css.headers

@@ -92,7 +92,7 @@ def test_content_still_served(served):
     assert served.get("/style.css").status == 200
     assert served.get("/").status == 200
     assert served.get("/hello").body == b"hi"  # the script runs
-    assert served.get("/hello.py").body == b"hi"  # (/NAME.py runs it too: never its source)
+    assert served.get("/hello.py").headers["location"] == "/hello"  # (the alias: never source)
 
 
 def test_head_and_other_methods_refused_too(served):

@@ -1,0 +1,35 @@
+"""The request pipeline: the guards every request passes, one module each, in one order.
+
+Starlette and Django run their safeguards (sessions, CSRF, authentication, security
+headers) as separate middleware in one declared order for every route; pyweb's are the
+modules below, and :data:`GUARDS` is their order: the order in which they begin, each
+with its ``before`` step; their ``after`` steps run once the page has answered, the inner
+ones first (a guard with nothing to do on one side says so in its docstring). The runner
+(:meth:`pyweb.app.runner.Runner._run_page`) calls them, and every kind of route reaches the
+runner: pages, services, templates, static files, WebSocket handshakes, error pages (a 404
+is the answer of the static-file route), the notebook's server and ASGI (both serve a
+:class:`~pyweb.app.site.Site`). docs/request-path.md shows this list, and a test keeps the
+two equal; another proves each guard runs for each kind of route.
+
+A guard with nothing to look at costs one test: a GET without a query, cookie or body
+skips the session's and the CSRF check's work, a site without traps has no trap to run,
+and a page that never awaits gets no deadline (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from . import csrf, deadline, headers, methods, regions, sessions, traps, unawaited, watchdog
+
+__all__ = ["GUARDS"]
+
+GUARDS = (
+    methods,  # a method the route does not take: 405 with Allow
+    sessions,  # the browser's session loaded; after: stored, with its cookie and cache headers
+    csrf,  # any method but GET, HEAD, OPTIONS, TRACE without the session's token: 403
+    watchdog,  # the page found on the loop's stack if it holds the loop; after: reported
+    regions,  # the page in a region; after: library state checked and restored
+    traps,  # the site's traps for this path (any spelling of it), before the page
+    deadline,  # the page stopped after page_timeout seconds: 503
+    unawaited,  # after: a coroutine the page dropped without await: 500 naming the line
+    headers,  # after: the security headers (HSTS over https only)
+)
