@@ -34,6 +34,10 @@ __all__ = [
     "html",
     "auth",
     "signing",
+    "every",
+    "daily",
+    "weekly",
+    "mail",
 ]
 
 _EXPORTS = {
@@ -47,17 +51,21 @@ _EXPORTS = {
     "csrf_field": ("pyweb.app.csrf", "csrf_field"),
     "csrf_token": ("pyweb.app.csrf", "csrf_token"),
     "to_thread": ("pyweb.app.blocking", "to_thread"),
+    "every": ("pyweb.jobs.job", "every"),
+    "daily": ("pyweb.jobs.job", "daily"),
+    "weekly": ("pyweb.jobs.job", "weekly"),
 }
-_MODULES = ("forms", "html", "auth", "signing")
+_MODULES = ("forms", "html", "auth", "signing", "mail")
 
 if TYPE_CHECKING:
-    from pyweb import auth, forms, html, signing
+    from pyweb import auth, forms, html, mail, signing
     from pyweb.app.blocking import to_thread
     from pyweb.app.conn import current_conn
     from pyweb.app.csrf import csrf_field, csrf_token
     from pyweb.app.services import service
     from pyweb.app.traps import trap
     from pyweb.app.websockets import websocket
+    from pyweb.jobs.job import daily, every, weekly
     from pyweb.quot import Quot, qq, safe
 
 

@@ -28,6 +28,7 @@ import pyweb_regions
 from pyweb import heap, signing
 from pyweb.app import interrupt
 from pyweb.app.sharing import workers_need_shared_cache
+from pyweb.background import Background
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import setting_default, settings
@@ -77,7 +78,9 @@ def _add_settings(serve: argparse.ArgumentParser) -> None:
 
 
 SETTING_GROUPS = {
-    "site": "sessions, login, CSRF and security headers (docs/sessions.md, docs/csrf.md)","regions": "module snapshots and allocation accounting (docs/regions.md)"}
+    "site": "sessions, login, CSRF and security headers (docs/sessions.md, docs/csrf.md)","regions": "module snapshots and allocation accounting (docs/regions.md)",
+    "background": "scheduled jobs, work after the reply and mail (docs/scheduling.md, "
+    "docs/mail.md)"}
 """The titles of the sections of ``pyweb serve --help`` that settings name."""
 
 
@@ -150,6 +153,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="database URL (default: sqlite:///DIR/data/pyweb.sqlite3)",
     )
+    jobs = commands.add_parser(
+        "jobs",
+        help="list the site's scheduled jobs with their next and last run and its outcome",
+        description="Load DIR as `pyweb check` does and list every scheduled job (@every, "
+        "@daily, @weekly and pyweb.toml's [[schedule]]) with its next run, its last run and "
+        "that run's outcome, as recorded in the shared cache (--cache, PYWEB_CACHE or the "
+        "file's cache) or in DIR/data/jobs.json.",
+    )
+    jobs.add_argument(
+        "dir", nargs="?", default=".", metavar="DIR", help="site directory (default: .)"
+    )
+    jobs.add_argument("--config", metavar="PATH", help="settings file (default: DIR/pyweb.toml)")
+    jobs.add_argument("--cache", metavar="URL", help="the cache the server uses (redis://...)")
     from pyweb.notebook import grade  # the teacher's command: notebooks, not a site
 
     grade.add_parser(commands)
@@ -342,6 +358,7 @@ async def serve_until_signalled(
     server: Server,
     argv: Sequence[str] | None = None,
     started: dict[str, object] | None = None,
+    background: Background | None = None,
 ) -> int:
     """Run ``server``; the first SIGINT/SIGTERM shuts it down gracefully (exit status 0, or
     :data:`~pyweb.server.workers.RECYCLE_EXIT` after ``--max-requests``), a second one
@@ -357,9 +374,13 @@ async def serve_until_signalled(
                 task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED,
             ) -> None:
                 await server.serve(task_status=task_status)
+                if background is not None:  # conn.after work: its grace, then cancelled
+                    await background.drain()
                 nursery.cancel_scope.cancel()  # served and shut down: stop watching signals
 
             await nursery.start(serve)
+            if background is not None:  # the scheduled jobs (pyweb/background.py)
+                nursery.start_soon(background.run)
             config = server.config
             worker = os.environ.get("PYWEB_WORKER_ID")
             if config.listen_fd is not None and worker is not None:
@@ -471,6 +492,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_check(args.dir)
     if args.command == "db":
         return run_db_init(args.dir, args.db)
+    if args.command == "jobs":
+        from pyweb.jobs.listing import run_jobs
+
+        return run_jobs(args.dir, args.config, args.cache)
     if args.command == "loadtest":
         from pyweb.testing import loadtest
 
@@ -497,6 +522,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"pyweb: error: --cache: {exc}", file=sys.stderr)
                 return 2
             os.environ["PYWEB_CACHE"] = args.cache  # worker processes configure from it
+        try:  # pyweb.mail's server: the setting, else PYWEB_MAIL_URL, else the console
+            from pyweb import mail
+
+            mail.configure(args.mail_url or os.environ.get("PYWEB_MAIL_URL") or "console")
+        except ValueError as exc:
+            print(f"pyweb: error: --mail-url: {exc}", file=sys.stderr)
+            return 2
         if args.db is not None:  # else pages get the site's default on first use
             from pyweb import db
 
@@ -530,6 +562,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _say(f"warning: the access log's alloc field will be '-': {why}")
         if args.workers > 1 and args.listen_fd is None:
             return supervise(args, argv)  # (the workers run on the loop the flags say)
+        try:
+            background = Background(args.dir, config, args.config_path)
+        except ValueError as exc:  # a bad [[schedule]] entry, two jobs of one name
+            print(f"pyweb: error: {exc}", file=sys.stderr)
+            return 2
         started = {"db": args.db, "cache": args.cache}  # what a reload cannot change
         interrupt.arm(config.page_timeout)  # this process runs the pages, in its main thread
         if os.environ.get("PYWEB_MAKE_RUN"):
@@ -545,13 +582,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     reload=lambda server: reload(server, argv, started),
                     banner=learning_banner if config.dev else None,
                     guard_signals=interrupt.guard_stop_signals,
+                    background=background,
                 )
             except OSError as exc:  # the port is in use, the host is not ours: as on trio
                 print(f"pyweb: error: {startup_error(exc, args.host, args.port)}", file=sys.stderr)
                 return 2
         server = Server(config, site)
         try:
-            return trio.run(serve_until_signalled, server, argv, started)
+            return trio.run(serve_until_signalled, server, argv, started, background)
         except BaseException as exc:  # typically: the port is in use, or the host is not ours
             message = startup_error(exc, args.host, args.port)
             if message is None:

@@ -169,6 +169,14 @@ def parse_cookies(header: str) -> dict[str, str]:
     return cookies
 
 
+async def _after_page(batch: Any) -> None:
+    """Start a batch of work when the page's task next waits (no reply hook to wait for)."""
+    from pyweb import runtime
+
+    await runtime.sleep(0)
+    batch.sent(200)
+
+
 def _page_frame(filename: str | None, depth: int) -> types.FrameType | None:
     """The frame of the page's code that called us: the first frame in ``filename`` from
     ``depth`` frames above our caller (0: the caller itself) upwards."""
@@ -271,6 +279,8 @@ class Conn:
     """The line where the page called :meth:`exit` (None if it did not)."""
     unawaited: list[Any] | None = None
     """Coroutines the page made and dropped (:mod:`pyweb.app.unawaited` notes them)."""
+    _after: Any = None
+    """The work handed to :meth:`after` (a ``pyweb.app.after.Batch``), once there is some."""
 
     @property
     def query_string(self) -> str:
@@ -430,6 +440,25 @@ class Conn:
         """
         self.exited_at = _page_line(self._filename)
         raise PageExit(self.page)
+
+    def after(self, fn: Any, *args: Any) -> None:
+        """Run ``fn(*args)`` once the response is sent (:mod:`pyweb.app.after`): an
+        ``async def`` on the loop, a plain function in a worker thread. Dropped if the
+        reply is a server error; an exception is logged with this page and line."""
+        from . import after
+
+        batch = self._after
+        if batch is None:
+            batch = self._after = after.Batch(after.WORK)
+            if getattr(self.ctx, "after_reply", False) is None:
+                self.ctx.after_reply = batch.sent  # the server calls it after the reply
+            else:  # a context without the hook (ASGI, a test's stand-in): when the page ends
+                from pyweb import runtime
+
+                runtime.spawn_background(_after_page, batch)
+        after.WORK.submit(batch, fn, args, self.page, _page_line(self._filename))
+        # The page's globals stay (not emptied after the reply): fn may read them.
+        self._scope = None
 
     # ---- the one response -------------------------------------------------------------
 

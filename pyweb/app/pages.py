@@ -194,12 +194,13 @@ def _decorator_name(node: ast.expr) -> str | None:
     return None
 
 
-_SERVICE_DECORATORS = ("service", "trap", "websocket")
+_SERVICE_DECORATORS = ("service", "trap", "websocket", "every", "daily", "weekly")
+"""Decorators that make a file a service module (the last three schedule a job: pyweb.jobs)."""
 
 
 def defines_services(tree: ast.Module) -> bool:
     """Whether a module's top level defines a function decorated with ``@service``,
-    ``@trap`` or ``@websocket``."""
+    ``@trap``, ``@websocket`` or a schedule (``@every``, ``@daily``, ``@weekly``)."""
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             if any(_decorator_name(d) in _SERVICE_DECORATORS for d in node.decorator_list):

@@ -8,6 +8,8 @@ docstring for what each name promises.
 
 from __future__ import annotations
 
+import logging
+
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
@@ -94,9 +96,20 @@ def unpark(task: Any) -> None:
 
 
 def spawn_background(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-    """Run ``fn(*args)`` in trio's system nursery (an escaping exception ends the run:
-    loud on purpose)."""
-    spawn_system_task(fn, *args)
+    """Run ``fn(*args)`` in trio's system nursery. An exception that escapes ``fn`` is
+    logged (``pyweb.runtime``) and goes no further: in a system task it would end the
+    whole ``trio.run`` (``TrioInternalError``), that is, stop the server."""
+    spawn_system_task(_guarded, fn, *args, name=getattr(fn, "__qualname__", None))
+
+
+async def _guarded(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    try:
+        await fn(*args)
+    except Exception as exc:
+        name = getattr(fn, "__qualname__", repr(fn))
+        logging.getLogger("pyweb.runtime").error(
+            "background task %s failed (the server goes on)", name, exc_info=exc
+        )
 
 
 async def to_thread(fn: Callable[..., T], *args: Any, abandon_on_cancel: bool = False) -> T:

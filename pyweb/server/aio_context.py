@@ -48,6 +48,7 @@ class AioContext(RequestContext):
             else None
         )
         self._connection = connection  # type: ignore[assignment]
+        self.after_reply = None  # conn.after's work: called once the reply is sent
 
     def _body(self) -> RequestBody:
         if self.request_body is None:  # asked of a request without a body: an empty one

@@ -39,6 +39,7 @@ def serve_asyncio(
     reload: Callable[[AsyncioServer], object] | None = None,
     banner: Callable[[AsyncioServer], str] | None = None,
     guard_signals: Callable[[], object] | None = None,
+    background: Any = None,
 ) -> int:
     """Serve until SIGINT/SIGTERM; returns the exit status. ``reload(server)`` runs on
     SIGHUP; ``banner(server)`` is printed after the status line (``--dev``);
@@ -52,12 +53,26 @@ def serve_asyncio(
     forced = loop.create_future()
     try:
         serving = _serve(server, site_dir, name, reload, banner, forced, guard_signals)
-        return loop.run_until_complete(serving)
+        return loop.run_until_complete(_beside(serving, background))
     finally:
         for task in asyncio.all_tasks(loop):
             task.cancel()
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
+
+
+async def _beside(serving: Any, background: Any) -> int:
+    """Serve, with ``background`` (``pyweb.background.Background``: the scheduled jobs)
+    running beside, and its ``conn.after`` work drained once the server has shut down."""
+    if background is None:
+        return await serving  # type: ignore[no-any-return]
+    jobs = asyncio.get_running_loop().create_task(background.run())
+    try:
+        status: int = await serving
+        await background.drain()
+        return status
+    finally:
+        jobs.cancel()
 
 
 async def _serve(

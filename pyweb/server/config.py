@@ -500,6 +500,33 @@ class ServerConfig:
         group="site",
     )
 
+    # ---- beside the requests: scheduled jobs, work after the reply, mail ----------------
+    job_timeout: float = setting(
+        300.0, "seconds a scheduled job may run before it is stopped (default: {default:g})",
+        parse=seconds, metavar="S", group="background", restart=True,
+    )  # fmt: skip
+    """Longest run of a scheduled job without a ``timeout`` of its own (:mod:`pyweb.jobs`)."""
+    missed_jobs: str = setting(
+        "run", "a job run missed while the site was down: run it once at start-up, or "
+        "skip it (default: {default})", choices=("run", "skip"), group="background",
+        restart=True,
+    )  # fmt: skip
+    after_limit: int = setting(
+        256, "pieces of conn.after work pending at once in a process; past it conn.after "
+        "raises (a 503) (default: {default})", parse=positive_int, metavar="N",
+        group="background", restart=True,
+    )  # fmt: skip
+    after_grace: float = setting(
+        30.0, "seconds a shutdown waits for conn.after work before cancelling it "
+        "(default: {default:g})", parse=seconds, metavar="S", group="background",
+        restart=True,
+    )  # fmt: skip
+    mail_url: str | None = setting(
+        None, "where pyweb.mail sends: smtp://USER:PASSWORD@HOST:587 (STARTTLS), "
+        "smtps://HOST:465 (TLS), console (print; the default) or outbox (keep in memory); "
+        "also the PYWEB_MAIL_URL variable", metavar="URL", group="background", restart=True,
+    )  # fmt: skip
+
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:
             raise ValueError(

@@ -37,6 +37,10 @@ __all__ = ["ConfigFileError", "CONFIG_FILE_NAME", "find_config_file", "read_conf
 CONFIG_FILE_NAME = "pyweb.toml"
 """The file looked for in the site directory when ``--config`` is not given."""
 
+SECTIONS_READ_ELSEWHERE = ("schedule",)
+"""Tables of the file that are not settings: ``[[schedule]]`` (pyweb.jobs.schedule_file)."""
+
+
 class ConfigFileError(ValueError):
     """A configuration file that cannot be used: ``path:line: reason``."""
 
@@ -132,6 +136,8 @@ def read_config_file(path: str, parser: object = None) -> dict[str, Any]:
     options = _file_settings()
     values: dict[str, Any] = {}
     for key, value in data.items():
+        if key in SECTIONS_READ_ELSEWHERE:
+            continue
         dest = key.replace("-", "_")
         how = options.get(dest)
         if how is None:

@@ -11,7 +11,7 @@ rejects an upload from its headers alone never makes the client send it.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from pyweb.events import Event
@@ -32,7 +32,7 @@ class RequestContext:
 
     __slots__ = (
         "request", "peer", "scheme", "dev", "received_at", "alloc", "request_body",
-        "_connection",
+        "_connection", "after_reply",
     )  # fmt: skip
 
     def __init__(self, connection: Connection, request: Request) -> None:
@@ -60,6 +60,8 @@ class RequestContext:
         """The body, read on demand (``server/body.py``); None while a request without one
         has not been asked for it (most requests: no object made for them)."""
         self._connection = connection
+        self.after_reply: Callable[[int], None] | None = None
+        """Called with the status once the reply is sent (``conn.after``'s work starts)."""
 
     def _body(self) -> RequestBody:
         if self.request_body is None:  # asked of a request without a body: an empty one

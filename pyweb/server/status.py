@@ -45,6 +45,10 @@ OPERATOR_PREFIX = "/_pyweb/"
 """Every path under it is for the operator (status, ``/_pyweb/stats``...): the same guard."""
 MAX_PAGES = 1000
 
+STATUS_SECTIONS: dict[str, Callable[[], Any]] = {}
+"""More sections of the status page, by name, filled by what runs beside the server (the
+scheduled jobs and the work after replies: ``pyweb.background``); the server imports none."""
+
 
 @dataclass
 class PageStats:
@@ -205,4 +209,5 @@ class StatusHandler:
             "connections_open": len(server.connections),
             "requests_served": self.requests,
             "pages": {path: s.as_json() for path, s in sorted(self.pages.items())},
+            **{name: section() for name, section in STATUS_SECTIONS.items()},
         }

@@ -44,7 +44,22 @@ if TYPE_CHECKING:
     from .server import LOOPS, ServerThread, default_loop, reachable, serve, use_loop
 
 __all__ = ["serve", "Client", "TestResponse", "Headers", "ServerThread", "reachable",
-           "LOOPS", "default_loop", "use_loop"]  # fmt: skip
+           "LOOPS", "default_loop", "use_loop", "outbox"]  # fmt: skip
+
+
+def outbox(*, clear: bool = False) -> list[Any]:
+    """The mail a test's site sent (``email.message.EmailMessage`` objects, oldest first).
+    The first call switches :mod:`pyweb.mail` to its ``outbox`` backend (nothing leaves the
+    process) and empties it; later calls return the same list as it fills (``clear=True``
+    empties it first: call it so at the start of each test)."""
+    from pyweb import mail
+
+    if mail._current().kind != "outbox":
+        mail.configure("outbox")
+        clear = True
+    if clear:
+        mail.OUTBOX.clear()
+    return mail.OUTBOX
 
 _FROM_SERVER = {"serve", "ServerThread", "reachable", "LOOPS", "default_loop", "use_loop"}
 
