@@ -22,6 +22,7 @@ which brings trio's level-triggered scopes to asyncio; ``asyncio.timeout`` has n
 from __future__ import annotations
 
 import asyncio
+import logging
 import contextvars
 import functools
 import math
@@ -179,18 +180,20 @@ _background: set[asyncio.Task[Any]] = set()
 
 
 def spawn_background(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-    """Run ``fn(*args)`` as a task of the running loop; an escaping exception goes to the
-    loop's exception handler (asyncio has no system nursery to crash)."""
-    task: asyncio.Task[Any] = _get_running_loop().create_task(fn(*args))  # type: ignore[arg-type]
+    """Run ``fn(*args)`` as a task of the running loop; an escaping exception is logged
+    (``pyweb.runtime``) and goes no further, as on trio."""
+    task: asyncio.Task[Any] = _get_running_loop().create_task(
+        fn(*args), name=getattr(fn, "__qualname__", None)  # type: ignore[arg-type]
+    )
     _background.add(task)
     task.add_done_callback(_background_done)
 
 
 def _background_done(task: asyncio.Task[Any]) -> None:
     _background.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        task.get_loop().call_exception_handler(
-            {"message": "pyweb background task failed", "exception": task.exception()}
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        logging.getLogger("pyweb.runtime").error(
+            "background task %s failed (the server goes on)", task.get_name(), exc_info=exc
         )
 
 
