@@ -28,8 +28,8 @@ import pyweb_regions
 from pyweb import heap, signing
 from pyweb.app import interrupt
 from pyweb.app.sharing import workers_need_shared_cache
-from pyweb.background import Background
 from pyweb.app.site import Site, SiteError, check_site
+from pyweb.background import Background
 from pyweb.server import Server, ServerConfig
 from pyweb.server.config import setting_default, settings
 from pyweb.server.configfile import ConfigFileError, find_config_file, read_config_file

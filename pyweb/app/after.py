@@ -75,17 +75,25 @@ class Batch:
 
     def sent(self, status: int) -> None:
         """The reply (of ``status``) is out: start the work, or drop it after a 5xx."""
-        items, self.items = self.items, []
         if status >= 500:
-            for item in items:
-                self.work.pending -= 1
-                log.warning(
-                    "work after the reply dropped: %s; its page answered %d", item.where(), status
-                )
-            self.work._check_idle()
+            self._drop(f"its page answered {status}")
             return
+        items, self.items = self.items, []
         for item in items:
             runtime.spawn_background(self.work._run, item)
+
+    def _drop(self, why: str) -> None:
+        items, self.items = self.items, []
+        for item in items:
+            self.work.pending -= 1
+            log.warning("work after the reply dropped: %s; %s", item.where(), why)
+        self.work._check_idle()
+
+    def __del__(self) -> None:
+        # A reply never sent (the client left, the connection broke): the work is dropped,
+        # said so, and no longer counted as pending.
+        if self.items:
+            self._drop("its reply was never sent (the client left or the connection broke)")
 
 
 class AfterWork:

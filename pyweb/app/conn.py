@@ -450,7 +450,7 @@ class Conn:
         batch = self._after
         if batch is None:
             batch = self._after = after.Batch(after.WORK)
-            if getattr(self.ctx, "after_reply", False) is None:
+            if hasattr(self.ctx, "after_reply"):
                 self.ctx.after_reply = batch.sent  # the server calls it after the reply
             else:  # a context without the hook (ASGI, a test's stand-in): when the page ends
                 from pyweb import runtime

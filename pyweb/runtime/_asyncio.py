@@ -22,9 +22,9 @@ which brings trio's level-triggered scopes to asyncio; ``asyncio.timeout`` has n
 from __future__ import annotations
 
 import asyncio
-import logging
 import contextvars
 import functools
+import logging
 import math
 import socket
 from collections import deque

@@ -9,7 +9,6 @@ docstring for what each name promises.
 from __future__ import annotations
 
 import logging
-
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine

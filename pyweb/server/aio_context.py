@@ -16,7 +16,7 @@ from pyweb.protocol.messages import Request
 
 from .aio_body import AioBody
 from .body import RequestBody
-from .context import RequestContext
+from .context import RequestContext, no_work_after
 from .proxy import forwarded
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class AioContext(RequestContext):
             else None
         )
         self._connection = connection  # type: ignore[assignment]
-        self.after_reply = None  # conn.after's work: called once the reply is sent
+        self.after_reply = no_work_after  # conn.after's work: called once the reply is sent
 
     def _body(self) -> RequestBody:
         if self.request_body is None:  # asked of a request without a body: an empty one

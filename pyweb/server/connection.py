@@ -217,9 +217,7 @@ class Connection:
                 if abort.sent is not None and log_access:
                     self.log_access(request, abort.sent[0], abort.sent[1], ctx.received_at)
                 raise
-            finally:
-                if ctx.after_reply is not None:  # the page's work after the reply (conn.after)
-                    ctx.after_reply(response.status)
+            ctx.after_reply(status)  # the page's work after the reply starts (conn.after)
             if self.watch is not None:
                 self.stop_watching()
             if log_access:
