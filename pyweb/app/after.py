@@ -110,8 +110,15 @@ class AfterWork:
 
     def submit(self, batch: Batch, fn: Callable[..., Any], args: tuple[Any, ...], page: str,
                line: int | None) -> None:  # fmt: skip
+        if inspect.iscoroutine(fn):  # conn.after(send(...)): the call made, not handed over
+            name = fn.__qualname__
+            fn.close()
+            raise TypeError(
+                f"conn.after takes a function and its arguments, not the result of calling it "
+                f"(a coroutine): write conn.after({name}, ...), not conn.after({name}(...))"
+            )
         if not callable(fn):
-            raise TypeError(f"conn.after takes a function, got {fn!r}")
+            raise TypeError(f"conn.after takes a function and its arguments, got {fn!r}")
         if self.pending >= self.limit:
             raise AfterWorkFull(
                 f"conn.after({getattr(fn, '__qualname__', fn)!s}): {self.pending} pieces of "

@@ -41,7 +41,9 @@ What a second implementation must provide (the contract; both modules define eve
     arrives after ``unpark``, ``park`` returns normally and the cancellation is raised at
     the next suspension: nothing committed is lost.
 ``spawn_background(fn, *args)``
-    Run ``fn(*args)`` as a task owned by the loop itself (socket watchers, abort actions).
+    Run ``fn(*args)`` as a task owned by the loop itself (socket watchers, abort actions);
+    an exception that escapes it is logged, never raised into the loop. Internal: a page
+    hands work to the server with ``conn.after`` (:mod:`pyweb.app.after`).
 ``CancelScope(deadline=..., shield=...)``, ``move_on_after(seconds)``
     trio's cancel scopes: ``cancel()``, ``cancel_called``, ``cancelled_caught``,
     ``deadline``, ``shield`` (on asyncio, anyio's implementation of them).
@@ -87,7 +89,6 @@ __all__ = [
     "now",
     "run_asyncio",
     "sleep",
-    "spawn_background",
     "submit_asyncio",
     "to_thread",
     "wait_socket",
@@ -143,6 +144,8 @@ def loop_id() -> object:
 
 
 def spawn_background(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    """Internal: a task owned by the loop (socket watchers, abort actions). An exception
+    that escapes ``fn`` is logged and goes no further. Pages use ``conn.after``."""
     current().spawn_background(fn, *args)
 
 
