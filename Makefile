@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions fuzz fuzz-atheris soak docs lab clean test-cluster bench-push
+.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -126,6 +126,11 @@ bench-regions: dev
 ## cache, or Redis with BENCH_SESSIONS_ARGS="--cache redis://127.0.0.1:6379/0")
 bench-sessions: dev
 	$(PY) benchmarks/bench_sessions.py $(BENCH_SESSIONS_ARGS)
+
+## scheduled jobs: the overhead per due job (file and Redis leases), and conn.after per request
+## beside page-hello, in-process on trio and asyncio
+bench-jobs: dev
+	$(PY) benchmarks/bench_jobs.py $(BENCH_JOBS_ARGS)
 
 ## micro-benchmarks of the request parser (pyweb vs h11 vs httptools, same run)
 bench-parse: dev
