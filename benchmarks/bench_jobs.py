@@ -134,7 +134,7 @@ async def measure(loop: str, n: int, rounds: int, redis: str | None) -> dict[str
             scheduler = Scheduler([job], store)
             due = iter(range(10**9))
 
-            async def fire(scheduler: Scheduler = scheduler) -> None:
+            async def fire(scheduler: Scheduler = scheduler, due: Any = due) -> None:
                 await scheduler.fire(job, float(next(due)))
 
             async def lost(scheduler: Scheduler = scheduler) -> None:
