@@ -128,8 +128,11 @@ def _current() -> _Settings:
 def _header(value: str, what: str) -> str:
     if not isinstance(value, str):
         raise MailError(f"mail {what} must be text, got {value!r}")
-    if "\r" in value or "\n" in value or "\x00" in value:
+    if "\r" in value or "\n" in value:
         raise MailError(f"mail {what} {value!r} contains a line break: refused (header injection)")
+    if len(value.splitlines()) > 1 or any(ord(c) < 32 and c != "\t" or c == "\x7f" for c in value):
+        # other line separators (\v, \f, \x1c-\x1e, \x85, \u2028...) and control characters
+        raise MailError(f"mail {what} {value!r} contains a line break or a control character")
     return value
 
 

@@ -201,3 +201,43 @@ def test_the_drain_returns_at_once_when_nothing_is_pending(loop: str) -> None:
         return trio.current_time() - start
 
     assert trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0)) < 1.0
+
+
+# ---- the drain in a real `pyweb serve`: SIGTERM waits for the work, then cancels it ----------
+
+DRAIN_SITE = {
+    "quick.py": """
+        import os
+        from pyweb import runtime
+
+        async def later():
+            await runtime.sleep(0.5)
+            open(os.path.join(os.path.dirname(__file__), "quick.txt"), "w").close()
+
+        conn.after(later)
+        conn.return_("ok")
+    """,
+    "forever.py": """
+        from pyweb import runtime
+
+        async def later():
+            await runtime.sleep(3600)
+
+        conn.after(later)
+        conn.return_("ok")
+    """,
+}
+
+
+def test_sigterm_drains_the_work_within_the_grace_then_cancels_it(tmp_path: Path, loop: str) -> None:
+    from tests.helpers import http_request, start_serve, stop_serve
+
+    site = write_site(tmp_path / "site", DRAIN_SITE)
+    proc, port = start_serve(site, "--after-grace", "2")
+    assert http_request(port, "/quick") == (200, b"ok")
+    assert http_request(port, "/forever") == (200, b"ok")
+    assert stop_serve(proc) == 0  # returns within the grace, not after an hour
+    assert (site / "quick.txt").exists()  # the quick work finished before the exit
+    err = proc.stderr.read()  # type: ignore[union-attr]
+    assert "work after the reply cancelled at shutdown: later() from" in err
+    assert "forever.py line 6" in err

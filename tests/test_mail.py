@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import email
+import email.policy
 import socket
 import ssl
 import threading
@@ -21,6 +22,8 @@ import trio
 import trustme
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyweb.testing
 from pyweb import mail
@@ -252,3 +255,21 @@ def test_outbox_gives_the_mail_a_served_site_sent(tmp_path: Path, loop: str) -> 
         assert client.get("/send?to=bad%0d%0aBcc:x@example.com&text=x").status == 500
     (msg,) = box
     assert msg["To"] == "ada@example.com" and msg.get_content().strip() == "You wrote: hello"
+
+
+@settings(max_examples=200, deadline=None)
+@given(subject=st.text(max_size=60))
+def test_any_subject_with_a_line_break_is_refused_and_any_other_is_kept(subject: str) -> None:
+    mail.configure("outbox")
+    try:
+        if len(subject.splitlines()) > 1 or any(c < " " and c != "\t" or c == "\x7f" for c in subject) \
+                or subject.endswith(("\r", "\n")):  # fmt: skip
+            with pytest.raises(mail.MailError, match="contains a line break"):
+                mail.message("ada@example.com", subject, "text")
+        else:
+            msg = mail.message("ada@example.com", subject, "text")
+            parsed = email.message_from_bytes(bytes(msg), policy=email.policy.default)
+            assert parsed["Subject"] == subject.strip() or parsed["Subject"] == subject
+            assert parsed["To"] == "ada@example.com" and parsed["Bcc"] is None
+    finally:
+        mail.configure("console")
