@@ -273,3 +273,14 @@ def test_any_subject_with_a_line_break_is_refused_and_any_other_is_kept(subject:
             assert parsed["To"] == "ada@example.com" and parsed["Bcc"] is None
     finally:
         mail.configure("console")
+
+
+def test_pyweb_serve_refuses_a_bad_mail_url(tmp_path: Path, loop: str) -> None:
+    import subprocess
+    import sys
+
+    site = write_site(tmp_path / "site", {"index.py": "conn.return_('hi')\n"})
+    done = subprocess.run([sys.executable, "-m", "pyweb", "serve", str(site), "--port", "0",
+                           "--mail-url", "smtp://"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    assert "pyweb: error: --mail-url: mail_url 'smtp://' names no host" in done.stderr

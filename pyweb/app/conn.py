@@ -170,7 +170,7 @@ def parse_cookies(header: str) -> dict[str, str]:
 
 
 async def _after_page(batch: Any) -> None:
-    """Start a batch of work when the page's task next waits (no reply hook to wait for)."""
+    """Start a batch of work once the page's task waits (no reply to wait for: ASGI)."""
     from pyweb import runtime
 
     await runtime.sleep(0)
@@ -452,7 +452,7 @@ class Conn:
             batch = self._after = after.Batch(after.WORK)
             if hasattr(self.ctx, "after_reply"):
                 self.ctx.after_reply = batch.sent  # the server calls it after the reply
-            else:  # a context without the hook (ASGI, a test's stand-in): when the page ends
+            else:  # a context without the hook (ASGI, a test's stand-in): beside the page
                 from pyweb import runtime
 
                 runtime.spawn_background(_after_page, batch)
