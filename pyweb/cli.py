@@ -526,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pyweb import mail
 
             mail.configure(args.mail_url or os.environ.get("PYWEB_MAIL_URL") or "console")
-        except ValueError as exc:
+        except (ValueError, ImportError) as exc:  # ImportError: pyweb[mail] not installed
             print(f"pyweb: error: --mail-url: {exc}", file=sys.stderr)
             return 2
         if args.db is not None:  # else pages get the site's default on first use

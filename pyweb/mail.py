@@ -79,6 +79,10 @@ class _Settings:
         self.host = parts.hostname or ""
         if self.kind in ("smtp", "smtps") and not self.host:
             raise ValueError(f"mail_url {url!r} names no host")
+        if self.kind in ("smtp", "smtps"):  # said at start-up, not at the first mail
+            from pyweb.extras import require
+
+            require("aiosmtplib", "mail", f"mail_url {self.kind}://...")
         self.port = parts.port or (465 if self.kind == "smtps" else 587)
         self.username = unquote(parts.username) if parts.username else None
         self.password = unquote(parts.password) if parts.password else None
@@ -106,7 +110,8 @@ _warned = False
 
 
 def configure(url: str) -> None:
-    """Send through ``url`` from now on (see the module docstring); ValueError if it is bad."""
+    """Send through ``url`` from now on (see the module docstring); ValueError if it is bad,
+    ``pyweb.extras.MissingExtra`` for SMTP without aiosmtplib (``pyweb[mail]``)."""
     global _settings
     new = _Settings(url)
     with _lock:
@@ -255,7 +260,9 @@ async def _smtp(settings: _Settings, msg: EmailMessage) -> None:
     """The SMTP exchange, on an asyncio loop (the bridge's on trio)."""
     import asyncio
 
-    import aiosmtplib
+    from pyweb.extras import require
+
+    aiosmtplib: Any = require("aiosmtplib", "mail", "sending mail over SMTP")
 
     context = ssl.create_default_context(cafile=settings.cafile)
     options: dict[str, Any] = {
