@@ -269,8 +269,9 @@ def test_any_subject_with_a_line_break_is_refused_and_any_other_is_kept(subject:
         else:
             msg = mail.message("ada@example.com", subject, "text")
             parsed = email.message_from_bytes(bytes(msg), policy=email.policy.default)
-            assert parsed["Subject"] == subject.strip() or parsed["Subject"] == subject
-            assert parsed["To"] == "ada@example.com" and parsed["Bcc"] is None
+            # the same words (the header's own folding may change spaces), and no new header
+            assert parsed["Subject"].split() == subject.split()
+            assert set(parsed.keys()) == set(msg.keys()) and parsed["Bcc"] is None
     finally:
         mail.configure("console")
 
