@@ -254,6 +254,9 @@ def test_three_schedulers_sharing_redis_run_each_due_job_once() -> None:
             store.close()
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0.05))
+    from tests.test_jobs_workers import forget
+
+    forget(url)
     dues = [t for _, t in runs]
     assert len(dues) == len(set(dues)) == 10, runs
     assert len({worker for worker, _ in runs}) >= 1
