@@ -143,6 +143,14 @@ async def measure(loop: str, n: int, rounds: int, redis: str | None) -> dict[str
             await scheduler.fire(job, 0.0)
             results[f"due job ({name})"] = await timed(fire, max(n // 10, 50), rounds, loop)
             results[f"due job, lease taken ({name})"] = await timed(lost, max(n // 10, 50), rounds, loop)
+            if isinstance(store, RedisStore):  # the shared Redis keeps none of the run's keys
+                cursor = b"0"
+                while True:
+                    cursor, keys = await store._call("SCAN", cursor, "MATCH", store.base + "*")
+                    if keys:
+                        await store._call("UNLINK", *keys)
+                    if cursor == b"0":
+                        break
             store.close()
     return results
 
