@@ -141,7 +141,7 @@ def test_a_job_that_raises_or_hangs_is_logged_and_the_others_go_on(
         calls["stuck"] += 1
         await trio.sleep_forever()
 
-    def fine() -> None:  # a plain function: run in a worker thread
+    async def fine() -> None:  # (a thread would let the virtual clock jump past its timeout)
         calls["fine"] += 1
 
     async def main() -> list:
@@ -161,6 +161,19 @@ def test_a_job_that_raises_or_hangs_is_logged_and_the_others_go_on(
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("job broken (due ") and m.endswith("failed") for m in messages)
     assert any("job stuck" in m and "timed out after 3 s" in m for m in messages)
+
+
+def test_a_plain_function_runs_in_a_worker_thread() -> None:
+    import threading
+
+    seen: list[str] = []
+
+    @pyweb.every(60)
+    def sweep() -> None:
+        seen.append(threading.current_thread().name)
+
+    trio.run(sweep.run)
+    assert seen and seen[0] != threading.main_thread().name
 
 
 def test_a_daily_job_runs_once_a_virtual_day(tmp_path: Path) -> None:
@@ -243,9 +256,8 @@ def test_three_schedulers_sharing_redis_run_each_due_job_once() -> None:
         stores = [RedisStore(url, "site") for _ in range(3)]
         schedulers = [Scheduler([worker_job(i)], stores[i], clock=virtual_clock)
                       for i in range(3)]  # fmt: skip
-        # Real Redis answers between the virtual instants; the clock jumps only when every
-        # task waits, and a task waiting on the socket is not "waiting on the clock" for
-        # long: the MockClock's autojump waits for all of them.
+        # Real Redis answers between the virtual instants: the clock jumps only after
+        # every task has waited 0.25 s of real time, longer than a Redis reply takes.
         with trio.move_on_after(50 + 1):
             async with trio.open_nursery() as nursery:
                 for scheduler in schedulers:
@@ -253,7 +265,7 @@ def test_three_schedulers_sharing_redis_run_each_due_job_once() -> None:
         for store in stores:
             store.close()
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0.05))
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0.25))
     from tests.test_jobs_workers import forget
 
     forget(url)
