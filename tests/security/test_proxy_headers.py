@@ -132,7 +132,7 @@ def test_the_walk_from_the_right(chain, as_rfc7239):
     else:
         client, _ = client_of(("x-forwarded-for", ", ".join(text for text, _ in chain)))
     expected = None
-    for text, name in reversed(chain):
+    for _text, name in reversed(chain):
         expected = name
         if name == "unknown" or name.startswith("_") or not LOOPBACK(name):
             break
