@@ -22,8 +22,9 @@ nothing here is hand-written cryptography. A hash takes about half a second of C
 purpose, so in a page (on the event loop) :func:`hash_password` and :func:`verify_password`
 are awaited and run in a worker thread (:func:`pyweb.runtime.to_thread`, Hop §2.4's
 pluggable scheduler seam), at most a few at once: the loop goes on serving everybody else
-(Marlow §3: one blocked page must not stall the server). Outside a loop (a script, a
-notebook cell, a module being loaded) they answer at once, as plain calls.
+(Marlow §3: one blocked page must not stall the server). Outside a request's code on
+the loop (a script, a notebook cell, a worker thread, a module loaded at start-up) they
+answer at once, as plain calls.
 
 Failed logins are limited per account: the name as the user table stores it, compared
 after Unicode NFKC normalisation and case folding (so ``Carol``, ``cArol`` and ``CAROL``
@@ -127,10 +128,13 @@ class Offloaded(Generic[T]):
 
 
 def _on_loop() -> bool:
-    """Whether the caller runs on an event loop's thread (where a hash would stall it)."""
+    """Whether the caller is a request's code on the event loop's thread, where a hash
+    would stall every other request. A notebook cell, a script, a worker thread, or a
+    module imported at start-up is not: there the call simply runs."""
     try:
+        current_conn()
         runtime.current()
-    except Exception:  # sniffio finds no loop: a script, a notebook, a worker thread
+    except Exception:  # no request, or sniffio finds no loop in this thread
         return False
     return True
 
