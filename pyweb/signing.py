@@ -41,6 +41,7 @@ from itsdangerous import (
     TimestampSigner,
     URLSafeTimedSerializer,
 )
+from itsdangerous.encoding import base64_decode, bytes_to_int
 from itsdangerous.signer import HMACAlgorithm
 
 __all__ = [
@@ -181,6 +182,26 @@ class _KeyedTimestampSigner(TimestampSigner):
         if key is None:
             key = derived[secret_key] = super().derive_key(secret_key)
         return key  # type: ignore[no-any-return]
+
+    def unsign(  # type: ignore[override]
+        self, signed_value: str | bytes, max_age: int | None = None
+    ) -> bytes:
+        """The value, after the signature and the age are checked: itsdangerous's own
+        steps without the ``datetime`` it builds for the caller (half the time of a
+        check, on every request that sends a session cookie)."""
+        value = Signer.unsign(self, signed_value)  # the signature covers "value.timestamp"
+        rest, found, stamp = value.rpartition(self.sep)
+        try:
+            signed_at = bytes_to_int(base64_decode(stamp)) if found else None
+        except Exception:
+            signed_at = None
+        if signed_at is None:
+            raise BadSignature("the value has no valid timestamp", payload=value)
+        if max_age is not None:
+            age = self.get_timestamp() - signed_at
+            if age > max_age or age < 0:
+                raise SignatureExpired(f"signed {age} s ago, more than {max_age} s", payload=rest)
+        return rest
 
 
 _signers: dict[tuple[tuple[str, ...], str], Signer] = {}
