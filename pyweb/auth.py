@@ -7,8 +7,8 @@ password checks; here, the session, :mod:`pyweb.app.sessions`), and every privat
 
     from pyweb import auth
 
-    hashed = auth.hash_password("correct horse")     # store this, never the password
-    auth.verify_password("correct horse", hashed)    # True
+    hashed = await auth.hash_password("correct horse")     # store this, never the password
+    await auth.verify_password("correct horse", hashed)    # True
     auth.login("alice")                              # in the login page, after verifying
     auth.current_user()                              # "alice" (None for a stranger)
     auth.require_login()                             # top of a private script
@@ -18,25 +18,40 @@ password checks; here, the session, :mod:`pyweb.app.sessions`), and every privat
 of pages is guarded by one trap (:func:`pyweb.trap`): ``require_login()`` inside it.
 
 Passwords are hashed with argon2id (argon2-cffi's defaults, RFC 9106's recommendation);
-nothing here is hand-written cryptography. Failed logins are limited per user name and
-client: the sixth failure within a minute is answered 429 (:class:`TooManyAttempts`), so
-a password cannot be guessed by trying thousands.
+nothing here is hand-written cryptography. A hash takes about half a second of CPU on
+purpose, so in a page (on the event loop) :func:`hash_password` and :func:`verify_password`
+are awaited and run in a worker thread (:func:`pyweb.runtime.to_thread`, Hop §2.4's
+pluggable scheduler seam), at most a few at once: the loop goes on serving everybody else
+(Marlow §3: one blocked page must not stall the server). Outside a request's code on
+the loop (a script, a notebook cell, a worker thread, a module loaded at start-up) they
+answer at once, as plain calls.
+
+Failed logins are limited per account: the name as the user table stores it, compared
+after Unicode NFKC normalisation and case folding (so ``Carol``, ``cArol`` and ``CAROL``
+share one count, as they share one row under a case-insensitive collation). The sixth
+failure within a minute is answered 429 with ``Retry-After`` (:class:`TooManyAttempts`),
+so a password cannot be guessed by trying thousands.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import math
+import os
 import time
-from collections.abc import Callable
-from typing import Any
+import unicodedata
+from collections.abc import Awaitable, Callable, Generator
+from contextvars import ContextVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote, urlsplit
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
-from pyweb import cache
-from pyweb.app.conn import Conn, current_conn
+from pyweb import cache, runtime
+from pyweb.app.conn import Conn, PageExit, current_conn
+from pyweb.protocol.errorpage import error_response
 
 __all__ = [
     "hash_password",
@@ -47,6 +62,7 @@ __all__ = [
     "require_login",
     "login_required",
     "safe_next",
+    "account_key",
     "TooManyAttempts",
     "MAX_FAILURES",
     "FAILURE_WINDOW",
@@ -54,8 +70,10 @@ __all__ = [
 
 _hasher = PasswordHasher()  # argon2id, argon2-cffi's recommended parameters
 _USER_KEY = "_user"
+_verified: ContextVar[tuple[Conn, str] | None] = ContextVar("pyweb_auth_verified", default=None)
+"""The request and the stored name a ``verify_password`` of that request found right."""
 MAX_FAILURES = 5
-"""Failed logins allowed per user name and client within :data:`FAILURE_WINDOW`."""
+"""Failed logins allowed per account within :data:`FAILURE_WINDOW`."""
 FAILURE_WINDOW = 60.0
 """Seconds over which failures are counted."""
 _failures = cache.get(
@@ -63,22 +81,109 @@ _failures = cache.get(
 )
 
 
-class TooManyAttempts(Exception):
-    """Too many failed logins for this user name from this client: a 429 page."""
+T = TypeVar("T")
+
+
+class TooManyAttempts(PageExit):
+    """Too many failed logins for this account: the page ends with a 429 page that carries
+    ``Retry-After`` (:attr:`retry_after` seconds).
+
+    A ``PageExit`` (like ``conn.exit()``): the 429 is already the request's answer, and a
+    page's ``except Exception:`` around the login cannot turn it into "wrong password"."""
 
     http_status = 429
 
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
-def hash_password(password: str) -> str:
-    """An argon2id hash of ``password`` (with its own random salt) to store for the user."""
+
+class Offloaded(Generic[T]):
+    """The answer of :func:`hash_password` or :func:`verify_password` called on the event
+    loop: ``await`` it (the hash runs in a worker thread meanwhile).
+
+    It has no truth value and no text on purpose: ``if auth.verify_password(...)`` without
+    ``await`` would otherwise be true for every password."""
+
+    __slots__ = ("_start", "_name")
+
+    def __init__(self, start: Callable[[], Awaitable[T]], name: str) -> None:
+        self._start = start
+        self._name = name
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._start().__await__()  # type: ignore[attr-defined, no-any-return]
+
+    def _not_awaited(self, *_args: object) -> Any:
+        raise TypeError(
+            f"auth.{self._name}(...) runs in a worker thread inside a page: write "
+            f"'await auth.{self._name}(...)' (its answer is not known until then)"
+        )
+
+    __bool__ = __str__ = __format__ = __iter__ = __eq__ = _not_awaited  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<auth.{self._name}(...) not awaited>"
+
+
+def _on_loop() -> bool:
+    """Whether the caller is a request's code on the event loop's thread, where a hash
+    would stall every other request. A notebook cell, a script, a worker thread, or a
+    module imported at start-up is not: there the call simply runs."""
+    try:
+        current_conn()
+        runtime.current()
+    except Exception:  # no request, or sniffio finds no loop in this thread
+        return False
+    return True
+
+
+_limits: dict[object, Any] = {}  # loop id -> the semaphore of its hashing threads
+_HASHING_AT_ONCE = max(2, os.cpu_count() or 2)
+"""Hashes at most running at once per loop: each takes 64 MiB and a core, so more would
+only queue on the CPU while holding memory (and every worker thread of the loop)."""
+
+
+async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
+    rt = runtime.current()
+    loop = rt.loop_id()
+    semaphore = _limits.get(loop)
+    if semaphore is None:
+        if len(_limits) > 16:  # ended loops (tests run many): forget them
+            _limits.clear()
+        semaphore = _limits[loop] = rt.Semaphore(_HASHING_AT_ONCE)
+    await semaphore.acquire()
+    try:
+        return await rt.to_thread(fn, *args)
+    finally:
+        semaphore.release()
+
+
+def hash_password(password: str) -> str | Offloaded[str]:
+    """An argon2id hash of ``password`` (with its own random salt) to store for the user.
+
+    In a page: ``hashed = await auth.hash_password(password)`` (a worker thread does it)."""
     if not isinstance(password, str):
         raise TypeError(f"hash_password takes a str, got {type(password).__name__}")
-    return _hasher.hash(password)
+    if not _on_loop():
+        return _hasher.hash(password)
+
+    async def offloaded() -> str:
+        return await _in_thread(_hasher.hash, password)
+
+    return Offloaded(offloaded, "hash_password")
 
 
 @functools.cache
 def _dummy_hash() -> str:
     return _hasher.hash("a password no user has")
+
+
+def account_key(name: str) -> str:
+    """The name failures are counted under: Unicode NFKC, then case folding (``"CAROL"``,
+    ``"Carol"`` and ``"ＣＡＲＯＬ"`` are all ``"carol"``)."""
+    return unicodedata.normalize("NFKC", name).casefold()
 
 
 def _client(conn: Conn) -> str:
@@ -91,50 +196,107 @@ def _recent_failures(key: str) -> list[float]:
     return [t for t in _failures.lookup(key, []) if now - t < FAILURE_WINDOW]
 
 
-def verify_password(password: str, hashed: str | None, *, user: str | None = None) -> bool:
-    """Whether ``password`` matches ``hashed`` (from :func:`hash_password`).
-
-    ``hashed=None`` is an unknown user: the answer is ``False`` after the same work as a
-    real check (so the time taken does not tell which user names exist), and it counts as
-    a failure. Inside a request, failures are counted per client and user name (pass
-    ``user=`` on a login page): after :data:`MAX_FAILURES` failures within a minute, the
-    next try raises :class:`TooManyAttempts` (a 429 page) without checking. A ``hashed``
-    that is not an argon2 hash (a password stored in clear?) raises ``ValueError``.
-    """
-    if not isinstance(password, str) or not isinstance(hashed, str | None):
-        raise TypeError("verify_password takes the password (str) and the stored hash (str)")
+def _check(password: str, hashed: str | None) -> bool:
+    """The argon2 check itself (in a worker thread inside a page)."""
     try:
-        conn: Conn | None = current_conn()
-    except RuntimeError:
-        conn = None  # in a notebook or a script: no rate limit
-    key = f"{user or ''}|{_client(conn)}" if conn is not None else None
-    if key is not None:
-        failures = _recent_failures(key)
-        if len(failures) >= MAX_FAILURES:
-            raise TooManyAttempts(
-                f"too many failed logins for {user or 'this client'}: wait a minute"
-            )
-    try:
-        ok = _hasher.verify(hashed or _dummy_hash(), password) and hashed is not None
+        return _hasher.verify(hashed or _dummy_hash(), password) and hashed is not None
     except VerifyMismatchError:
-        ok = False
+        return False
     except InvalidHashError:
         raise ValueError(
             f"verify_password: {(hashed or '')[:12]!r}... is not a password hash from hash_password"
         ) from None
     except VerificationError:
-        ok = False
-    if not ok and key is not None:
-        _failures.insert(key, [*failures, time.time()])
-    return ok
+        return False
+
+
+def verify_password(
+    password: str, hashed: str | None, *, user: str | None = None
+) -> bool | Offloaded[bool]:
+    """Whether ``password`` matches ``hashed`` (from :func:`hash_password`). In a page:
+    ``if await auth.verify_password(password, hashed, user=name): ...``.
+
+    ``hashed=None`` is an unknown user: the answer is ``False`` after the same work as a
+    real check (so the time taken does not tell which user names exist), and it counts as
+    a failure. Inside a request, failures are counted per account: pass ``user=`` the name
+    *as the user table stores it* (the row's, not the typed one; the typed one for an
+    unknown user), compared by :func:`account_key`. After :data:`MAX_FAILURES` failures
+    within a minute the next try ends the page with a 429 (:class:`TooManyAttempts`)
+    without checking. A ``hashed`` that is not an argon2 hash (a password stored in
+    clear?) raises ``ValueError``.
+    """
+    if not isinstance(password, str) or not isinstance(hashed, str | None):
+        raise TypeError("verify_password takes the password (str) and the stored hash (str)")
+    if user is not None and not isinstance(user, str):
+        raise TypeError(f"verify_password: user= is the user's name (str), got {user!r}")
+    try:
+        conn: Conn | None = current_conn()
+    except RuntimeError:
+        conn = None  # in a notebook or a script: no rate limit
+    key: str | None = None
+    started = 0.0
+    if conn is not None:
+        key = account_key(user) if user else f"client {_client(conn)}"
+        _refuse_if_locked(conn, key, user)
+        # Counted as a failure before the check and taken back on success: concurrent
+        # guesses (the check takes half a second) cannot all slip under the limit.
+        started = _note_attempt(key)
+    if not _on_loop():
+        ok = _check(password, hashed)
+        _settle(conn, key, started, ok, user)
+        return ok
+
+    async def offloaded() -> bool:
+        ok = await _in_thread(_check, password, hashed)
+        _settle(conn, key, started, ok, user)
+        return ok
+
+    return Offloaded(offloaded, "verify_password")
+
+
+def _refuse_if_locked(conn: Conn, key: str, user: str | None) -> None:
+    failures = _recent_failures(key)
+    if len(failures) < MAX_FAILURES:
+        return
+    retry_after = max(1, math.ceil(FAILURE_WINDOW - (time.time() - min(failures))))
+    message = f"too many failed logins for {user!r}: try again in {retry_after} s"
+    if conn.response is None:  # the page has not answered: the 429 is its answer
+        response = error_response(429, dev=conn.dev, detail=message)
+        response.headers.append(("Retry-After", str(retry_after)))
+        conn.response = conn._made = response
+    raise TooManyAttempts(message, retry_after)
+
+
+def _note_attempt(key: str) -> float:
+    now = time.time()
+    _failures.insert(key, [*_recent_failures(key), now])
+    return now
+
+
+def _settle(conn: Conn | None, key: str | None, started: float, ok: bool, user: str | None) -> None:
+    """After the check: a success takes its attempt back, and remembers (for
+    :func:`login`) which stored name it was."""
+    if conn is None or key is None or not ok:
+        return
+    _failures.insert(key, [t for t in _recent_failures(key) if t != started])
+    if user:
+        _verified.set((conn, user))
 
 
 def login(user: str) -> None:
     """Remember that this browser is ``user``: a new session id (no fixation), a new CSRF
-    token, and ``current_user()`` returns ``user`` from now on."""
+    token, and ``current_user()`` returns the name from now on.
+
+    After a successful ``verify_password(..., user=stored_name)`` in the same request, the
+    name kept is that stored one whenever ``user`` is the same account spelled otherwise
+    (``login("CAROL")`` keeps ``"carol"``): a name compared later (``!= "root"``) is the
+    table's spelling, not the visitor's."""
     if not isinstance(user, str) or not user:
         raise ValueError(f"login takes the user's name, a non-empty str; got {user!r}")
     conn = current_conn()
+    verified = _verified.get()
+    if verified is not None and verified[0] is conn and account_key(verified[1]) == account_key(user):
+        user = verified[1]
     conn.session.rotate()
     conn.session[_USER_KEY] = user
     from pyweb.app import csrf
@@ -156,15 +318,19 @@ def current_user() -> str | None:
 
 def safe_next(target: str | None, default: str = "/") -> str:
     """``target`` if it is a path on this site (``/guest?page=2``), else ``default``: a
-    ``next`` parameter must never send the user to another site (an open redirect)."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
+    ``next`` parameter must never send the user to another site (an open redirect).
+
+    The path comes back percent-encoded (RFC 3986 §2.1: ``/€`` is ``/%E2%82%AC``), so it
+    can always be sent in a ``Location`` field, whatever the visitor typed."""
+    if not isinstance(target, str) or not target.startswith("/") or target.startswith(("//", "/\\")):
         return default
-    if any(c in target for c in "\r\n\x00\\"):
+    if any(c in target for c in "\r\n\t\x00\\") or not target.isprintable():
         return default
     parts = urlsplit(target)
     if parts.scheme or parts.netloc:
         return default
-    return target
+    # Reserved and already-escaped characters are kept; everything else is escaped.
+    return quote(target, safe="/?&=#%:@!$'()*+,;~-._[]")
 
 
 def require_login() -> str:

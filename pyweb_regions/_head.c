@@ -298,7 +298,7 @@ note_field(Head *h, const char *name, Py_ssize_t name_len, PyObject *value)
     else if (NAME_IS("connection")) {
         connection_options(h, v, n);
     }
-    else if (NAME_IS("x-forwarded-for") || NAME_IS("x-forwarded-proto")) {
+    else if (NAME_IS("x-forwarded-for") || NAME_IS("x-forwarded-proto") || NAME_IS("forwarded")) {
         h->forwarded = 1;
     }
     else if (NAME_IS("transfer-encoding") || NAME_IS("expect")) {

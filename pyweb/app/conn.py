@@ -113,7 +113,14 @@ _SAME_SITE = {"strict": "Strict", "lax": "Lax", "none": "None"}
 _new = object.__new__
 
 
-_DOMAIN = re.compile(r"\.?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+# RFC 6265 §4.1.1: a Domain is a host name (RFC 1034 labels, a leading dot tolerated), and a
+# Path any printable ASCII but ";". Anything else could end the attribute and start another
+# (``d=x; Path=/admin``) or split the header line.
+_DOMAIN = re.compile(
+    r"\.?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
+_PATH = re.compile(r"[\x20-\x3a\x3c-\x7e]*")
 
 
 def _cookie_attributes(
@@ -135,12 +142,18 @@ def _cookie_attributes(
             expires = expires.replace(tzinfo=UTC)
         parts.append(f"Expires={http_date(expires.timestamp())}")
     if domain:
-        if not _DOMAIN.fullmatch(domain):
-            raise ValueError(f"cookie {name!r}: the domain {domain!r} is not a host name")
+        if not isinstance(domain, str) or not _DOMAIN.fullmatch(domain):
+            raise ValueError(
+                f"cookie {name!r}: the domain {domain!r} is not a host name "
+                "(letters, digits, '-' and '.'; IDNA-encode a non-ASCII name)"
+            )
         parts.append(f"Domain={domain}")
     if path:
-        if any(c in path for c in ";\r\n") or not path.isprintable():
-            raise ValueError(f"cookie {name!r}: bad path {path!r}")
+        if not isinstance(path, str) or not _PATH.fullmatch(path):
+            raise ValueError(
+                f"cookie {name!r}: the path {path!r} has characters a cookie path cannot "
+                "hold (';', control characters or non-ASCII)"
+            )
         parts.append(f"Path={path}")
     secure, http_only = flags
     if secure:

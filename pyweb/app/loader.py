@@ -24,7 +24,7 @@ from typing import Any
 
 from pyweb.regions import SiteRegions
 
-from . import pages
+from . import pages, uploads
 from .routes import Router, script_pattern
 from .services import Service
 from .templates import Templates
@@ -149,6 +149,8 @@ class Loader:
             self._stamps = self._take_stamps()
 
     def _load_file(self, path: str) -> None:
+        if not uploads.may_load(self.root, path):
+            return  # data/ holds uploads: nothing there is ever code (uploads.py)
         try:
             with open(path, "rb") as f:
                 source = f.read()

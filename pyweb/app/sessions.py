@@ -14,6 +14,13 @@ the browser sends back). pyweb does exactly that, and adds what makes it safe:
   https. A forged, changed or expired cookie is simply no session.
 * The id is **replaced** on login (:meth:`Session.rotate`), so an id planted in a browser
   before login is worth nothing after it (session fixation).
+* A session also has an **absolute lifetime** (the ``session_lifetime`` setting, 12 hours
+  by default; OWASP ASVS 3.3.2): the cookie's signature carries the time the id was made
+  (itsdangerous's ``TimestampSigner``), and an older cookie is no session, however busy
+  it was. Logging in makes a new id, so the lifetime counts from the login.
+* The in-memory store is **bounded** (the ``session_memory_max`` setting, 100,000
+  sessions): beyond that the least recently used session is dropped, so a flood of new
+  browsers costs bounded memory. (Redis bounds itself: ``maxmemory``.)
 
 Values are JSON values (str, int, float, bool, None, lists and dicts of them): what can be
 stored in the cache and read back the same in another process. A session nobody wrote to
@@ -29,11 +36,17 @@ from typing import Any
 
 from pyweb import cache, signing
 
-__all__ = ["Session", "SessionStore", "COOKIE_NAME", "DEFAULT_IDLE"]
+__all__ = [
+    "Session", "SessionStore", "COOKIE_NAME", "DEFAULT_IDLE", "DEFAULT_LIFETIME", "DEFAULT_MEMORY_MAX",
+]  # fmt: skip
 
 COOKIE_NAME = "pyweb_session"
 DEFAULT_IDLE = 3600.0
 """Seconds a session lasts without being used (one hour)."""
+DEFAULT_LIFETIME = 12 * 3600.0
+"""Seconds a session lasts at most, used or not (twelve hours)."""
+DEFAULT_MEMORY_MAX = 100_000
+"""Sessions the in-memory store holds at most (about 60 MB of small sessions)."""
 _SALT = "pyweb.session"
 
 
@@ -124,13 +137,24 @@ class Session(MutableMapping[str, Any]):
 class SessionStore:
     """Where one site's sessions live: the ``pyweb.sessions`` cache and the cookie."""
 
-    def __init__(self, idle: float = DEFAULT_IDLE) -> None:
+    def __init__(
+        self,
+        idle: float = DEFAULT_IDLE,
+        lifetime: float = DEFAULT_LIFETIME,
+        memory_max: int = DEFAULT_MEMORY_MAX,
+    ) -> None:
         self.idle = float(idle)
+        if not isinstance(lifetime, int | float) or not lifetime > 0:
+            raise ValueError(f"session_lifetime is a positive number of seconds, got {lifetime!r}")
+        self.lifetime = float(lifetime)
         # The kind is part of a cache's type, so the idle time is part of its name: a site
         # that changes the setting gets a fresh cache instead of a CacheMismatchError.
         self.cache = cache.get(
             cache.String, cache.String, f"pyweb.sessions.{self.idle:g}s", cache.WhileUsed(self.idle)
         )
+        limit = getattr(self.cache._backend, "limit", None)  # the memory backend has one
+        if limit is not None:
+            limit(self.cache, memory_max)
 
     async def load(self, cookie: str | None) -> Session:
         """The session a cookie value names; an empty one for a missing, forged or expired
@@ -138,7 +162,12 @@ class SessionStore:
         if not cookie:
             return Session()
         try:
-            sid = signing.signer(_SALT).unsign(cookie).decode("ascii")
+            signed = signing.timed_signer(_SALT).unsign(cookie, max_age=int(self.lifetime))
+            sid = signed.decode("ascii")
+        except signing.SignatureExpired as exc:  # past its lifetime: gone from the store too
+            if isinstance(exc.payload, bytes):
+                await self.cache.adelete(exc.payload.decode("ascii", "replace"))
+            return Session()
         except (signing.BadSignature, UnicodeDecodeError):
             return Session()
         stored = await self.cache.alookup(sid)
@@ -169,4 +198,4 @@ class SessionStore:
         sid = session.sid = session.sid or secrets.token_urlsafe(24)
         await self.cache.ainsert(sid, _JSON.encode(session._data))
         session.modified = False
-        return signing.signer(_SALT).sign(sid).decode("ascii") if fresh else None
+        return signing.timed_signer(_SALT).sign(sid).decode("ascii") if fresh else None

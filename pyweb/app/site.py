@@ -34,7 +34,7 @@ from .routes import Router
 from .routing import _FILE, Routing, _hidden
 from .runner import PAGE_TIMEOUT, _Page
 from .services import Service
-from .sessions import DEFAULT_IDLE, SessionStore
+from .sessions import DEFAULT_IDLE, DEFAULT_LIFETIME, DEFAULT_MEMORY_MAX, SessionStore
 from .static import StaticFiles
 from .templates import Templates
 from .traps import Trap
@@ -62,6 +62,8 @@ class Site(Routing):
         page_timeout: float | None = PAGE_TIMEOUT,
         secret_key: str | Sequence[str] | None = None,
         session_idle: float = DEFAULT_IDLE,
+        session_lifetime: float = DEFAULT_LIFETIME,
+        session_memory_max: int = DEFAULT_MEMORY_MAX,
         login_url: str = "/login",
         csrf_exempt: Sequence[str] = (),
         content_type_options: str | None = "nosniff",
@@ -83,7 +85,7 @@ class Site(Routing):
         unawaited.install()
         self.key_source = signing.use_site_key(self.root, secret_key, dev=dev)
         """Where the secret key came from (a setting, the environment, ``data/secret_key``)."""
-        self.sessions = SessionStore(session_idle)
+        self.sessions = SessionStore(session_idle, session_lifetime, session_memory_max)
         if not login_url.startswith("/"):
             raise ValueError(f"login_url is a path on this site, got {login_url!r}")
         self.login_url = login_url
@@ -161,6 +163,8 @@ class Site(Routing):
         "page_timeout",
         "secret_key",
         "session_idle",
+        "session_lifetime",
+        "session_memory_max",
         "login_url",
         "csrf_exempt",
         "content_type_options",

@@ -33,11 +33,16 @@ Safety, the part to read carefully. The URL path is percent-decoded exactly once
   ``None`` so that no later handler serves what was refused here; the page is
   :func:`~pyweb.protocol.errorpage.error_response`'s, in production byte for byte the one
   for a missing file (with ``dev=True`` it says why);
-* ``404 Not Found`` for what is not content (:data:`NOT_CONTENT`): settings files
-  (``pyweb.toml``, ``*.ini``...), editor backups and swap files (``*~``, ``*.bak``,
-  ``*.orig``, ``*.swp``, ``.#*``), databases (``*.db``, ``*.sqlite``...), logs and sources
-  (``*.py``, ``*.sql``). The rule is applied twice: to the name in the URL, and *after
-  resolving the path* to every segment of the real path below the root, so a symlink named
+* ``404 Not Found`` for a file whose type is not content: only the suffixes of
+  :data:`CONTENT` (pages, styles, scripts, images, fonts, media, PDF, plain text) are
+  served, by the name in the URL *and* by the name of the real file. An allow-list, not a
+  deny-list, because a site folder collects files nobody predicts (``pyweb.toml.save``,
+  ``app.log.1``, ``backup.sql.gz``, ``dump.rdb``, ``credentials.json``, ``id_rsa``): a
+  suffix nobody listed is refused, not served;
+* ``404 Not Found`` also for names that are never content whatever their suffix
+  (:data:`NOT_CONTENT`: settings, editor backups and lock files, databases, logs,
+  sources). That rule is applied to the name in the URL and, *after resolving the
+  path*, to every segment of the real path below the root, so a symlink named
   ``notes.txt`` that points at ``pyweb.toml``, or ``public/`` pointing into ``.git/`` or
   into a directory the caller marks private (``hidden=``), is refused too;
 * ``None`` when nothing is there, so the caller can try something else, then 404.
@@ -65,7 +70,26 @@ from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.messages import Request
 from pyweb.protocol.response import FileBody, Response
 
-__all__ = ["StaticFiles", "content_type_for", "NOT_CONTENT", "is_content_name"]
+__all__ = ["StaticFiles", "content_type_for", "CONTENT", "NOT_CONTENT", "is_content_name"]
+
+CONTENT: frozenset[str] = frozenset((
+    # pages, styles, scripts
+    ".html", ".htm", ".css", ".js", ".mjs", ".wasm", ".webmanifest",
+    # images
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".svg", ".ico",
+    # fonts
+    ".woff", ".woff2", ".ttf", ".otf",
+    # media and subtitles
+    ".mp4", ".webm", ".mp3", ".ogg", ".wav", ".vtt",
+    # documents
+    ".pdf", ".txt",
+))  # fmt: skip
+"""The file suffixes (lower case) served as static files: the types a browser shows. A file
+with any other suffix, or none, is not served; ``StaticFiles(content=...)`` replaces the
+set (``CONTENT | {".json"}`` to publish JSON files: then no settings or credentials may be
+kept as ``.json`` in the site folder). Left out on purpose: ``.json``, ``.xml``, ``.csv``,
+``.md``, ``.zip``, ``.gz`` and ``.ipynb``, the suffixes of configs, dumps, archives and
+notebooks as often as of content."""
 
 NOT_CONTENT: tuple[str, ...] = (
     # settings (pyweb.toml holds the status token and the database URL)
@@ -99,8 +123,14 @@ _default_matcher = _name_matcher(NOT_CONTENT)
 
 
 def is_content_name(name: str) -> bool:
-    """Whether a file called ``name`` may be served under the default :data:`NOT_CONTENT`."""
-    return not _default_matcher(name)
+    """Whether a file called ``name`` may be served by default: its suffix is in
+    :data:`CONTENT` and it matches none of :data:`NOT_CONTENT`."""
+    return _has_content_suffix(name, CONTENT) and not _default_matcher(name)
+
+
+def _has_content_suffix(name: str, content: frozenset[str]) -> bool:
+    dot = name.rfind(".")
+    return dot > 0 and name[dot:].lower() in content
 
 # The types a browser is picky about, fixed here so the answer does not depend on the
 # machine's /etc/mime.types (which ``mimetypes`` reads). Everything else asks mimetypes.
@@ -239,6 +269,13 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None | bool:
     return (first, min(last, size - 1))
 
 
+def _suffix(text: str) -> str:
+    suffix = text.lower() if text.startswith(".") else "." + text.lower()
+    if "/" in suffix or len(suffix) < 2 or "." in suffix[1:]:
+        raise ValueError(f"StaticFiles(content=...): {text!r} is not a file suffix such as '.png'")
+    return suffix
+
+
 class StaticFiles:
     """Serve the files under ``root``.
 
@@ -253,7 +290,7 @@ class StaticFiles:
 
     __slots__ = (
         "root", "index_files", "dev", "_prefix", "_resolved", "_validators", "_not_content",
-        "_hidden", "_html_extra", "_other_extra",
+        "_content", "_hidden", "_html_extra", "_other_extra",
     )  # fmt: skip
 
     def __init__(
@@ -263,10 +300,12 @@ class StaticFiles:
         index_files: tuple[str, ...] = ("index.html",),
         dev: bool = False,
         not_content: tuple[str, ...] = NOT_CONTENT,
+        content: frozenset[str] | set[str] = CONTENT,
         hidden: Callable[[str], bool] | None = None,
         extra_headers: tuple[list[tuple[str, str]], list[tuple[str, str]]] = ([], []),
     ):
-        """``not_content``: file-name patterns never served (:data:`NOT_CONTENT`).
+        """``content``: the suffixes served (:data:`CONTENT`, lower case, with the dot).
+        ``not_content``: file-name patterns never served (:data:`NOT_CONTENT`).
         ``hidden``: a test of the *real* path below the root (``"/data/x.db"``) for the
         places a caller keeps private (a site's ``templates/`` and ``data/``).
         ``extra_headers``: fields every answer for a file ends with, ``(for an HTML file,
@@ -281,6 +320,7 @@ class StaticFiles:
         self._not_content = (
             _default_matcher if not_content == NOT_CONTENT else _name_matcher(not_content)
         )
+        self._content = frozenset(_suffix(s) for s in content)
         self._hidden = hidden
         self._html_extra, self._other_extra = extra_headers
         self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
@@ -360,7 +400,7 @@ class StaticFiles:
                     continue
                 if not index_real.startswith(self._prefix) or not stat.S_ISREG(index_st.st_mode):
                     continue
-                if self._private(index_real):
+                if self._private(index_real) or self._not_a_content_type(index, index_real):
                     continue
                 self._remember(candidate, index_path, index_st, index_real)
                 return self._file_response(request, index_real, index_st)
@@ -369,6 +409,9 @@ class StaticFiles:
             return self._refuse(404, "not a regular file")  # devices, fifos, sockets
         if decoded.endswith("/"):
             return None  # "/file.txt/" names a directory that is not there
+        why = self._not_a_content_type(decoded, real)
+        if why:
+            return self._refuse(404, why)
         self._remember(candidate, candidate, st, real)
         return self._file_response(request, real, st)
 
@@ -410,6 +453,16 @@ class StaticFiles:
                 return f"the path resolves to {segment!r}, which is not content"
         if relative and self._hidden is not None and self._hidden(relative):
             return "the path resolves into a private part of the site"
+        return ""
+
+    def _not_a_content_type(self, url_path: str, real: str) -> str:
+        """Why a file is not served by its type, or "": the suffix of its name in the URL
+        and of its real name must both be content (a symlink ``cat.png`` to ``id_rsa`` is
+        not, nor is ``notes`` pointing at ``notes.txt``)."""
+        for name in (url_path.rsplit("/", 1)[-1], os.path.basename(real)):
+            if not _has_content_suffix(name, self._content):
+                return (f"{name!r} is not a content type: only {', '.join(sorted(self._content))} "
+                        "files are served")
         return ""
 
     def _refuse(self, status: int, why: str) -> Response:

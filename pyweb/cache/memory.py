@@ -10,6 +10,12 @@ Redis backend would store, so ``Size`` counts the same on both):
 * ``WhileUsed(t)``: the same ``TTLCache``, and every hit writes the entry back, which
   restarts its ``t`` seconds.
 
+A time-limited cache may also be given a bound on its number of entries (:meth:`MemoryBackend.limit`,
+what the session store does with its ``session_memory_max`` setting): when it is full, the
+expired entries go first, then the least recently used one (cachetools' ``TTLCache``). Memory
+is then bounded whatever the clients do: without it, every new browser that gets a session
+would cost memory until its idle time runs out.
+
 The ``timer`` of each cachetools cache is the backend's clock (``time.monotonic``, or a
 :class:`~pyweb.cache.FakeClock` in tests) in whole milliseconds, like Redis. cachetools is not thread-safe and a notebook runs
 a server thread beside the kernel's, so each operation holds a lock (uncontended: ~0.1 µs).
@@ -36,6 +42,7 @@ class MemoryBackend:
     def __init__(self, clock: Callable[[], float] | None = None) -> None:
         self.clock = clock or time.monotonic
         self._stores: dict[str, Any] = {}
+        self._limits: dict[str, int] = {}  # cache name -> most entries (TimeOut, WhileUsed)
         self._lock = threading.Lock()
 
     def __str__(self) -> str:
@@ -53,9 +60,25 @@ class MemoryBackend:
                 store = cachetools.FIFOCache(kind.bytes, getsizeof=lambda item: item[1])
             else:
                 ttl = kind.milliseconds
-                store = cachetools.TTLCache(math.inf, ttl, timer=self._now_ms)
+                most = self._limits.get(spec.name, math.inf)
+                store = cachetools.TTLCache(most, ttl, timer=self._now_ms)
             self._stores[spec.name] = store
         return store
+
+    def limit(self, spec: Any, entries: int) -> None:
+        """Hold at most ``entries`` entries in the time-limited cache ``spec``: beyond that
+        the least recently used entry is dropped (after the expired ones)."""
+        if not isinstance(entries, int) or isinstance(entries, bool) or entries < 1:
+            raise ValueError(f"a cache's entry limit is a positive int, got {entries!r}")
+        if isinstance(spec.kind, Size):
+            raise TypeError(f"{spec} is bounded by its size already; limit() is for time kinds")
+        with self._lock:
+            self._limits[spec.name] = entries
+            old = self._stores.pop(spec.name, None)
+            store = self._store(spec)
+            if old is not None:  # keep what is there, the newest last (LRU order)
+                for key in list(old.keys())[-entries:]:
+                    store[key] = old[key]
 
     def lookup(self, spec: Any, key: bytes) -> bytes | None:
         with self._lock:

@@ -109,7 +109,7 @@ _STATE_NAMES = ("HEAD", "EOM", "CL_BODY", "CHUNK_SIZE", "CHUNK_DATA", "CHUNK_CRL
 # proxy reads them, and need not look for them in a request without them); every other
 # field is just passed along.
 _SPECIAL = frozenset(("host", "content-length", "transfer-encoding", "connection", "expect",
-                      "x-forwarded-for", "x-forwarded-proto"))
+                      "x-forwarded-for", "x-forwarded-proto", "forwarded"))
 
 # The first byte of a request line is a tchar (a method); CR may start an empty line.
 # Anything else (a TLS ClientHello starts with 0x16) can be rejected before a whole line
@@ -544,7 +544,7 @@ def _read_fields(headers: list[tuple[str, str]], version: str) -> Fields:
     """What the parser itself reads from the header fields (every other field is just
     passed along): Host, the framing fields (``te``: the Transfer-Encoding codings, every
     field's list joined; None without one), keep-alive, ``Expect: 100-continue``, and
-    whether an ``X-Forwarded-For`` or ``-Proto`` field is there. A function returning a
+    whether an ``X-Forwarded-For``, ``-Proto`` or ``Forwarded`` field is there. A function returning a
     tuple, not an object: a third cheaper, on every request."""
     host: str | None = None
     content_length: int | None = None
@@ -572,7 +572,7 @@ def _read_fields(headers: list[tuple[str, str]], version: str) -> Fields:
             says_close, says_keep_alive = _connection_options(value)
             close = close or says_close
             keep_alive_option = keep_alive_option or says_keep_alive
-        elif name[0] == "x":  # X-Forwarded-For, X-Forwarded-Proto
+        elif name[0] == "x" or name == "forwarded":  # X-Forwarded-*, RFC 7239's Forwarded
             forwarded = True
         else:  # Expect (RFC 9110 §10.1.1)
             expect = expect or _expects_continue(value)

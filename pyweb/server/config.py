@@ -457,6 +457,24 @@ class ServerConfig:
         group="site",
     )
     """A ``WhileUsed`` session: gone after this many seconds without a request."""
+    session_lifetime: float = setting(
+        43200.0,
+        "seconds a session lasts at most, used or not; a login starts it again "
+        "(default: {default:g}, 12 hours)",
+        parse=seconds,
+        metavar="S",
+        group="site",
+    )
+    """The absolute lifetime of a session (its cookie's signature carries its age)."""
+    session_memory_max: int = setting(
+        100_000,
+        "sessions the in-memory store holds at most; beyond, the least recently used goes "
+        "(default: {default})",
+        parse=positive_int,
+        metavar="N",
+        group="site",
+    )
+    """The bound of the in-memory session store (Redis bounds itself with maxmemory)."""
     login_url: str = setting(
         "/login",
         "where require_login() sends strangers (default: {default})",

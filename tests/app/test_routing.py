@@ -315,6 +315,6 @@ def test_a_file_served_before_is_served_again_and_routing_resumes_when_it_goes(t
         (root / "files" / "a.txt").unlink()
         r = client.get("/files/a.txt")
         assert (r.status, r.text) == (200, "no file a.txt")
-        assert client.get("/about").text == "a file without a dot"
+        assert client.get("/about").status == 404  # no suffix: not content (static.CONTENT)
         (root / "templates" / "about.html").write_text("the template")
         assert client.get("/about").text == "the template"  # a template added later wins

@@ -23,12 +23,12 @@ LOGIN = """
 from pyweb import auth, csrf_field, qq
 from pyweb.forms import get_string
 
-USERS = {"alice": auth.hash_password("wonderland")}
+USERS = {"alice": await auth.hash_password("wonderland")}
 
 if conn.method == "POST":
     user = get_string("user")
     password = get_string("password")
-    if auth.verify_password(password, USERS.get(user), user=user):
+    if await auth.verify_password(password, USERS.get(user), user=user):
         auth.login(user)
         conn.redirect(auth.safe_next(conn.form.get("next")), 303)
     else:
@@ -248,7 +248,8 @@ def test_forged_or_unknown_session_cookie_is_no_session(site):
         sid_part, _, signature = good.partition(".")
         forged_values = [
             good[:-3] + "abc",  # a changed signature
-            signing.signer("pyweb.session").sign("made-up-id").decode(),  # well signed, no session
+            signing.timed_signer("pyweb.session").sign("made-up-id").decode(),  # no such session
+            signing.signer("pyweb.session").sign("made-up-id").decode(),  # no timestamp
             "not-even-a-token",
             sid_part,
         ]
@@ -657,7 +658,7 @@ def test_settings_from_pyweb_toml(tmp_path):
         signing.configure("the-new-key-0123456789")
         try:
             client.get("/visits")
-            sid = signing.signer("pyweb.session").unsign(client.cookies["pyweb_session"])
+            sid = signing.timed_signer("pyweb.session").unsign(client.cookies["pyweb_session"])
             assert sid
         finally:
             signing.configure(None)

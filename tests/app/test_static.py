@@ -376,16 +376,16 @@ def test_cache_symlink_swapped_to_outside_is_refused(files, site, tmp_path):
 def test_cache_directory_swapped_to_outside_is_refused(files, site, tmp_path):
     (site / "sub").mkdir()
     (site / "sub" / "index.html").write_text("in")
-    (site / "sub" / "secret").write_text("in")
+    (site / "sub" / "secret.txt").write_text("in")
     assert files.respond(req("/sub/")).status == 200
-    assert files.respond(req("/sub/secret")).status == 200
+    assert files.respond(req("/sub/secret.txt")).status == 200
     os.rename(site / "sub", tmp_path / "moved")
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "index.html").write_text("out")
-    (tmp_path / "outside" / "secret").write_text("out")
+    (tmp_path / "outside" / "secret.txt").write_text("out")
     os.symlink(tmp_path / "outside", site / "sub")
     assert files.respond(req("/sub/")).status == 404  # the directory now lies outside
-    assert files.respond(req("/sub/secret")).status == 404
+    assert files.respond(req("/sub/secret.txt")).status == 404
 
 
 def test_cache_replaced_and_removed_file(files, site):
@@ -455,8 +455,8 @@ def test_integration_file_byte_exact(served, site):
         and r.headers["accept-ranges"] == "bytes"
     )
     big = os.urandom(300_000)
-    (site / "big.bin").write_bytes(big)
-    assert served.get("/big.bin").body == big
+    (site / "big.mp4").write_bytes(big)
+    assert served.get("/big.mp4").body == big
     assert served.get("/").body == INDEX
 
 
@@ -470,16 +470,16 @@ def test_integration_head(served):
 @pytest.mark.loops("trio", "asyncio")
 def test_integration_range(served, site):
     big = bytes(range(256)) * 100
-    (site / "big.bin").write_bytes(big)
-    r = served.get("/big.bin", headers={"Range": "bytes=1000-1999"})
+    (site / "big.mp4").write_bytes(big)
+    r = served.get("/big.mp4", headers={"Range": "bytes=1000-1999"})
     assert (
         r.status == 206
         and r.body == big[1000:2000]
         and r.headers["content-range"] == f"bytes 1000-1999/{len(big)}"
     )
-    assert served.get("/big.bin", headers={"Range": "bytes=-10"}).body == big[-10:]
-    assert served.get("/big.bin", headers={"Range": "bytes=25590-"}).body == big[25590:]
-    r = served.get("/big.bin", headers={"Range": "bytes=99999-"})
+    assert served.get("/big.mp4", headers={"Range": "bytes=-10"}).body == big[-10:]
+    assert served.get("/big.mp4", headers={"Range": "bytes=25590-"}).body == big[25590:]
+    r = served.get("/big.mp4", headers={"Range": "bytes=99999-"})
     assert r.status == 416 and r.headers["content-range"] == f"bytes */{len(big)}"
 
 

@@ -35,10 +35,10 @@ SITE = {
         from pyweb import auth, csrf_field, qq
         from pyweb.forms import get_string
 
-        USERS = {"alice": auth.hash_password("wonderland")}
+        USERS = {"alice": await auth.hash_password("wonderland")}
         if conn.method == "POST":
             user = get_string("user")
-            if auth.verify_password(get_string("password"), USERS.get(user), user=user):
+            if await auth.verify_password(get_string("password"), USERS.get(user), user=user):
                 auth.login(user)
                 conn.redirect(auth.safe_next(conn.form.get("next")), 303)
             else:

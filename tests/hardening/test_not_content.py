@@ -118,7 +118,7 @@ def test_the_refusal_is_decided_after_resolving(site):
 
 
 def test_the_list_can_be_replaced(site):
-    files = StaticFiles(site, not_content=("*.toml",))
+    files = StaticFiles(site, not_content=("*.toml",), content={".log", ".txt"})
     assert files.respond(req("/pyweb.toml")).status == 404
     assert files.respond(req("/error.log")).status == 200
     assert "*.toml" in NOT_CONTENT
