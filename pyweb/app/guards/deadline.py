@@ -51,7 +51,7 @@ def after(site: Any, ctx: Context, conn: Conn, name: str, scope: Any) -> Respons
 
 
 def interrupted(
-    site: Any, ctx: Context, conn: Conn, filename: str, exc: interrupt.PageInterrupted
+    site: Any, ctx: Context, conn: Conn, filename: str | None, exc: interrupt.PageInterrupted
 ) -> Response:
     """The 503 of a page stopped where it held the loop: logged once (the watchdog's own
     note of the same hold is dropped), the page and its line on the dev page."""
