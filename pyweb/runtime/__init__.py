@@ -17,7 +17,8 @@ returns (``pyweb.events.sync`` does so once per sync); the functions of the same
 this level (:func:`now`, :func:`sleep`, ...) look it up on each call, for code that runs
 rarely.
 
-What a second implementation must provide (the contract; both modules define every name)
+What a second implementation must provide (the contract; both modules define every name,
+and :class:`~pyweb.runtime.contract.Runtime` types it for mypy)
 -----------------------------------------------------------------------------------------
 ``name``
     ``"trio"`` or ``"asyncio"``.
@@ -72,12 +73,12 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable, Coroutine
-from types import ModuleType
 from typing import Any, TypeVar
 
 import sniffio
 
 from . import _asyncio, _trio
+from .contract import Runtime
 
 T = TypeVar("T")
 
@@ -85,6 +86,7 @@ __all__ = [
     "asyncio_loop",
     "current",
     "get",
+    "Runtime",
     "loop_id",
     "now",
     "run_asyncio",
@@ -96,10 +98,10 @@ __all__ = [
 
 _sniffio_local = sniffio.thread_local
 _running_asyncio_loop = asyncio._get_running_loop
-_BY_NAME = {"trio": _trio, "asyncio": _asyncio}
+_BY_NAME: dict[str, Runtime] = {"trio": _trio, "asyncio": _asyncio}  # (mypy checks both)
 
 
-def current() -> ModuleType:
+def current() -> Runtime:
     """The implementation for the loop the calling task runs on.
 
     ``RuntimeError`` outside any loop (pyweb's async functions must be awaited inside
@@ -115,7 +117,7 @@ def current() -> ModuleType:
     return get(library)
 
 
-def get(name: str) -> ModuleType:
+def get(name: str) -> Runtime:
     """The implementation called ``name`` (``"trio"`` or ``"asyncio"``)."""
     try:
         return _BY_NAME[name]
@@ -130,7 +132,7 @@ def get(name: str) -> ModuleType:
 
 def now() -> float:
     """The running loop's clock."""
-    return current().now()  # type: ignore[no-any-return]
+    return current().now()
 
 
 async def sleep(seconds: float) -> None:
@@ -150,16 +152,16 @@ def spawn_background(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
 
 
 async def to_thread(fn: Callable[..., T], *args: Any, abandon_on_cancel: bool = False) -> T:
-    return await current().to_thread(fn, *args, abandon_on_cancel=abandon_on_cancel)  # type: ignore[no-any-return]
+    return await current().to_thread(fn, *args, abandon_on_cancel=abandon_on_cancel)
 
 
 async def run_asyncio(coro: Coroutine[Any, Any, T]) -> T:
-    return await current().run_asyncio(coro)  # type: ignore[no-any-return]
+    return await current().run_asyncio(coro)
 
 
 def asyncio_loop() -> asyncio.AbstractEventLoop:
     """The asyncio loop :func:`run_asyncio` uses from the calling task."""
-    return current().asyncio_loop()  # type: ignore[no-any-return]
+    return current().asyncio_loop()
 
 
 def submit_asyncio(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> None:

@@ -136,7 +136,7 @@ def _rearm_cancel() -> None:
         task.cancel()
 
 
-class _Parked(asyncio.Future):  # type: ignore[type-arg]
+class _Parked(asyncio.Future):
     """The future a parked task waits on.  Its ``cancel`` withdraws the task's offers
     first, synchronously, as trio's abort callback does."""
 
@@ -238,7 +238,7 @@ def asyncio_loop() -> asyncio.AbstractEventLoop:
 # -- sockets ------------------------------------------------------------------------------------
 
 
-class _FdWait(asyncio.Future):  # type: ignore[type-arg]
+class _FdWait(asyncio.Future):
     """Waiting for a descriptor; cancelling unregisters it at once (so it can be waited
     on again right away, as in trio)."""
 

@@ -216,7 +216,7 @@ class Semaphore:
             self._waiters.remove(waiter)  # cancelled: still queued (see the class doc)
             return Abort.SUCCEEDED
 
-        return await wait_task_rescheduled(abort)  # type: ignore[no-any-return]
+        return await wait_task_rescheduled(abort)
 
     def release(self) -> None:
         """Give a unit back: to the first waiter if there is one, else to the count."""

@@ -30,7 +30,7 @@ RUNTIMES = ("trio", "asyncio")
 """The runtimes a portable test runs on."""
 
 
-class _JumpingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+class _JumpingSelector(selectors.DefaultSelector):
     """A selector that, instead of blocking for ``timeout`` seconds with nothing ready,
     moves the virtual clock forward by ``timeout``."""
 
@@ -40,11 +40,11 @@ class _JumpingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-ty
 
     def select(self, timeout: float | None = None) -> list[Any]:
         if timeout is None or timeout <= 0:
-            return super().select(timeout)  # type: ignore[no-any-return]
+            return super().select(timeout)
         ready = super().select(0)
         if not ready:
             self.clock += timeout
-        return ready  # type: ignore[no-any-return]
+        return ready
 
 
 class VirtualClockLoop(asyncio.SelectorEventLoop):

@@ -77,7 +77,7 @@ class Server:
         BUDGET.limit = config.max_body_memory  # process-wide (budget.py)
         give_big_buffers_back()  # freed bodies go back to the system (budget.py)
         size_young_generation(config.gc_young)  # a request's objects die young (collector.py)
-        self.slots = Slots(config)
+        self.slots: Slots[Connection] = Slots(config)
         """Who holds the connection slots (slots.py: idle first out, fast 503)."""
         self.proxies = self._proxies(config)
         """The trusted reverse proxies (``--proxy-headers``), or None: :mod:`.proxy`."""

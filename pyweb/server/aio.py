@@ -7,7 +7,7 @@ layers, status page, ``max_requests`` recycling, reload and error pages); only h
 move differs. :class:`HttpProtocol` is an ``asyncio.Protocol``: the loop calls
 :meth:`~HttpProtocol.data_received` with the bytes of a connection, and the protocol feeds
 them to the same sans-IO parser the trio server uses, runs the handler in the connection's
-task with the same :class:`~pyweb.server.context.RequestContext` (``aio_context.py``), and
+task with the same :class:`~pyweb.server.context.RequestContext`, and
 writes the reply
 framed by the same :func:`~pyweb.protocol.frame_response` straight to the transport
 (``aio_reply.py``): no stream wrappers on the hot path. Marlow's ``talk`` is here too, in
@@ -17,7 +17,7 @@ the next request (already buffered, or handed over by the next ``data_received``
 
 What it shares with the trio server, module by module: the parser's limits (413/414/431),
 the body (``body.py``: on demand, ``100 Continue``, the whole-body deadline, the
-``max_body_memory`` budget, draining an unread body; ``aio_body.py`` only waits), Hop's
+``max_body_memory`` budget, draining an unread body; this protocol only feeds it), Hop's
 schedulers (``--scheduler``: one-to-one, pool, nothread; ``aio_schedulers.py``), the
 connection slots (``slots.py``: idle connections closed first for a newcomer,
 ``first_byte_timeout``, the ``max_streams`` budget, ``max_connections_per_client``, the fast
@@ -26,7 +26,7 @@ task, the same access and error lines), the status page (``status.py``), and the
 keep-alive limits (``keepalive_requests``, ``keepalive_time``). Timeouts are the same
 settings: ``first_byte_timeout``, ``header_timeout`` (408), ``keepalive_timeout``,
 ``body_timeout``, ``send_timeout``, ``close_grace`` on shutdown. A WebSocket is
-``websocket.py``'s session, fed by this protocol (``aio_websocket.py``). The process around
+``websocket.py``'s session, fed by this protocol (:meth:`HttpProtocol.receive_frames`). The process around
 it (signals, SIGHUP reload, ``--workers``) is ``aio_main.py``.
 
 What it does not do: assemble replies in a reply arena (a small body is joined to its head
@@ -49,28 +49,23 @@ from pyweb.protocol.response import Fragments, Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
 from . import Server
-from .aio_body import Evicted
-from .aio_context import AioContext
 from .aio_deadlines import RESOLUTION, Deadlines
 from .aio_reply import AioReplies
-from .aio_schedulers import AioScheduler, make_aio_scheduler
+from .aio_schedulers import Accepted, AioScheduler, make_aio_scheduler
 from .aio_slots import PeekSocket, refuse
-from .aio_websocket import run_aio_session
 from .budget import BUDGET
+from .context import RequestContext
+from .contract import HANDLER, HEAD, IDLE, Evicted
 from .logging import ServerLog, access_record
 from .proxy import peer_host
 from .reply import ReplyAborted, Sent, request_line
 from .slots import LINGER
+from .websocket import run_session
 
 __all__ = ["AsyncioServer", "HttpProtocol", "new_loop", "serve_asyncio"]
 
 _INF = math.inf
 _IN_MEMORY = (bytes, Fragments)  # bodies a handler's Response needs no check for
-
-# What the connection is waiting for (the same phases as connection.py's).
-IDLE = 0  # the first byte of a request: close silently on timeout or shutdown
-HEAD = 1  # the rest of a request head: 408 on timeout
-HANDLER = 2  # the handler runs (and reads the body on demand)
 
 READ_AHEAD = 256 * 1024
 """Bytes buffered in the parser while a handler runs before the loop stops reading the
@@ -180,7 +175,7 @@ class AsyncioServer(Server):
             connection.abort()
 
 
-class HttpProtocol(AioReplies, asyncio.Protocol):
+class HttpProtocol(AioReplies, Accepted):
     """One connection: bytes in through the parser, one task answering its requests, replies
     written to the transport (:class:`~pyweb.server.aio_reply.AioReplies`; see the module
     doc)."""
@@ -212,14 +207,14 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     """Set when the client hangs up (``ctx.client_gone_evt()``), made on first use."""
     _body_waiter: asyncio.Future[bool] | None = None
     _drain_waiter: asyncio.Future[bool] | None = None
-    _bucket: int | None = None  # where its deadline is kept (aio_deadlines.py)
+    bucket: int | None = None  # where its deadline is kept (aio_deadlines.py)
     _deadline = _INF  # when this wait ends (loop time); inf: no wait
     _writable = True
     _reading = True
     _speaking = False  # a newcomer in its grace to speak (counted in the slots)
     eof = False
     ws_chunks: list[bytes] | None = None
-    """Bytes for the WebSocket session, once the connection is one (aio_websocket.py)."""
+    """Bytes for the WebSocket session, once the connection is one (:meth:`receive_frames`)."""
     _lingering = False  # refused, and counted among the lingering (slots.py)
     _listed: dict[Any, None] | None = None
     """The slots' list this connection waits in (idle, heads or fresh), if any."""
@@ -338,7 +333,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         self._deadline = _INF
         if self.gone is not None:
             self._client_left()
-        if self._bucket is not None:
+        if self.bucket is not None:
             self.server.deadlines.remove(self)
         if self._arrival is not None:
             self._hand_over(None)  # the connection's task, waiting for a request, ends
@@ -406,7 +401,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         self.refused = True  # from now on its bytes are dropped
         self._lingering = refuse(self.server.slots, self.transport)
         if self._lingering:
-            self._arm(LINGER)  # then _timed_out closes it
+            self._arm(LINGER)  # then timed_out closes it
 
     def evict(self) -> None:
         """Close this waiting connection to make room for a newcomer (slots.py). One
@@ -425,7 +420,33 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     def _wake_drain(self, result: bool | BaseException) -> None:
         _wake(self._drain_waiter, result)
 
+    # The I/O the shared code asks for (contract.py): body.py, websocket.py.
+
+    async def receive_now(self) -> bool:
+        """Nothing to read: the loop feeds the parser itself (:meth:`data_received`)."""
+        return False
+
     async def wait_for_bytes(self, seconds: float) -> bool:
+        """Wait at most ``seconds`` for body bytes: True when the loop fed some to the
+        parser. Meanwhile the connection may be closed for a newcomer (slots.py):
+        :class:`Evicted`."""
+        slots = self.server.slots
+        slots.waiting(self, stalled_body=True)
+        try:
+            return await self._bytes_arrived(seconds)
+        finally:
+            slots.working(self)
+
+    async def turn(self) -> None:
+        """Let the other connections run before the next piece: the rest of the loop's
+        turn, then this task again (a 256 KiB read holds sixteen pieces)."""
+        await asyncio.sleep(0)
+
+    def proxy_test(self) -> Any:
+        """The trusted proxy's check, when the peer is one (looked up on connection)."""
+        return self.via_proxy
+
+    async def _bytes_arrived(self, seconds: float) -> bool:
         """Wait until the loop feeds more bytes to the parser: True; False after
         ``seconds``. Raises ConnectionResetError if the client left, :class:`Evicted` if
         the connection was closed for a newcomer."""
@@ -472,14 +493,14 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
 
     def _arm(self, seconds: float) -> None:
         self._deadline = deadline = self.server.loop.time() + seconds
-        bucket = self._bucket
+        bucket = self.bucket
         if bucket is None or bucket * RESOLUTION > deadline:  # (else it stays where it is)
             self.server.deadlines.arm(self, deadline)
 
     def _disarm(self) -> None:
         self._deadline = _INF  # (when its bucket comes due, it does nothing)
 
-    def _timed_out(self) -> None:
+    def timed_out(self) -> None:
         """Its bucket is due (aio_deadlines.py): close it if its deadline has passed."""
         deadline = self._deadline
         if deadline == _INF or self.busy or self.closing:
@@ -611,7 +632,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
     async def _exchange(self, request: Request) -> bool:
         """One request: the handler's response, sent and logged. True when the connection
         stays open for the next request."""
-        ctx = AioContext(self, request)
+        ctx = RequestContext(self, request)
         try:
             response = await self.handler(ctx)
             if type(response) is not Response or type(response.body) not in _IN_MEMORY:
@@ -694,7 +715,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
         request: Request,
         response: Response,
         keep_alive: bool,
-        ctx: AioContext,
+        ctx: RequestContext,
         sent: Sent | None,
     ) -> Sent:
         """The reply, and its log, when it waits: a file, a stream (``sent`` is None: not
@@ -716,7 +737,7 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
             self.log_access(request, sent[0], sent[1], ctx.received_at, ctx.alloc)
         return sent
 
-    def _handler_failed(self, ctx: AioContext, exc: Exception) -> Response:
+    def _handler_failed(self, ctx: RequestContext, exc: Exception) -> Response:
         """``genResponse``'s other half: the handler raised (or gave something that is not
         a Response): logged, and a 500 page."""
         if not self.closing:  # (a client that left while its page ran is not an error)
@@ -741,21 +762,20 @@ class HttpProtocol(AioReplies, asyncio.Protocol):
                 return
             if log_access:
                 self.log_access(request, 101, 0, received_at)
-            first = bytes(self.parser._buf)  # frames sent right behind the handshake
-            self.ws_chunks = []
-            await run_aio_session(self, request, upgrade, first)
+            self.ws_chunks = []  # from now on the bytes are the session's (receive_frames)
+            await run_session(self, request, upgrade)
         finally:
             self.closing = True
             self.transport.close()
 
-    async def ws_receive(self) -> bytes:
+    async def receive_frames(self) -> bytes:
         """The WebSocket's next bytes (``b""``: the peer closed its side)."""
         chunks = self.ws_chunks
         assert chunks is not None
         while not chunks:
             if self.eof:
                 return b""
-            await self.wait_for_bytes(3600.0)  # (the session's keeper watches for silence)
+            await self._bytes_arrived(3600.0)  # (the session's keeper watches for silence)
         data = b"".join(chunks)
         chunks.clear()
         return data

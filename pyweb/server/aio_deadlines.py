@@ -13,7 +13,7 @@ bucket. A deadline is met between its time and :data:`RESOLUTION` seconds later.
 The buckets are lazy, like the timer they replace: a keep-alive connection moves its
 deadline later for every request (a float stored on the connection) but stays in the
 bucket it is in; when that bucket comes due, the connection looks at its real deadline
-(``HttpProtocol._timed_out``) and, if it has moved, is put in a later bucket. Only a
+(``HttpProtocol.timed_out``) and, if it has moved, is put in a later bucket. Only a
 deadline that comes *sooner* moves a connection at once. A connection that closes leaves
 its bucket (:meth:`Deadlines.remove`), so nothing here outlives its connection; the timer
 is set again only for a bucket that still holds a connection, so a server answering one
@@ -26,12 +26,19 @@ from __future__ import annotations
 import asyncio
 import heapq
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .aio import HttpProtocol
 
-__all__ = ["Deadlines", "RESOLUTION"]
+class Timed(Protocol):
+    """What the deadlines need of a connection: where it is kept, and what to call."""
+
+    bucket: int | None
+    """The bucket its deadline is kept in (None: in none)."""
+
+    def timed_out(self) -> None:
+        """Its bucket came due: look at the deadline (it may have moved) and act on it."""
+
+__all__ = ["Deadlines", "RESOLUTION", "Timed"]
 
 RESOLUTION = 0.01
 """Seconds per bucket: how late past its deadline a connection may be closed."""
@@ -41,21 +48,21 @@ class Deadlines:
     """The deadlines of one server's connections (see the module doc)."""
 
     def __init__(self) -> None:
-        self._buckets: dict[int, dict[HttpProtocol, None]] = {}
+        self._buckets: dict[int, dict[Timed, None]] = {}
         self._due: list[int] = []  # the buckets' numbers, a heap: the earliest first
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf  # the bucket the timer fires for
 
-    def arm(self, connection: HttpProtocol, deadline: float) -> None:
-        """See to it that ``connection._timed_out()`` runs at ``deadline`` (loop time) or
+    def arm(self, connection: Timed, deadline: float) -> None:
+        """See to it that ``connection.timed_out()`` runs at ``deadline`` (loop time) or
         up to :data:`RESOLUTION` later; if it is already in a bucket that comes due no
         later, it stays there (and will look at its deadline then)."""
         number = math.ceil(deadline / RESOLUTION)
-        if connection._bucket is not None:
-            if connection._bucket <= number:
+        if connection.bucket is not None:
+            if connection.bucket <= number:
                 return
             self.remove(connection)
-        connection._bucket = number
+        connection.bucket = number
         bucket = self._buckets.get(number)
         if bucket is None:
             bucket = self._buckets[number] = {}
@@ -64,12 +71,12 @@ class Deadlines:
                 self._set_timer(number)
         bucket[connection] = None
 
-    def remove(self, connection: HttpProtocol) -> None:
+    def remove(self, connection: Timed) -> None:
         """The connection closed: out of its bucket (the bucket's time still comes, and
         finds it gone)."""
-        number = connection._bucket
+        number = connection.bucket
         if number is not None:
-            connection._bucket = None
+            connection.bucket = None
             bucket = self._buckets.get(number)
             if bucket is not None:  # (None: its bucket is the one being fired)
                 bucket.pop(connection, None)
@@ -102,9 +109,9 @@ class Deadlines:
         try:
             for bucket in ready:
                 for connection in bucket:
-                    connection._bucket = None
+                    connection.bucket = None
                     try:
-                        connection._timed_out()
+                        connection.timed_out()
                     except Exception as exc:  # one connection's bug must not stop the rest
                         loop.call_exception_handler(
                             {"message": "a connection's deadline failed", "exception": exc}

@@ -19,9 +19,9 @@ Each accepted socket becomes an :class:`~pyweb.server.aio.HttpProtocol` through
 it after its last reply: ``HttpProtocol.close_after_reply``); the pool's task then waits
 until the connection
 has closed and its last request is done (``HttpProtocol.finished``). While every task is
-busy, the same door as on trio (``schedulers.Door``'s decision, here in :func:`_door`) closes
+busy, the same door as on trio (``accepting.Door``'s decision, here in :func:`_door`) closes
 the connection waiting longest for a newcomer in the backlog, and the pool answers the
-fast 503 after :data:`~pyweb.server.schedulers.DOOR_PATIENCE`.
+fast 503 after :data:`~pyweb.server.accepting.DOOR_PATIENCE`.
 """
 
 from __future__ import annotations
@@ -33,24 +33,36 @@ from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .aio_slots import refuse
-from .schedulers import (
+from .accepting import (
     ACCEPT_PAUSE,
     ACCEPTS_IN_A_ROW,
     DOOR_PATIENCE,
     DOOR_PERIOD,
     Door,
-    _backlog,
+    backlog,
     pauses_accepting,
 )
+from .aio_slots import refuse
 from .slots import LINGER
 
 if TYPE_CHECKING:
-    from .aio import AsyncioServer, HttpProtocol
+    from .host import Host
 
-__all__ = ["AioScheduler", "AioOneToOne", "AioPool", "AioNoThread", "make_aio_scheduler"]
+__all__ = [
+    "Accepted", "AioScheduler", "AioOneToOne", "AioPool", "AioNoThread", "make_aio_scheduler"
+]  # fmt: skip
 
-Protocols = Callable[[socket.socket], "HttpProtocol"]
+
+class Accepted(asyncio.Protocol):
+    """A connection's protocol as the schedulers see it: a pool's task serves one, then
+    accepts the next once it is :meth:`finished` (``aio.py``'s ``HttpProtocol`` is one)."""
+
+    async def finished(self) -> None:
+        """Wait until the connection has closed and its last request is done."""
+        raise NotImplementedError
+
+
+Protocols = Callable[[socket.socket], Accepted]
 """Makes the protocol of a new connection from its socket (the server's ``lambda sock:
 HttpProtocol(server, sock)``)."""
 
@@ -59,7 +71,7 @@ class AioScheduler:
 
     name = "abstract"
 
-    async def start(self, server: AsyncioServer, protocols: Protocols) -> None:
+    async def start(self, server: Host, protocols: Protocols) -> None:
         raise NotImplementedError
 
     def stop(self) -> None:
@@ -71,7 +83,7 @@ class AioOneToOne(AioScheduler):
     """A protocol per connection (Hop §2.4.4), accepted in bursts.
 
     When the listening socket is readable, :meth:`_accept_burst` accepts every connection
-    queued there (up to :data:`~pyweb.server.schedulers.ACCEPTS_IN_A_ROW`, as trio's accept
+    queued there (up to :data:`~pyweb.server.accepting.ACCEPTS_IN_A_ROW`, as trio's accept
     loop does) and hands each to the loop as a transport with its protocol. Not
     ``loop.create_server``: libuv, under uvloop, accepts one connection per turn of the
     loop. A server answering one request per connection then answers one per turn, each
@@ -86,10 +98,10 @@ class AioOneToOne(AioScheduler):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.listener: socket.socket | None = None
         self.protocols: Protocols | None = None
-        self.server: AsyncioServer | None = None
+        self.server: Host | None = None
         self.stopped = False
 
-    async def start(self, server: AsyncioServer, protocols: Protocols) -> None:
+    async def start(self, server: Host, protocols: Protocols) -> None:
         assert server.listener is not None, "the schedulers run while the server listens"
         self.loop = asyncio.get_running_loop()
         self.listener, self.protocols, self.server = server.listener, protocols, server
@@ -197,7 +209,7 @@ class AioPool(AioScheduler):
         """The task waiting in ``accept`` (it holds the lock), if any."""
         self.listener: socket.socket | None = None
 
-    async def start(self, server: AsyncioServer, protocols: Protocols) -> None:
+    async def start(self, server: Host, protocols: Protocols) -> None:
         self.listener = server.listener
         loop = asyncio.get_running_loop()
         for _ in range(self.size):
@@ -208,7 +220,7 @@ class AioPool(AioScheduler):
         self.tasks.add(task)  # (the loop keeps only a weak reference to a task)
         task.add_done_callback(self.tasks.discard)
 
-    async def _serve_in_a_row(self, server: AsyncioServer, protocols: Protocols) -> None:
+    async def _serve_in_a_row(self, server: Host, protocols: Protocols) -> None:
         """Accept a connection, serve it to the end, accept the next (Hop's
         ``stage-accept``), until the server stops."""
         loop = asyncio.get_running_loop()
@@ -260,7 +272,7 @@ class AioNoThread(AioPool):
         super().__init__(1)
 
 
-async def _door(server: AsyncioServer, accept_lock: asyncio.Lock, patience: float | None) -> None:
+async def _door(server: Host, accept_lock: asyncio.Lock, patience: float | None) -> None:
     """While every task is busy (none holds ``accept_lock``) and a newcomer waits in the
     backlog, close the connection waiting longest (idle first: slots.py), whose task then
     accepts the newcomer; with nothing to close for ``patience`` seconds, answer the
@@ -272,9 +284,9 @@ async def _door(server: AsyncioServer, accept_lock: asyncio.Lock, patience: floa
     door = Door(patience)
     while not server.closing:
         await asyncio.sleep(DOOR_PERIOD)
-        stuck = not accept_lock.locked() and _backlog(listener)  # (a task at accept holds it)
+        stuck = not accept_lock.locked() and backlog(listener)  # (a task at accept holds it)
         if door.turn_away(stuck, slots, loop.time()):
-            while _backlog(listener):
+            while backlog(listener):
                 try:
                     sock, _ = listener.accept()
                 except OSError:  # (a task took it meanwhile, or out of descriptors)

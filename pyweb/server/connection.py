@@ -63,6 +63,7 @@ has to wait for it (the wait above).
 from __future__ import annotations
 
 import math
+import os
 import socket
 import time
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,7 @@ from pyweb.protocol.websocket import WebSocketUpgrade
 from .body import DRAIN_LIMIT
 from .budget import BUDGET
 from .context import RequestContext
+from .contract import HANDLER, HEAD, IDLE, Evicted
 from .gone import ClientWatch
 from .logging import AccessRecord
 from .proxy import peer_host
@@ -89,16 +91,12 @@ from .websocket import run_session
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from . import Server
+    from .host import Host
 
 __all__ = ["Connection", "DRAIN_LIMIT", "request_line"]
 
 _INF = math.inf
 
-# What the connection is waiting for, for the timeouts and for graceful shutdown.
-IDLE = 0  # the first byte of a request: close silently on timeout or shutdown
-HEAD = 1  # the rest of a request head: 408 on timeout, shutdown waits for it
-HANDLER = 2  # the handler runs (and reads the body on demand): no deadline
 
 
 class _TimedOut(Exception):
@@ -107,7 +105,7 @@ class _TimedOut(Exception):
 
 class Connection:
     """One client connection and its ``talk`` loop. ``await connection.run()`` serves it to the
-    end and closes the socket."""
+    end and closes the socket. A :class:`~pyweb.server.contract.ServerConnection` on trio."""
 
     __slots__ = (
         "server", "config", "sock", "fd", "peer", "parser", "deadline", "phase", "handler", "site",
@@ -115,7 +113,7 @@ class Connection:
         "opened_at", "evicted", "in_stream_budget", "reserved", "client",
     )  # fmt: skip
 
-    def __init__(self, server: Server, sock: socket.socket, peer: str) -> None:
+    def __init__(self, server: Host, sock: socket.socket, peer: str) -> None:
         self.server = server
         self.config = config = server.config
         """The settings this connection started with, kept to its end (Marlow §6)."""
@@ -270,6 +268,63 @@ class Connection:
         ends with ClosedResourceError; the connection loop then closes the socket."""
         self.evicted = True
         trio.lowlevel.notify_closing(self.sock)
+
+    # ------------------------------------------- the I/O the shared code asks for (contract.py)
+
+    async def receive_now(self) -> bool:
+        """Read what has arrived into the parser, without waiting; True when there was
+        something (then the other tasks get a turn: a large upload whose bytes keep
+        arriving would otherwise never let them run, as ``receive`` only yields when it
+        has to wait)."""
+        try:
+            receive(self.fd, self.parser)  # into this thread's region page (recvbuf.py)
+        except BlockingIOError:
+            return False
+        await trio.lowlevel.checkpoint()
+        return True
+
+    async def wait_for_bytes(self, seconds: float) -> bool:
+        """Wait at most ``seconds`` for body bytes, and read them: True when the socket
+        became readable. Closed for a newcomer meanwhile (slots.py): :class:`Evicted`."""
+        watch = self.watch
+        if watch is not None:
+            watch.stop()  # one task at a time may wait on the socket: now it is this one
+        room = self.server.slots.waiting(self, stalled_body=True)
+        try:
+            # (trio's own wait: a trickled body wakes this once per byte, a thousand
+            # of them hundreds of times a second)
+            with trio.move_on_after(seconds) as waited:
+                await wait_readable(self.sock)
+        except trio.ClosedResourceError:
+            if self.evicted:
+                raise Evicted from None
+            raise
+        finally:
+            room.pop(self, None)  # (slots.working, for the one place it can be)
+            if watch is not None and watch.latch.waiting:
+                watch.start()
+        if waited.cancelled_caught:
+            return False
+        try:
+            receive(self.fd, self.parser)
+        except BlockingIOError:
+            pass  # woken without bytes: the body asks again
+        return True
+
+    async def turn(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def receive_frames(self) -> bytes:
+        """A WebSocket session's next bytes (``b""``: the peer closed its side): the only
+        read of a session, straight from the socket."""
+        while True:
+            try:
+                return os.read(self.fd, 65536)
+            except BlockingIOError:
+                await wait_readable(self.fd)
+
+    async def send_all(self, data: bytes) -> None:
+        await self.replies.send_all(data)
 
     # ------------------------------------------------------------- reading a request head
 

@@ -6,6 +6,9 @@ who sent it (``peer``), when (``received_at``), whether errors may be shown in d
 ``Expect: 100-continue`` honest (RFC 9110 §10.1.1): the server tells the client to send its
 body (``100 Continue``) only when the handler actually asks for it, so a handler that
 rejects an upload from its headers alone never makes the client send it.
+
+It is written once for both loops: it asks its connection only what the
+``ServerConnection`` contract promises (``contract.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from .body import RequestBody
 from .proxy import forwarded
 
 if TYPE_CHECKING:
-    from .connection import Connection
+    from .contract import ServerConnection
 
 __all__ = ["RequestContext"]
 
@@ -39,7 +42,7 @@ class RequestContext:
         "_connection", "after_reply",
     )  # fmt: skip
 
-    def __init__(self, connection: Connection, request: Request) -> None:
+    def __init__(self, connection: ServerConnection, request: Request) -> None:
         self.request = request
         self.peer = connection.peer
         """The client's address, ``"host:port"`` (behind a trusted proxy, the client it

@@ -66,7 +66,7 @@ def _receive_arena(fd: int, parser: _Parser) -> None:
     try:
         # The parser copies the page's bytes through the buffer protocol (no memoryview
         # object); an empty arena has length 0, which tells it the client closed.
-        parser.feed(arena)  # type: ignore[arg-type]
+        parser.feed(arena)
     finally:
         arena.reset()  # the page goes back to the free list
 

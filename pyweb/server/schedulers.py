@@ -35,8 +35,6 @@ where idle and slow connections could keep them for as long as they liked.)
 from __future__ import annotations
 
 import contextvars
-import errno
-import select
 import socket
 from typing import TYPE_CHECKING
 
@@ -44,43 +42,34 @@ import trio
 from outcome import Value
 from trio.lowlevel import Abort, Task, current_task, reschedule, wait_task_rescheduled
 
+from .accepting import (
+    ACCEPT_PAUSE,
+    ACCEPTS_IN_A_ROW,
+    DOOR_PATIENCE,
+    DOOR_PERIOD,
+    Door,
+    backlog,
+    pauses_accepting,
+)
 from .connection import Connection
 from .listener import accept as socket_accept
 from .listener import close_socket
-from .slots import Slots, has_bytes
+from .slots import has_bytes
 
 if TYPE_CHECKING:
-    from . import Server
+    from .host import Host
 
 ADMIT_RETRIES = 3
 """Scheduling rounds a newcomer at the limit waits for a slot, once its grace to speak is
 over, before its fast 503 (connections accepted in the same burst may not have reached
 their first wait yet, where they can be told apart: idle, silent, long-poll)."""
-ACCEPTS_IN_A_ROW = 1024
-"""Connections accepted before the accept loop lets other tasks run (accept only waits,
-and so yields, when none is queued)."""
 SPARE_TASKS = 64
 """Tasks of finished connections kept to serve the next ones (:class:`OneToOneScheduler`)."""
 
 __all__ = ["Scheduler", "OneToOneScheduler", "PoolScheduler", "NoThreadScheduler", "make_scheduler"]
 
 
-OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-"""accept() errors that pause accepting; any other (a connection reset or refused before it
-was accepted: ECONNABORTED, EPERM, EPROTO...) ends only that connection."""
-
-ACCEPT_PAUSE = 0.1
-"""Seconds a scheduler stops accepting after accept() ran out of resources (EMFILE: out of
-file descriptors), so that connections can finish and free some (both loops)."""
-
-
-def pauses_accepting(exc: BaseException) -> bool:
-    """Whether an accept() failure pauses accepting (out of descriptors or memory), rather
-    than ending only the connection that failed (:data:`OUT_OF_RESOURCES`)."""
-    return not isinstance(exc, OSError) or exc.errno in OUT_OF_RESOURCES
-
-
-async def _accept_failed(server: Server, exc: BaseException) -> None:
+async def _accept_failed(server: Host, exc: BaseException) -> None:
     """accept() failed without a shutdown. Out of file descriptors (EMFILE): log it and
     pause briefly, so connections can finish and free descriptors, instead of spinning or
     bringing the whole server down. A connection that failed before it was accepted
@@ -97,7 +86,7 @@ class Scheduler:
 
     name = "abstract"
 
-    async def accept(self, server: Server, nursery: trio.Nursery) -> None:
+    async def accept(self, server: Host, nursery: trio.Nursery) -> None:
         """Start accepting connections on ``server.listener``; return once the tasks that
         accept have been started. Hop's ``(accept S serv)``."""
         raise NotImplementedError
@@ -107,7 +96,7 @@ class Scheduler:
         raise NotImplementedError
 
     @staticmethod
-    async def serve_connections_in_a_row(server: Server, accept_lock: trio.Lock) -> None:
+    async def serve_connections_in_a_row(server: Host, accept_lock: trio.Lock) -> None:
         """Accept a connection, serve it to the end, accept the next: the loop that the pool
         and nothread schedulers run in each of their tasks (Hop's ``stage-accept``).
 
@@ -157,10 +146,10 @@ class OneToOneScheduler(Scheduler):
         """Tasks waiting for a connection to serve, the one that ended last at the end."""
         self.stopped = False
 
-    async def accept(self, server: Server, nursery: trio.Nursery) -> None:
+    async def accept(self, server: Host, nursery: trio.Nursery) -> None:
         nursery.start_soon(self._accept_loop, server, nursery)
 
-    async def _accept_loop(self, server: Server, nursery: trio.Nursery) -> None:
+    async def _accept_loop(self, server: Host, nursery: trio.Nursery) -> None:
         listener = server.listener
         assert listener is not None, "the schedulers run while the server listens"
         slots = server.slots
@@ -188,7 +177,7 @@ class OneToOneScheduler(Scheduler):
                     await trio.lowlevel.checkpoint()
 
     async def _admit_when_it_speaks(
-        self, server: Server, nursery: trio.Nursery, sock: socket.socket, peer: str
+        self, server: Host, nursery: trio.Nursery, sock: socket.socket, peer: str
     ) -> None:
         """A newcomer at the limit waits for its request (slots.py), then may take the
         slot of a connection that is only waiting; none after a few scheduling rounds:
@@ -252,39 +241,8 @@ class OneToOneScheduler(Scheduler):
             reschedule(task, Value(None))
 
 
-DOOR_PERIOD = 0.05
-"""Seconds between the door's looks at the backlog while every task is busy."""
-DOOR_PATIENCE = 1.0
-"""Seconds a newcomer may wait in the backlog for one of the pool's tasks, with nothing to
-evict, before the door answers it with the fast 503."""
-
-
-class Door:
-    """The door's decision, the same on both loops (``aio_schedulers.py`` has the asyncio
-    side): each look tells whether to answer the newcomers in the backlog with the fast
-    503 now. The loop's own code sleeps between looks and does the refusing."""
-
-    def __init__(self, patience: float | None) -> None:
-        self.patience = patience
-        self.stuck_since: float | None = None
-        """When a newcomer was first seen waiting with nothing to evict for it."""
-
-    def turn_away(self, stuck: bool, slots: Slots, now: float) -> bool:
-        """``stuck``: every task is busy (none waits at ``accept``) and a newcomer waits
-        in the backlog. Close the connection waiting longest for it, if there is one (its
-        task accepts the newcomer next); true once nothing could be closed for
-        ``patience`` seconds (never, with ``None``)."""
-        if not stuck or slots.evict_waiting():
-            self.stuck_since = None  # a task is free, nobody waits, or one makes room
-            return False
-        if self.stuck_since is None:
-            self.stuck_since = now
-            return False
-        return self.patience is not None and now - self.stuck_since >= self.patience
-
-
 async def _door(
-    server: Server, nursery: trio.Nursery, accept_lock: trio.Lock, patience: float | None
+    server: Host, nursery: trio.Nursery, accept_lock: trio.Lock, patience: float | None
 ) -> None:
     """The pool's and nothread's fixed number of tasks is their connection limit, and a
     newcomer used to wait in the listen backlog until one of them was free, for as long as
@@ -300,23 +258,15 @@ async def _door(
     door = Door(patience)
     while not server.closing:
         await trio.sleep(DOOR_PERIOD)
-        stuck = not accept_lock.locked() and _backlog(listener)  # (a task at accept holds it)
+        stuck = not accept_lock.locked() and backlog(listener)  # (a task at accept holds it)
         if door.turn_away(stuck, slots, trio.current_time()):
-            while _backlog(listener):
+            while backlog(listener):
                 try:
                     sock, _ = listener.accept()
                 except OSError:  # (a task took it meanwhile, or out of descriptors)
                     break
                 sock.setblocking(False)
                 slots.refuse(sock, nursery)
-
-
-def _backlog(listener: socket.socket) -> bool:
-    """Does a connection wait in the listen backlog? (No wait: a zero-timeout poll.)"""
-    try:
-        return bool(select.select([listener], [], [], 0)[0])
-    except (OSError, ValueError):  # closed under us: the server is stopping
-        return False
 
 
 class PoolScheduler(Scheduler):
@@ -337,12 +287,12 @@ class PoolScheduler(Scheduler):
         self.size = size
         self.accept_lock = trio.Lock()
 
-    async def accept(self, server: Server, nursery: trio.Nursery) -> None:
+    async def accept(self, server: Host, nursery: trio.Nursery) -> None:
         for _ in range(self.size):
             self.spawn(nursery, server)
         nursery.start_soon(_door, server, nursery, self.accept_lock, DOOR_PATIENCE)
 
-    def spawn(self, nursery: trio.Nursery, server: Server) -> None:
+    def spawn(self, nursery: trio.Nursery, server: Host) -> None:
         nursery.start_soon(self.serve_connections_in_a_row, server, self.accept_lock)
 
     def stop(self) -> None:
@@ -355,7 +305,7 @@ class NoThreadScheduler(Scheduler):
 
     name = "nothread"
 
-    async def accept(self, server: Server, nursery: trio.Nursery) -> None:
+    async def accept(self, server: Host, nursery: trio.Nursery) -> None:
         accept_lock = trio.Lock()
         nursery.start_soon(self.serve_connections_in_a_row, server, accept_lock)
         nursery.start_soon(_door, server, nursery, accept_lock, None)

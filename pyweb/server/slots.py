@@ -49,19 +49,21 @@ from __future__ import annotations
 import random
 import socket
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import trio
 
+from .contract import HEAD
 from .proxy import peer_host
-
-HEAD = 1  # connection.py's phase "the rest of a head" (repeated: no import cycle)
 
 if TYPE_CHECKING:
     from .config import ServerConfig
-    from .connection import Connection
+    from .contract import Peekable, ServerConnection
 
 __all__ = ["Slots", "BUSY_503", "has_bytes"]
+
+Connection = TypeVar("Connection", bound="ServerConnection")
+"""The loop's connection class (the slots ask of it only the ServerConnection contract)."""
 
 BUSY_503 = (
     b"HTTP/1.1 503 Service Unavailable\r\n"
@@ -85,8 +87,9 @@ MAX_LINGERING = 256
 """Refused connections lingering at once; past it they are closed at once."""
 
 
-class Slots:
-    """Who holds the server's connection slots (see the module doc)."""
+class Slots(Generic[Connection]):
+    """Who holds the server's connection slots (see the module doc), for the connections of
+    one loop: ``Slots[Connection]`` on trio, ``Slots[HttpProtocol]`` on asyncio."""
 
     def __init__(self, config: ServerConfig) -> None:
         self.limit = config.max_connections
@@ -307,8 +310,10 @@ def _spread(timeout: float, crowd: int) -> float:
     return timeout if crowd < CROWD else timeout * (1.0 + random.random())
 
 
-def has_bytes(sock: socket.socket) -> bool:
+def has_bytes(sock: Peekable | None) -> bool:
     """Has the client sent something we have not read yet? (A peek: nothing is taken.)"""
+    if sock is None:  # (an asyncio connection whose transport has no socket)
+        return False
     try:
         return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
     except OSError:  # nothing there (EAGAIN), or the connection is already gone

@@ -33,7 +33,7 @@ from pyweb.protocol.response import Response
 from pyweb.runtime import current
 
 if TYPE_CHECKING:
-    from . import Server
+    from .host import Host
 
 __all__ = [
     "StatusHandler", "PageStats", "STATUS_PATH", "OPERATOR_PREFIX", "MAX_PAGES",
@@ -125,7 +125,7 @@ class StatusHandler:
     def __init__(
         self,
         inner: Callable[[Context], Awaitable[Response]],
-        server: Server,
+        server: Host,
         token: str | None = None,
     ) -> None:
         self.inner = inner

@@ -39,11 +39,10 @@ it is cancelled.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
-import trio
+import anyio
 from wsproto.connection import Connection as WSConnection
 from wsproto.connection import ConnectionState, ConnectionType
 from wsproto.events import BytesMessage, CloseConnection, Message, Ping, Pong, TextMessage
@@ -55,9 +54,9 @@ from pyweb.protocol.websocket import WebSocketOptions, WebSocketUpgrade, accept_
 from pyweb.runtime import current
 
 if TYPE_CHECKING:
-    from .connection import Connection
+    from .contract import ServerConnection
 
-__all__ = ["WebSocket", "WebSocketClosed", "open_session", "run_session"]
+__all__ = ["WebSocket", "WebSocketClosed", "run_session"]
 
 NORMAL, GOING_AWAY, PROTOCOL_ERROR, TOO_BIG, INTERNAL_ERROR, ABNORMAL = (
     1000, 1001, 1002, 1009, 1011, 1006,
@@ -84,7 +83,7 @@ class WebSocketClosed(Exception):
 class WebSocket:
     """The socket a ``@pyweb.websocket`` handler receives (module doc)."""
 
-    def __init__(self, conn: Any, request: Request, options: WebSocketOptions) -> None:
+    def __init__(self, conn: ServerConnection, request: Request, options: WebSocketOptions) -> None:
         self.request = request
         self.path = request.path
         self.query = request.query
@@ -101,7 +100,7 @@ class WebSocket:
         self._closed = Latch()  # set once no more messages can arrive
         self._partial: list[Any] = []
         self._partial_size = 0
-        rt = current()  # trio's lock and cancel scope, or asyncio's (aio_websocket.py)
+        rt = current()  # trio's lock and cancel scope, or asyncio's (pyweb.runtime)
         self._send_lock = rt.Lock()
         self._heard = time.monotonic()
         self._handler_scope = rt.CancelScope()
@@ -132,7 +131,7 @@ class WebSocket:
 
     async def recv(self) -> str | bytes:
         """The next message (``await select(ws.recv_evt())``, on the fast path)."""
-        return self._message(await self._inbox.recv())  # type: ignore[no-any-return]
+        return self._message(await self._inbox.recv())
 
     def closed_evt(self) -> Event[None]:
         """Enabled once no message can arrive any more (the peer closed, or is gone)."""
@@ -181,8 +180,8 @@ class WebSocket:
                 raise WebSocketClosed(self.close_code or ABNORMAL, self.close_reason) from None
             try:
                 if data:
-                    await self._conn.replies.send_all(data)
-            except (OSError, trio.BrokenResourceError) as exc:
+                    await self._conn.send_all(data)
+            except OSError as exc:
                 self._lost()
                 raise WebSocketClosed(ABNORMAL, str(exc)) from None
 
@@ -230,7 +229,7 @@ class WebSocket:
                 if not await self._handle_events():
                     return
             try:
-                data = await self._receive()
+                data = await self._conn.receive_frames()
             except OSError:
                 self._lost()
                 return
@@ -238,16 +237,6 @@ class WebSocket:
                 self._ws.receive_data(None)
                 self._lost()
                 return
-
-    async def _receive(self) -> bytes:
-        """The next bytes from the peer (``b""``: it closed). The only read of a session:
-        here from the socket, on asyncio from the protocol's callbacks."""
-        fd = self._conn.fd
-        while True:
-            try:
-                return os.read(fd, 65536)
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(fd)
 
     async def _handle_events(self) -> bool:
         """Act on what wsproto parsed; False when no more can come (closed)."""
@@ -332,27 +321,21 @@ class WebSocket:
                 await self._quietly(Ping(payload=b"pyweb"))
 
 
-async def run_session(conn: Connection, request: Request, upgrade: WebSocketUpgrade) -> None:
-    """Complete the handshake on ``conn`` and run ``upgrade.session(ws)`` to the end."""
-    ws = await open_session(WebSocket, conn, request, upgrade)
-    # Frames a client sent right behind its handshake are already in the HTTP parser.
-    first = bytes(conn.parser._buf)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(ws._read_loop, first)
-        nursery.start_soon(ws._keep)
-        nursery.start_soon(end_handler_when_closed, ws)
-        await ws.serve(upgrade, request)
-        nursery.cancel_scope.cancel()
-
-
-async def open_session(
-    kind: type[WebSocket], conn: Any, request: Request, upgrade: WebSocketUpgrade
-) -> WebSocket:
-    """Send the ``101`` head and make the session's WebSocket (``kind``: this module's,
-    or the asyncio server's)."""
+async def run_session(conn: ServerConnection, request: Request, upgrade: WebSocketUpgrade) -> None:
+    """Complete the handshake on ``conn`` and run ``upgrade.session(ws)`` to the end, with
+    the reader, the keeper and the watch beside it (one task group, on either loop)."""
     head = accept_head(upgrade.accept, upgrade.headers)
-    await conn.replies.send_all(head)
-    return kind(conn, request, upgrade.options)
+    await conn.send_all(head)
+    ws = WebSocket(conn, request, upgrade.options)
+    # Frames a client sent right behind its handshake are already in the HTTP parser.
+    # (the parser has no public way to hand them over: protocol/ is not this module's)
+    first = bytes(conn.parser._buf)
+    async with anyio.create_task_group() as helpers:
+        helpers.start_soon(ws._read_loop, first)
+        helpers.start_soon(ws._keep)
+        helpers.start_soon(end_handler_when_closed, ws)
+        await ws.serve(upgrade, request)
+        helpers.cancel_scope.cancel()
 
 
 async def end_handler_when_closed(ws: WebSocket) -> None:

@@ -104,6 +104,6 @@ def test_only_running_out_of_resources_pauses_accepting(error: OSError, pauses: 
     """Both loops' schedulers stop accepting for a moment when accept() runs out of
     descriptors (connections must finish first), but a connection that failed before it
     was accepted costs only itself: the next one is accepted at once."""
-    from pyweb.server.schedulers import pauses_accepting
+    from pyweb.server.accepting import pauses_accepting
 
     assert pauses_accepting(error) is pauses
