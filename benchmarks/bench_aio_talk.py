@@ -1,6 +1,6 @@
 """Instructions per request of the asyncio server's connection code (``aio.py``), in one process.
 
-The asyncio twin of ``bench_talk.py``: an :class:`~pyweb.server.aio.HttpProtocol` is fed
+The asyncio twin of ``bench_talk.py``: an :class:`~pyweb.server.asyncio.HttpProtocol` is fed
 requests by hand (``data_received``) on a uvloop loop, and its replies go to a transport
 that only keeps them, so what is measured is the protocol's own path (the parser, the
 context, the handler call, the framing, the slots and timers), not sockets or the kernel.
@@ -32,7 +32,7 @@ from typing import Any
 from pyweb.protocol import Response
 from pyweb.protocol.response import Fragments
 from pyweb.server import ServerConfig
-from pyweb.server.aio import AsyncioServer, HttpProtocol
+from pyweb.server.asyncio import AsyncioServer, HttpProtocol
 from pyweb.server.logging import ServerLog
 
 REQUESTS = {

@@ -5,7 +5,7 @@ that is not the cheapest way on Linux: the head goes out with one system call an
 file with another (on trio the head is held back with ``MSG_MORE`` so both leave in one
 TCP segment; an asyncio transport sends it at once, so there they make two segments),
 while reading the file (one ``pread``) and writing head and bytes together costs the
-same number of calls and one small copy. ``pyweb.server.aio_reply.SMALL_FILE`` is the
+same number of calls and one small copy. ``pyweb.server.asyncio.replies.SMALL_FILE`` is the
 size up to which the asyncio server copies (the trio server always uses sendfile); this
 measures both ways for files of several sizes, on both loops, so the choice rests on
 numbers.

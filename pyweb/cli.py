@@ -572,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("PYWEB_MAKE_RUN"):
             _stop_with_parent()
         if config.loop == "asyncio":
-            from pyweb.server.aio import serve_asyncio
+            from pyweb.server.asyncio import serve_asyncio
 
             try:
                 return serve_asyncio(

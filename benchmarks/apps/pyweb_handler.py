@@ -156,7 +156,7 @@ if __name__ == "__main__":
         error_log="-",
     )
     if args.loop == "asyncio":  # pyweb serve --loop asyncio: the Protocol server
-        from pyweb.server.aio import serve_asyncio
+        from pyweb.server.asyncio import serve_asyncio
 
         raise SystemExit(serve_asyncio(config, handler, SITE_DIR))
     try:

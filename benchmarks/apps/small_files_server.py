@@ -3,7 +3,7 @@
 Usage: python small_files_server.py LIMIT serve DIR [pyweb serve's options]
 
 Files up to LIMIT bytes are read and sent behind their head in one write, larger ones with
-``sendfile``. On asyncio that is ``pyweb.server.aio_reply.SMALL_FILE``, set here. The trio
+``sendfile``. On asyncio that is ``pyweb.server.asyncio.replies.SMALL_FILE``, set here. The trio
 server has no such limit (it always sends files with ``sendfile``, the head held back with
 ``MSG_MORE``); for this measurement only, its file sender is wrapped so that a small file
 goes out as a reply of bytes, as a page's reply does.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-import pyweb.server.aio_reply as aio_reply
+import pyweb.server.asyncio.replies as aio_reply
 import pyweb.server.reply as reply
 from pyweb.cli import main
 from pyweb.protocol.response import Response

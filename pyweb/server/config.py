@@ -181,7 +181,7 @@ class ServerConfig:
         restart=True,
     )
     """``"trio"`` (the default, the teaching model) or ``"asyncio"``
-    (:mod:`pyweb.server.aio`)."""
+    (:mod:`pyweb.server.asyncio`)."""
     dev: bool = setting(
         False,
         "development mode: tracebacks and offending input on error pages, changed "

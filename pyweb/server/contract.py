@@ -1,7 +1,7 @@
 """What the shared server code may ask of a connection: the ``ServerConnection`` contract.
 
 A connection is Marlow's ``talk`` loop (§3.2) on one socket. pyweb runs it on two loops
-(Hop §2.4, pluggable schedulers): trio (``connection.py``) and asyncio (``aio.py``). What a
+(Hop §2.4, pluggable schedulers): trio (``connection.py``) and asyncio (``asyncio/connection.py``). What a
 request does on its connection is written once, against this contract, not against
 either loop's class:
 

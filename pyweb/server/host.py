@@ -1,7 +1,7 @@
 """What a connection, a scheduler and the status page may ask of their server: the ``Host``
 contract.
 
-:class:`~pyweb.server.Server` (and :class:`~pyweb.server.aio.AsyncioServer`, which is one)
+:class:`~pyweb.server.Server` (and :class:`~pyweb.server.asyncio.AsyncioServer`, which is one)
 makes the connections, and the connections read its settings, its slots and its state
 (Marlow §3: the server's state shared by its worker threads). They type the server by
 this Protocol, not by the class, so that the import arrows of ``server/`` all point down:

@@ -38,7 +38,7 @@ backlog. :class:`Slots` decides who gets a slot, as nginx does:
   proxy, so it is off by default).
 
 The default scheduler (one-to-one) uses it; the pool and nothread schedulers have a fixed
-number of tasks, which is their own limit (Hop §2.4). The asyncio server (``aio.py``)
+number of tasks, which is their own limit (Hop §2.4). The asyncio server (``asyncio/``)
 uses the same policy: what it needs of a connection is its ``peer``, ``phase``, ``fresh``,
 ``in_stream_budget``, ``sock`` (for the peek) and ``evict()``; it waits for a newcomer's
 request with its own timer, counted in :attr:`Slots.waiting_to_speak`.

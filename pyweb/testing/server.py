@@ -126,7 +126,7 @@ class ServerThread:
             self._ready.set()
 
     def _main_asyncio(self) -> None:
-        from pyweb.server.aio import new_loop
+        from pyweb.server.asyncio import new_loop
 
         loop, _ = new_loop()
         self.aio_loop = loop
@@ -227,7 +227,7 @@ class ServerThread:
 def build_server(target: Any, **config: Any) -> Any:
     """A pyweb server (not started) for ``target``, a directory (served as a site) or an
     async handler; on ``loop=`` (default: :func:`default_loop`): a
-    :class:`pyweb.server.Server` on trio, a :class:`pyweb.server.aio.AsyncioServer` on
+    :class:`pyweb.server.Server` on trio, a :class:`pyweb.server.asyncio.AsyncioServer` on
     asyncio. 127.0.0.1, port 0 and no access log unless overridden."""
     from pyweb.server import Server, ServerConfig
 
@@ -245,7 +245,7 @@ def build_server(target: Any, **config: Any) -> Any:
 
         handler = Site.from_settings(str(target), server_config)  # as `pyweb serve` builds it
     if loop == "asyncio":
-        from pyweb.server.aio import AsyncioServer
+        from pyweb.server.asyncio import AsyncioServer
 
         return AsyncioServer(server_config, handler)
     return Server(server_config, handler)

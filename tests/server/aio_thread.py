@@ -1,7 +1,7 @@
-"""The asyncio server (``pyweb.server.aio``) in a background thread with its own loop (uvloop
+"""The asyncio server (``pyweb.server.asyncio``) in a background thread with its own loop (uvloop
 when installed), for tests that drive it with plain blocking sockets.
 
-``AioThread(handler, **config)`` builds an :class:`~pyweb.server.aio.AsyncioServer` on
+``AioThread(handler, **config)`` builds an :class:`~pyweb.server.asyncio.AsyncioServer` on
 127.0.0.1, port 0, with its access and error logs in StringIOs (``access_log``,
 ``error_log``), on uvloop when installed or on asyncio's own loop (``standard_loop=True``); ``start()`` returns once it listens; ``call(fn, *args)`` runs ``fn`` on the
 server's loop and returns its result; ``stop()`` shuts it down gracefully and waits.
@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from pyweb.server import ServerConfig
-from pyweb.server.aio import AsyncioServer, new_loop
+from pyweb.server.asyncio import AsyncioServer, new_loop
 
 
 class AioThread:

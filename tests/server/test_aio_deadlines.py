@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pyweb.protocol import Response
-from pyweb.server.aio_deadlines import RESOLUTION
+from pyweb.server.asyncio.deadlines import RESOLUTION
 from tests.server.aio_thread import AioThread
 
 pytestmark = pytest.mark.timeout(60)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import h11
 import pytest
 
-from pyweb.server.aio_reply import SMALL_FILE
+from pyweb.server.asyncio.replies import SMALL_FILE
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 

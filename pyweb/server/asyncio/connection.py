@@ -1,45 +1,41 @@
-"""``pyweb serve --loop asyncio``: the same pages on an asyncio Protocol server (Hop §2.4,
-pluggable schedulers), on uvloop when it is installed.
+"""One connection of ``pyweb serve --loop asyncio``: Marlow's ``talk`` (§3.2) on an
+``asyncio.Protocol`` (Hop §2.4, pluggable schedulers), on uvloop when it is installed.
 
-trio is pyweb's default loop and its teaching model; this module is the second scheduler.
-:class:`AsyncioServer` *is* a :class:`~pyweb.server.Server` (the same settings, handler
-layers, status page, ``max_requests`` recycling, reload and error pages); only how bytes
-move differs. :class:`HttpProtocol` is an ``asyncio.Protocol``: the loop calls
+:class:`HttpProtocol` is the asyncio driver of a connection: the loop calls
 :meth:`~HttpProtocol.data_received` with the bytes of a connection, and the protocol feeds
 them to the same sans-IO parser the trio server uses, runs the handler in the connection's
-task with the same :class:`~pyweb.server.context.RequestContext`, and
-writes the reply
+task with the same :class:`~pyweb.server.context.RequestContext`, and writes the reply
 framed by the same :func:`~pyweb.protocol.frame_response` straight to the transport
-(``aio_reply.py``): no stream wrappers on the hot path. Marlow's ``talk`` is here too, in
+(``replies.py``): no stream wrappers on the hot path. Marlow's ``talk`` is here too, in
 the connection's one task (:meth:`HttpProtocol._talk`, started by the first request): a
 request arrives → the handler runs → the reply is written → the access record is queued →
 the next request (already buffered, or handed over by the next ``data_received``).
 
-What it shares with the trio server, module by module: the parser's limits (413/414/431),
-the body (``body.py``: on demand, ``100 Continue``, the whole-body deadline, the
-``max_body_memory`` budget, draining an unread body; this protocol only feeds it), Hop's
-schedulers (``--scheduler``: one-to-one, pool, nothread; ``aio_schedulers.py``), the
-connection slots (``slots.py``: idle connections closed first for a newcomer,
-``first_byte_timeout``, the ``max_streams`` budget, ``max_connections_per_client``, the fast
-503; ``aio_slots.py``), proxy headers (``proxy.py``), the logs (``logging.py``: one logging
-task, the same access and error lines), the status page (``status.py``), and the
-keep-alive limits (``keepalive_requests``, ``keepalive_time``). Timeouts are the same
-settings: ``first_byte_timeout``, ``header_timeout`` (408), ``keepalive_timeout``,
-``body_timeout``, ``send_timeout``, ``close_grace`` on shutdown. A WebSocket is
-``websocket.py``'s session, fed by this protocol (:meth:`HttpProtocol.receive_frames`). The process around
-it (signals, SIGHUP reload, ``--workers``) is ``aio_main.py``.
+What a request does on its connection is not here but in the shared modules, which ask
+the protocol only what the ``ServerConnection`` contract promises (``contract.py``): the
+body (``body.py``: on demand, ``100 Continue``, the whole-body deadline, the
+``max_body_memory`` budget, draining an unread body; this protocol only feeds it and
+says when bytes arrive), the handler's view (``context.py``), the WebSocket session
+(``websocket.py``, fed by :meth:`HttpProtocol.receive_frames`), the connection slots
+(``slots.py``: idle connections closed first for a newcomer, ``first_byte_timeout``, the
+``max_streams`` budget, ``max_connections_per_client``, the fast 503; ``slots.py`` of this
+folder answers it on a transport). Also shared: the parser's limits (413/414/431), proxy
+headers (``proxy.py``), the logs (``logging.py``), the keep-alive limits
+(``keepalive_requests``, ``keepalive_time``) and the timeouts' settings
+(``first_byte_timeout``, ``header_timeout`` (408), ``keepalive_timeout``,
+``body_timeout``, ``send_timeout``, ``close_grace`` on shutdown), kept under one timer
+(``deadlines.py``).
 
 What it does not do: assemble replies in a reply arena (a small body is joined to its head
 and written at once, a large one handed to the transport beside it).
 """
-
 from __future__ import annotations
 
 import asyncio
 import math
 import socket
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from pyweb.events import Latch
 from pyweb.protocol.errors import ProtocolError
@@ -48,21 +44,21 @@ from pyweb.protocol.parser import MAX_PIECE, RequestParser
 from pyweb.protocol.response import Fragments, Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
-from . import Server
-from .aio_deadlines import RESOLUTION, Deadlines
-from .aio_reply import AioReplies
-from .aio_schedulers import Accepted, AioScheduler, make_aio_scheduler
-from .aio_slots import PeekSocket, refuse
-from .budget import BUDGET
-from .context import RequestContext
-from .contract import HANDLER, HEAD, IDLE, Evicted
-from .logging import ServerLog, access_record
-from .proxy import peer_host
-from .reply import ReplyAborted, Sent, request_line
-from .slots import LINGER
-from .websocket import run_session
+from ..budget import BUDGET
+from ..context import RequestContext
+from ..contract import HANDLER, HEAD, IDLE, Evicted
+from ..host import Host
+from ..logging import access_record
+from ..proxy import peer_host
+from ..reply import ReplyAborted, Sent, request_line
+from ..slots import LINGER
+from ..websocket import run_session
+from .deadlines import RESOLUTION, Deadlines
+from .replies import AioReplies
+from .schedulers import Accepted
+from .slots import PeekSocket, refuse
 
-__all__ = ["AsyncioServer", "HttpProtocol", "new_loop", "serve_asyncio"]
+__all__ = ["AioHost", "HttpProtocol"]
 
 _INF = math.inf
 _IN_MEMORY = (bytes, Fragments)  # bodies a handler's Response needs no check for
@@ -73,111 +69,30 @@ connection (``pause_reading``): a client sending faster than the page reads is h
 by TCP, not by the server's memory."""
 
 
-def new_loop() -> tuple[asyncio.AbstractEventLoop, str]:
-    """A new event loop, uvloop's when installed; and its name for the banner."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.SelectorEventLoop(), "asyncio"
-    return uvloop.new_event_loop(), "uvloop"
+class AioHost(Host, Protocol):
+    """What a connection asks of the asyncio server (:class:`~.server.AsyncioServer`),
+    besides what every server has (``host.py``)."""
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The loop the server runs on: asked of it, not ``asyncio.get_running_loop()``,
+        which on Python 3.11 makes a ``getpid`` system call each time."""
 
-class AsyncioServer(Server):
-    """A :class:`~pyweb.server.Server` whose connections are asyncio protocols::
+    @property
+    def deadlines(self) -> Deadlines:
+        """The connections' waits for a request, under one timer (deadlines.py)."""
 
-    server = AsyncioServer(config, site)
-    await server.start()          # listening: server.url is valid
-    ...
-    server.shutdown()             # graceful
-    await server.wait_closed()    # requests finished, log written
-    """
-
-    # The trio server's Slots and connection set, holding HttpProtocols: the slots need
-    # only what both kinds of connection have (see slots.py).
-    slots: Any
-    connections: set[Any]
-    scheduler: AioScheduler  # type: ignore[assignment]
-    loop: asyncio.AbstractEventLoop
-    """The loop the server runs on (set by :meth:`start`). Its connections ask it, not
-    ``asyncio.get_running_loop()``, which on Python 3.11 makes a ``getpid`` system call
-    each time (its check for a fork): three per keep-alive request (docs/performance.md)."""
-
-    def __init__(self, config: Any, handler: Any) -> None:
-        super().__init__(config, handler)
-        self.scheduler = make_aio_scheduler(  # Hop's schedulers, on this loop
-            config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
-        )
-        self._log_task: asyncio.Task[None] | None = None
-        self._drained: asyncio.Future[None] | None = None
-        self.deadlines = Deadlines()
-        """The connections' waits for a request, under one timer (aio_deadlines.py)."""
-        self.set_nodelay = True
+    @property
+    def set_nodelay(self) -> bool:
         """Whether connections switch Nagle off themselves (not on uvloop: it does)."""
 
-    async def start(self, sock: socket.socket | None = None) -> None:
-        """Open the logs and listen (on ``sock``, the supervisor's ``listen_fd``, or a new
-        socket on ``host:port``)."""
-        config = self.config
-        self.loop = loop = asyncio.get_running_loop()
-        self.log = log = ServerLog(
-            config.access_log,
-            config.error_log,
-            access_format=config.access_log_format,
-            log_format=config.log_format,
-        )
-        self._log_task = loop.create_task(log.run())
-        self._drained = loop.create_future()
-        if sock is None and config.listen_fd is not None:
-            sock = socket.socket(fileno=config.listen_fd)
-        if sock is None:
-            sock = socket.create_server((config.host, config.port), backlog=config.backlog)
-        sock.setblocking(False)
-        self.listener = sock
-        self.host, self.port = sock.getsockname()[:2]
-        self.set_nodelay = not type(loop).__module__.startswith("uvloop")
-        await self.scheduler.start(self, lambda sock: HttpProtocol(self, sock))
-
-    def shutdown(self) -> None:
-        """Graceful shutdown: stop accepting, give idle connections ``close_grace`` (a
-        request may be on its way), let requests in flight finish (their replies say
-        ``Connection: close``); :meth:`wait_closed` returns when the last one is done."""
-        if self.closing:
-            return
-        self.closing = True
-        loop = asyncio.get_running_loop()
-        self.closing_since = loop.time()
-        self.stopping.set()  # long waits in handlers (ctx.shutdown_evt()) end now
-        self.scheduler.stop()
-        for connection in list(self.connections):
-            connection.server_closing()
-        self.connection_ended()
-
     def connection_ended(self) -> None:
-        """A connection has closed: the last one during shutdown ends :meth:`wait_closed`."""
-        if self.closing and not self.connections:
-            drained = self._drained
-            if drained is not None and not drained.done():
-                drained.set_result(None)
-
-    async def wait_closed(self) -> None:
-        """Wait for :meth:`shutdown` and the last connection, then write the log out."""
-        if self._drained is not None:
-            await self._drained
-        self.deadlines.close()
-        if self.log is not None:
-            self.log.close()
-        if self._log_task is not None:
-            await self._log_task
-
-    def abort_all(self) -> None:
-        """Close every connection now (a second signal)."""
-        for connection in list(self.connections):
-            connection.abort()
+        """A connection has closed (the last one during shutdown ends the wait for it)."""
 
 
 class HttpProtocol(AioReplies, Accepted):
     """One connection: bytes in through the parser, one task answering its requests, replies
-    written to the transport (:class:`~pyweb.server.aio_reply.AioReplies`; see the module
+    written to the transport (:class:`~pyweb.server.asyncio.replies.AioReplies`; see the module
     doc)."""
 
     # What a new connection starts with, as class attributes: an instance gets its own
@@ -207,7 +122,7 @@ class HttpProtocol(AioReplies, Accepted):
     """Set when the client hangs up (``ctx.client_gone_evt()``), made on first use."""
     _body_waiter: asyncio.Future[bool] | None = None
     _drain_waiter: asyncio.Future[bool] | None = None
-    bucket: int | None = None  # where its deadline is kept (aio_deadlines.py)
+    bucket: int | None = None  # where its deadline is kept (deadlines.py)
     _deadline = _INF  # when this wait ends (loop time); inf: no wait
     _writable = True
     _reading = True
@@ -225,7 +140,7 @@ class HttpProtocol(AioReplies, Accepted):
     _ended: asyncio.Future[None] | None = None
     """Set by :meth:`finished` (pool and nothread only)."""
 
-    def __init__(self, server: AsyncioServer, sock: socket.socket | None = None) -> None:
+    def __init__(self, server: AioHost, sock: socket.socket | None = None) -> None:
         self.server = server
         self.socket = sock
         """The connection's socket, as accepted (its transport owns it): for the early
@@ -360,7 +275,7 @@ class HttpProtocol(AioReplies, Accepted):
 
     async def finished(self) -> None:
         """Wait until this connection has closed and its last request is done: then the
-        pool's or nothread's task accepts the next one (aio_schedulers.py)."""
+        pool's or nothread's task accepts the next one (schedulers.py)."""
         if self in self.server.connections:  # (connection_lost takes it out)
             self._ended = self.server.loop.create_future()
             await self._ended
@@ -485,7 +400,7 @@ class HttpProtocol(AioReplies, Accepted):
 
     # ------------------------------------------------------------------------ timeouts
 
-    # The deadlines of all connections are kept under one timer (aio_deadlines.py), lazily:
+    # The deadlines of all connections are kept under one timer (deadlines.py), lazily:
     # a keep-alive connection moves its deadline for every request, but it changes buckets
     # only when the new deadline comes *sooner*; one whose bucket comes due before its
     # deadline is put in a later bucket then. So a busy connection costs a float store per
@@ -501,7 +416,7 @@ class HttpProtocol(AioReplies, Accepted):
         self._deadline = _INF  # (when its bucket comes due, it does nothing)
 
     def timed_out(self) -> None:
-        """Its bucket is due (aio_deadlines.py): close it if its deadline has passed."""
+        """Its bucket is due (deadlines.py): close it if its deadline has passed."""
         deadline = self._deadline
         if deadline == _INF or self.busy or self.closing:
             return
@@ -861,10 +776,3 @@ def _wake(waiter: asyncio.Future[bool] | None, result: bool | BaseException) -> 
             waiter.set_exception(result)
         else:
             waiter.set_result(result)
-
-
-def serve_asyncio(config: Any, handler: Any, site_dir: str, **options: Any) -> int:
-    """Run the server on asyncio until SIGINT/SIGTERM (see :mod:`pyweb.server.aio_main`)."""
-    from .aio_main import serve_asyncio as serve
-
-    return serve(config, handler, site_dir, **options)

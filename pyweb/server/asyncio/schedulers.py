@@ -14,7 +14,7 @@ explains the names):
   turns at ``accept`` through a lock as on trio (one waiter per socket);
 * :class:`AioNoThread`: one such task: one connection at a time (Hop §2.4.3).
 
-Each accepted socket becomes an :class:`~pyweb.server.aio.HttpProtocol` through
+Each accepted socket becomes an :class:`~pyweb.server.asyncio.HttpProtocol` through
 ``loop.connect_accepted_socket``, which is given the socket too (the protocol half-closes
 it after its last reply: ``HttpProtocol.close_after_reply``); the pool's task then waits
 until the connection
@@ -33,7 +33,7 @@ from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .accepting import (
+from ..accepting import (
     ACCEPT_PAUSE,
     ACCEPTS_IN_A_ROW,
     DOOR_PATIENCE,
@@ -42,11 +42,11 @@ from .accepting import (
     backlog,
     pauses_accepting,
 )
-from .aio_slots import refuse
-from .slots import LINGER
+from ..slots import LINGER
+from .slots import refuse
 
 if TYPE_CHECKING:
-    from .host import Host
+    from ..host import Host
 
 __all__ = [
     "Accepted", "AioScheduler", "AioOneToOne", "AioPool", "AioNoThread", "make_aio_scheduler"
@@ -55,7 +55,7 @@ __all__ = [
 
 class Accepted(asyncio.Protocol):
     """A connection's protocol as the schedulers see it: a pool's task serves one, then
-    accepts the next once it is :meth:`finished` (``aio.py``'s ``HttpProtocol`` is one)."""
+    accepts the next once it is :meth:`finished` (``connection.py``'s ``HttpProtocol`` is one)."""
 
     async def finished(self) -> None:
         """Wait until the connection has closed and its last request is done."""
@@ -296,7 +296,7 @@ async def _door(server: Host, accept_lock: asyncio.Lock, patience: float | None)
 
 class _Refused(asyncio.Protocol):
     """A newcomer the door turns away: the fast 503, then what it sends is dropped until
-    it closes or :data:`~pyweb.server.slots.LINGER` passes (aio_slots.refuse says why)."""
+    it closes or :data:`~pyweb.server.slots.LINGER` passes (slots.refuse says why)."""
 
     def __init__(self, slots: Any) -> None:
         self.slots = slots

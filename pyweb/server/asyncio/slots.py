@@ -24,7 +24,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from .slots import BUSY_503, MAX_LINGERING, Slots
+from ..slots import BUSY_503, MAX_LINGERING, Slots
 
 __all__ = ["PeekSocket", "refuse"]
 

@@ -1,7 +1,7 @@
 """The asyncio server as a process: its loop, its banner, and the signals (Marlow §6).
 
 What ``pyweb serve`` does around a trio server (``cli.serve_until_signalled``), done for
-:class:`~pyweb.server.aio.AsyncioServer` on an asyncio loop (uvloop when installed):
+:class:`~pyweb.server.asyncio.AsyncioServer` on an asyncio loop (uvloop when installed):
 
 * SIGINT/SIGTERM: graceful shutdown (exit status 0, or
   :data:`~pyweb.server.workers.RECYCLE_EXIT` after ``--max-requests``); a second one closes
@@ -25,8 +25,8 @@ from typing import Any
 
 import pyweb_regions
 
-from .aio import AsyncioServer, new_loop
-from .workers import RECYCLE_EXIT, announce_ready
+from ..workers import RECYCLE_EXIT, announce_ready
+from .server import AsyncioServer, new_loop
 
 __all__ = ["serve_asyncio"]
 

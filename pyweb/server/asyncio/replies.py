@@ -39,12 +39,12 @@ from pyweb.protocol.response import (
     frame_response,
 )
 
-from .reply import REPLY_PAGES, ReplyAborted, Sent, request_line
+from ..reply import REPLY_PAGES, ReplyAborted, Sent, request_line
 
 if TYPE_CHECKING:
     from pyweb.protocol.messages import Request
 
-    from .logging import ServerLog
+    from ..logging import ServerLog
 
 __all__ = ["AioReplies", "FILE_PIECE", "HEAD_LIMIT", "JOIN_LIMIT", "SMALL_FILE"]
 
@@ -70,7 +70,7 @@ _SIZED = (bytes, bytearray, memoryview)
 
 class AioReplies:
     """The replies of one asyncio connection (see the module doc): a base class of
-    :class:`~pyweb.server.aio.HttpProtocol`, which provides what is declared here.
+    :class:`~pyweb.server.asyncio.HttpProtocol`, which provides what is declared here.
 
     A base class, not an object of its own: replies that held the connection's bound
     methods (its error pages, its drain) made a reference cycle per connection, so every

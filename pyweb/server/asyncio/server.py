@@ -1,0 +1,127 @@
+"""``pyweb serve --loop asyncio``: the same pages on an asyncio server (Hop §2.4, pluggable
+schedulers), on uvloop when it is installed.
+
+trio is pyweb's default loop and its teaching model; this is the second scheduler.
+:class:`AsyncioServer` *is* a :class:`~pyweb.server.Server` (the same settings, handler
+layers, status page, ``max_requests`` recycling, reload and error pages); only how bytes
+move differs: its connections are :class:`~.connection.HttpProtocol` objects, accepted by
+Hop's schedulers on this loop (``--scheduler``: one-to-one, pool, nothread;
+``schedulers.py``). The process around it (signals, SIGHUP reload, ``--workers``) is
+``main.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+from .. import Server
+from ..logging import ServerLog
+from .connection import HttpProtocol
+from .deadlines import Deadlines
+from .schedulers import AioScheduler, make_aio_scheduler
+
+__all__ = ["AsyncioServer", "new_loop"]
+
+
+def new_loop() -> tuple[asyncio.AbstractEventLoop, str]:
+    """A new event loop, uvloop's when installed; and its name for the banner."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.SelectorEventLoop(), "asyncio"
+    return uvloop.new_event_loop(), "uvloop"
+
+
+class AsyncioServer(Server):
+    """A :class:`~pyweb.server.Server` whose connections are asyncio protocols::
+
+    server = AsyncioServer(config, site)
+    await server.start()          # listening: server.url is valid
+    ...
+    server.shutdown()             # graceful
+    await server.wait_closed()    # requests finished, log written
+    """
+
+    # The trio server's Slots and connection set, holding HttpProtocols: the slots need
+    # only what both kinds of connection have (see slots.py).
+    slots: Any
+    connections: set[Any]
+    scheduler: AioScheduler  # type: ignore[assignment]
+    loop: asyncio.AbstractEventLoop
+    """The loop the server runs on (set by :meth:`start`). Its connections ask it, not
+    ``asyncio.get_running_loop()``, which on Python 3.11 makes a ``getpid`` system call
+    each time (its check for a fork): three per keep-alive request (docs/performance.md)."""
+
+    def __init__(self, config: Any, handler: Any) -> None:
+        super().__init__(config, handler)
+        self.scheduler = make_aio_scheduler(  # Hop's schedulers, on this loop
+            config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
+        )
+        self._log_task: asyncio.Task[None] | None = None
+        self._drained: asyncio.Future[None] | None = None
+        self.deadlines = Deadlines()
+        """The connections' waits for a request, under one timer (deadlines.py)."""
+        self.set_nodelay = True
+        """Whether connections switch Nagle off themselves (not on uvloop: it does)."""
+
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Open the logs and listen (on ``sock``, the supervisor's ``listen_fd``, or a new
+        socket on ``host:port``)."""
+        config = self.config
+        self.loop = loop = asyncio.get_running_loop()
+        self.log = log = ServerLog(
+            config.access_log,
+            config.error_log,
+            access_format=config.access_log_format,
+            log_format=config.log_format,
+        )
+        self._log_task = loop.create_task(log.run())
+        self._drained = loop.create_future()
+        if sock is None and config.listen_fd is not None:
+            sock = socket.socket(fileno=config.listen_fd)
+        if sock is None:
+            sock = socket.create_server((config.host, config.port), backlog=config.backlog)
+        sock.setblocking(False)
+        self.listener = sock
+        self.host, self.port = sock.getsockname()[:2]
+        self.set_nodelay = not type(loop).__module__.startswith("uvloop")
+        await self.scheduler.start(self, lambda sock: HttpProtocol(self, sock))
+
+    def shutdown(self) -> None:
+        """Graceful shutdown: stop accepting, give idle connections ``close_grace`` (a
+        request may be on its way), let requests in flight finish (their replies say
+        ``Connection: close``); :meth:`wait_closed` returns when the last one is done."""
+        if self.closing:
+            return
+        self.closing = True
+        loop = asyncio.get_running_loop()
+        self.closing_since = loop.time()
+        self.stopping.set()  # long waits in handlers (ctx.shutdown_evt()) end now
+        self.scheduler.stop()
+        for connection in list(self.connections):
+            connection.server_closing()
+        self.connection_ended()
+
+    def connection_ended(self) -> None:
+        """A connection has closed: the last one during shutdown ends :meth:`wait_closed`."""
+        if self.closing and not self.connections:
+            drained = self._drained
+            if drained is not None and not drained.done():
+                drained.set_result(None)
+
+    async def wait_closed(self) -> None:
+        """Wait for :meth:`shutdown` and the last connection, then write the log out."""
+        if self._drained is not None:
+            await self._drained
+        self.deadlines.close()
+        if self.log is not None:
+            self.log.close()
+        if self._log_task is not None:
+            await self._log_task
+
+    def abort_all(self) -> None:
+        """Close every connection now (a second signal)."""
+        for connection in list(self.connections):
+            connection.abort()
