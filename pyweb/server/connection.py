@@ -66,7 +66,7 @@ import math
 import os
 import socket
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 from trio.lowlevel import wait_readable
@@ -78,11 +78,10 @@ from pyweb.protocol.response import Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
 from .body import DRAIN_LIMIT
-from .budget import BUDGET
 from .context import RequestContext
 from .contract import HANDLER, HEAD, IDLE, Evicted
+from .core import ConnectionCore
 from .gone import ClientWatch
-from .logging import AccessRecord
 from .proxy import peer_host
 from .recvbuf import receive
 from .reply import Replies, ReplyAborted, request_line
@@ -103,7 +102,7 @@ class _TimedOut(Exception):
     """The header timeout passed half-way through a request head (then a 408)."""
 
 
-class Connection:
+class Connection(ConnectionCore):
     """One client connection and its ``talk`` loop. ``await connection.run()`` serves it to the
     end and closes the socket. A :class:`~pyweb.server.contract.ServerConnection` on trio."""
 
@@ -223,27 +222,6 @@ class Connection:
             if not keep_alive or (body is not None and body.must_drain and not await body.drain()):
                 return
 
-    def may_keep_alive(self, ctx: RequestContext) -> bool:
-        """Whether the connection may stay open after this request: the client asks for
-        it, the server is not stopping, the connection has not served
-        ``keepalive_requests`` requests or lived ``keepalive_time`` (nginx's two limits:
-        clients reconnect now and then, so a new worker gets its share of them), and the
-        body is out of the way (:meth:`RequestBody.settle`: what the handler left unread is
-        dropped, drained after the reply, or the connection closes)."""
-        self.served += 1
-        config = self.config
-        keep_alive = (
-            ctx.request.keep_alive
-            and not self.server.closing
-            and self.served < config.keepalive_requests
-            and ctx.received_at - self.opened_at < config.keepalive_time
-        )
-        body = ctx.request_body
-        if body is None:  # a request without a body: the parser's EndOfMessage, at once
-            self.parser.next_event()
-            return keep_alive
-        return body.settle(keep_alive)
-
     def proxy_test(self) -> Callable[[str], bool] | None:
         """When the peer is a trusted reverse proxy (each request names its client,
         proxy.py): the test of the further proxies named in ``X-Forwarded-For``; else
@@ -256,12 +234,6 @@ class Connection:
             if proxies.trusts(peer_host(self.peer)):
                 self.via_proxy = proxies.trusts
         return self.via_proxy
-
-    def release_body(self) -> None:
-        """The request's body is no longer held: its bytes leave the budget (budget.py)."""
-        if self.reserved:
-            BUDGET.release(self.reserved)
-            self.reserved = 0
 
     def evict(self) -> None:
         """Close this waiting connection to make room for a newcomer (slots.py): its wait
@@ -431,22 +403,11 @@ class Connection:
         something that is not a Response. A ProtocolError (a bad body) goes up."""
         self.phase = HANDLER
         try:
-            response = await self.handler(ctx)
-            if type(response) is not Response and not isinstance(response, Response):
-                raise TypeError(
-                    f"a handler must return a pyweb Response, not {type(response).__name__}"
-                )
-            body = response.body
-            if type(body) is not bytes and hasattr(body, "__aiter__"):  # a streamed reply:
-                self.server.slots.to_streams(self)  # it has its own budget (slots.py)
-            return response
+            return self.checked(await self.handler(ctx))
         except ProtocolError:
             raise
         except Exception as exc:
-            self.log.error(
-                f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
-            )
-            return self.error_page(500, detail=str(exc), exc=exc)
+            return self.failure_page(ctx.request, exc)
         finally:
             if self.reserved:  # the page is done with its body: out of the budget
                 self.release_body()
@@ -489,23 +450,10 @@ class Connection:
 
     # ------------------------------------------------------------------------------- errors
 
-    def error_page(self, status: int, **details: Any) -> Response:
-        """The page for an error the server answers itself (the one place that makes them:
-        :meth:`Replies.error_page`, which the replies use too), through the server: a site
-        may draw its own (templates/_404.html...). ``details`` are ``error_response``'s:
-        ``detail``, ``exc``, ``offending``; shown in development mode (this connection's
-        setting) only."""
-        return self.replies.error_page(status, **details)
-
     async def reject(self, err: ProtocolError, request: Request | None) -> None:
         """Marlow's ``Left resp``: answer a protocol error with its status, then close
         (after a framing error the rest of the byte stream cannot be trusted)."""
-        self.log.error(
-            f"{err.status} for {self.peer}: {err.message}",
-            request_line=(request_line(request) if request else ""),
-        )
-        page = self.error_page(err.status, detail=err.message, offending=err.offending)
-        await self.send_last_words(page, request)
+        await self.send_last_words(self.reject_page(err, request), request)
 
     async def send_last_words(self, page: Response, request: Request | None) -> None:
         """An error page with ``Connection: close`` (at most a second for the client to
@@ -513,44 +461,3 @@ class Connection:
         started = time.time()
         if await self.replies.send_closing(page, request) and self.server.access_enabled:
             self.log_access(request, page.status, len(page.body), started)  # type: ignore[arg-type]
-
-    # ---------------------------------------------------------------------------------- log
-
-    def log_access(
-        self,
-        request: Request | None,
-        status: int,
-        sent: int,
-        received_at: float,
-        alloc: tuple[int, int] | None = None,
-    ) -> None:
-        """Send one access record to the logging task (Marlow's ``logAccess``); ``request``
-        is ``None`` when none could be parsed. ``alloc``: what the request's page allocated
-        (``ctx.alloc``), ``None`` when nothing was counted (the log then says ``alloc=-``)."""
-        referer = user_agent = ""
-        if request is not None:
-            # One pass over the fields for both (Request.header would scan twice).
-            for name, value in request.headers:
-                if name == "referer":
-                    referer = value
-                elif name == "user-agent":
-                    user_agent = value
-            method, target, version = request.method, request.target, request.http_version
-        else:
-            method = target = version = "-"
-        self.log.access(
-            AccessRecord(  # positional: the field order of AccessRecord
-                self.client,
-                received_at,
-                method,
-                target,
-                version,
-                status,
-                sent,
-                referer,
-                user_agent,
-                time.time() - received_at,
-                alloc,
-            )  # fmt: skip
-        )
-

@@ -44,13 +44,12 @@ from pyweb.protocol.parser import MAX_PIECE, RequestParser
 from pyweb.protocol.response import Fragments, Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
-from ..budget import BUDGET
 from ..context import RequestContext
 from ..contract import HANDLER, HEAD, IDLE, Evicted
+from ..core import ConnectionCore
 from ..host import Host
-from ..logging import access_record
 from ..proxy import peer_host
-from ..reply import ReplyAborted, Sent, request_line
+from ..reply import ReplyAborted, Sent
 from ..slots import LINGER
 from ..websocket import run_session
 from .deadlines import RESOLUTION, Deadlines
@@ -90,10 +89,12 @@ class AioHost(Host, Protocol):
         """A connection has closed (the last one during shutdown ends the wait for it)."""
 
 
-class HttpProtocol(AioReplies, Accepted):
+class HttpProtocol(ConnectionCore, AioReplies, Accepted):
     """One connection: bytes in through the parser, one task answering its requests, replies
     written to the transport (:class:`~pyweb.server.asyncio.replies.AioReplies`; see the module
     doc)."""
+
+    server: AioHost
 
     # What a new connection starts with, as class attributes: an instance gets its own
     # only when one changes (most never do). CPython's instances share one table of
@@ -551,13 +552,14 @@ class HttpProtocol(AioReplies, Accepted):
         try:
             response = await self.handler(ctx)
             if type(response) is not Response or type(response.body) not in _IN_MEMORY:
-                response = self._checked(response)  # (a page's body needs no check)
+                response = self.checked(response)  # (a page's body needs no check)
         except ProtocolError as err:  # from ctx.body(): a bad, slow or oversized body
             self.release_body()
             self._reject(err, request)
             return False
         except Exception as exc:
-            response = self._handler_failed(ctx, exc)
+            # (a client that left while its page ran is not an error)
+            response = self.failure_page(request, exc, quiet=self.closing)
         if self.reserved:  # the page is done with its body: out of the budget
             self.release_body()
         if self.closing:  # the client left while its page ran: nobody to answer
@@ -566,11 +568,7 @@ class HttpProtocol(AioReplies, Accepted):
             await self._websocket(request, response, ctx.received_at)
             return False
         body = ctx.request_body  # None: no body, and the handler asked for none
-        keep_alive = self.may_keep_alive(request, ctx.received_at)
-        if body is None:  # a request without a body: the parser's EndOfMessage, at once
-            self.parser.next_event()
-        else:
-            keep_alive = body.settle(keep_alive)
+        keep_alive = self.may_keep_alive(ctx)
         # Sent at once when the body is in memory (bytes, a page's Fragments): no coroutine.
         sent = self.write_now(request, response, keep_alive)
         if sent is None or not self._writable or self.in_stream_budget:
@@ -582,17 +580,6 @@ class HttpProtocol(AioReplies, Accepted):
         if keep_alive and body is not None and body.must_drain:
             keep_alive = await body.drain()
         return self._replied(keep_alive)
-
-    def _checked(self, response: Response) -> Response:
-        """The handler's result, if it is a Response (a TypeError for the 500 page if not);
-        a streamed one moves to the stream budget (slots.py)."""
-        if not isinstance(response, Response):
-            raise TypeError(
-                f"a handler must return a pyweb Response, not {type(response).__name__}"
-            )
-        if type(response.body) is not bytes and hasattr(response.body, "__aiter__"):
-            self.server.slots.to_streams(self)
-        return response
 
     def _replied(self, keep_alive: bool) -> bool:
         """The reply is out: the connection waits for the next request, or closes."""
@@ -652,15 +639,6 @@ class HttpProtocol(AioReplies, Accepted):
             self.log_access(request, sent[0], sent[1], ctx.received_at, ctx.alloc)
         return sent
 
-    def _handler_failed(self, ctx: RequestContext, exc: Exception) -> Response:
-        """``genResponse``'s other half: the handler raised (or gave something that is not
-        a Response): logged, and a 500 page."""
-        if not self.closing:  # (a client that left while its page ran is not an error)
-            self.log.error(
-                f"handler error for {self.peer}", request_line=request_line(ctx.request), exc=exc
-            )
-        return self.error_page(500, detail=str(exc), exc=exc)
-
     async def _websocket(
         self, request: Request, upgrade: WebSocketUpgrade, received_at: float
     ) -> None:
@@ -695,18 +673,6 @@ class HttpProtocol(AioReplies, Accepted):
         chunks.clear()
         return data
 
-    def may_keep_alive(self, request: Request, received_at: float) -> bool:
-        """The client asks for it, the server is not stopping, and the connection has not
-        served ``keepalive_requests`` requests or lived ``keepalive_time`` (as on trio)."""
-        self.served += 1
-        config = self.config
-        return (
-            request.keep_alive
-            and not self.server.closing
-            and self.served < config.keepalive_requests
-            and received_at - self.opened_at < config.keepalive_time
-        )
-
     def client_watch(self) -> Latch:
         """What ``ctx.client_gone_evt()`` waits on: a long wait, so the request moves to
         the stream budget (slots.py) until its reply is out."""
@@ -721,28 +687,12 @@ class HttpProtocol(AioReplies, Accepted):
         if self.gone is not None and not self.gone.is_set:
             self.gone.set()
 
-    def release_body(self) -> None:
-        """The request's body is no longer held: its bytes leave the budget (budget.py)."""
-        if self.reserved:
-            BUDGET.release(self.reserved)
-            self.reserved = 0
-
     # -------------------------------------------------------------------------- errors
-
-    def error_page(self, status: int, **details: Any) -> Response:
-        """The server's own error pages, drawn by the site when it can (this connection's
-        development-mode setting)."""
-        return self.server.error_page(status, dev=self.config.dev, site=self.site, **details)
 
     def _reject(self, err: ProtocolError, request: Request | None) -> None:
         """A request that cannot be served: log it, its error page, then close (after a
         framing error the rest of the byte stream cannot be trusted)."""
-        self.log.error(
-            f"{err.status} for {self.peer}: {err.message}",
-            request_line=(request_line(request) if request else ""),
-        )
-        page = self.error_page(err.status, detail=err.message, offending=err.offending)
-        self._send_last_words(page, request)
+        self._send_last_words(self.reject_page(err, request), request)
 
     def _send_last_words(self, page: Response, request: Request | None) -> None:
         if not self.admitted:  # pragma: no cover - only admitted connections get here
@@ -751,17 +701,6 @@ class HttpProtocol(AioReplies, Accepted):
             self.log_access(request, page.status, len(page.body), time.time())  # type: ignore[arg-type]
         self.closing = True
         self.busy = False
-
-    def log_access(
-        self,
-        request: Request | None,
-        status: int,
-        sent: int,
-        received_at: float,
-        alloc: tuple[int, int] | None = None,
-    ) -> None:
-        """Queue one access record for the logging task (Marlow's ``logAccess``)."""
-        self.log.access(access_record(self.client, request, status, sent, received_at, alloc))
 
     def abort(self) -> None:
         self.closing = True

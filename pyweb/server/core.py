@@ -1,0 +1,129 @@
+"""What every connection decides the same way, on either loop: the steps of Marlow's ``talk``
+(§3.2) that move no bytes.
+
+:class:`ConnectionCore` is the common base of the two drivers, trio's
+:class:`~pyweb.server.connection.Connection` and asyncio's
+:class:`~pyweb.server.asyncio.HttpProtocol`. It holds no state of its own (each driver keeps
+its fields its own way) and no I/O: it is the handler's side of ``genResponse`` (a
+Response or a 500 page), Marlow's ``Left resp`` (a protocol error's page), whether the
+connection stays open (``isKeepAlive``, with nginx's two limits), what the request holds
+of the body budget, and ``logAccess``. The driver reads, waits and writes around these
+steps; the shared modules ask it only what ``contract.py`` promises.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyweb.protocol.response import Response
+
+from .budget import BUDGET
+from .logging import access_record
+from .reply import request_line
+
+if TYPE_CHECKING:
+    from pyweb.handler import Handler
+    from pyweb.protocol.errors import ProtocolError
+    from pyweb.protocol.messages import Request
+    from pyweb.protocol.parser import RequestParser
+
+    from .config import ServerConfig
+    from .context import RequestContext
+    from .host import Host
+    from .logging import ServerLog
+
+__all__ = ["ConnectionCore"]
+
+
+class ConnectionCore:
+    """The loop-free steps of a connection (see the module doc)."""
+
+    # Kept by the driver (slots on trio; class attributes with instance overrides on
+    # asyncio). No ``__slots__ = ()`` here: the fields it writes are the driver's.
+    server: Host
+    config: ServerConfig
+    site: Handler
+    log: ServerLog
+    parser: RequestParser
+    peer: str
+    client: str
+    served: int
+    opened_at: float
+    reserved: int
+    in_stream_budget: bool
+
+    def checked(self, response: Response) -> Response:
+        """``genResponse``: the handler's result, if it is a Response (a TypeError, for the
+        500 page, if not); a streamed one moves to the stream budget (slots.py)."""
+        if type(response) is not Response and not isinstance(response, Response):
+            raise TypeError(
+                f"a handler must return a pyweb Response, not {type(response).__name__}"
+            )
+        body = response.body
+        if type(body) is not bytes and hasattr(body, "__aiter__"):
+            self.server.slots.to_streams(self)
+        return response
+
+    def failure_page(self, request: Request, exc: Exception, *, quiet: bool = False) -> Response:
+        """``genResponse``'s other half: the handler raised, or gave something that is not
+        a Response: logged (unless ``quiet``: its client has left), and a 500 page."""
+        if not quiet:
+            self.log.error(
+                f"handler error for {self.peer}", request_line=request_line(request), exc=exc
+            )
+        return self.error_page(500, detail=str(exc), exc=exc)
+
+    def reject_page(self, err: ProtocolError, request: Request | None) -> Response:
+        """Marlow's ``Left resp``: log a request that cannot be served, and its page."""
+        self.log.error(
+            f"{err.status} for {self.peer}: {err.message}",
+            request_line=(request_line(request) if request else ""),
+        )
+        return self.error_page(err.status, detail=err.message, offending=err.offending)
+
+    def error_page(self, status: int, **details: Any) -> Response:
+        """The page for an error the server answers itself, through the server: a site may
+        draw its own (templates/_404.html...). ``details`` are ``error_response``'s:
+        ``detail``, ``exc``, ``offending``; shown in development mode (this connection's
+        setting) only."""
+        return self.server.error_page(status, dev=self.config.dev, site=self.site, **details)
+
+    def may_keep_alive(self, ctx: RequestContext) -> bool:
+        """Whether the connection may stay open after this request: the client asks for
+        it, the server is not stopping, the connection has not served
+        ``keepalive_requests`` requests or lived ``keepalive_time`` (nginx's two limits:
+        clients reconnect now and then, so a new worker gets its share of them), and the
+        body is out of the way (:meth:`RequestBody.settle`: what the handler left unread is
+        dropped, drained after the reply, or the connection closes)."""
+        self.served += 1
+        config = self.config
+        keep_alive = (
+            ctx.request.keep_alive
+            and not self.server.closing
+            and self.served < config.keepalive_requests
+            and ctx.received_at - self.opened_at < config.keepalive_time
+        )
+        body = ctx.request_body
+        if body is None:  # a request without a body: the parser's EndOfMessage, at once
+            self.parser.next_event()
+            return keep_alive
+        return body.settle(keep_alive)
+
+    def release_body(self) -> None:
+        """The request's body is no longer held: its bytes leave the budget (budget.py)."""
+        if self.reserved:
+            BUDGET.release(self.reserved)
+            self.reserved = 0
+
+    def log_access(
+        self,
+        request: Request | None,
+        status: int,
+        sent: int,
+        received_at: float,
+        alloc: tuple[int, int] | None = None,
+    ) -> None:
+        """Send one access record to the logging task (Marlow's ``logAccess``); ``request``
+        is ``None`` when none could be parsed. ``alloc``: what the request's page allocated
+        (``ctx.alloc``), ``None`` when nothing was counted (the log then says ``alloc=-``)."""
+        self.log.access(access_record(self.client, request, status, sent, received_at, alloc))
