@@ -155,6 +155,109 @@ def test_only_the_runtime_seam_imports_trio():
     assert users == []
 
 
+# -- inside pyweb/server: arrows point down, and the shared code knows no loop's driver ---------
+
+SERVER = "pyweb.server"
+DRIVERS = ("pyweb.server.asyncio", "pyweb.server.connection", "pyweb.server.schedulers")
+"""Each loop's own code: asyncio's folder, and trio's connection and schedulers (which the
+trio ``Server`` of ``pyweb/server/__init__.py`` starts)."""
+SHARED = (
+    "pyweb.server.accepting", "pyweb.server.body", "pyweb.server.context",
+    "pyweb.server.contract", "pyweb.server.core", "pyweb.server.host", "pyweb.server.slots",
+    "pyweb.server.websocket",
+)  # fmt: skip
+"""What a connection does, written once for both loops (docs/request-path.md)."""
+
+
+def server_arrows(package: Path | None = None) -> dict[str, set[str]]:
+    """Each module of pyweb/server and the modules of pyweb/server it imports, by any
+    import (a ``TYPE_CHECKING`` circle is a circle a reader follows too)."""
+    package = package or PACKAGE / "server"
+    modules = {module_name(p): p for p in sorted(package.rglob("*.py"))}
+    arrows: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for target in [n for _, n in imports(path)] + _imported_names(path):
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                arrows[name].add(target)
+    return arrows
+
+
+def _imported_names(path: Path) -> list[str]:
+    """``from . import Server`` in pyweb/server/x.py: ``pyweb.server.Server`` (whose longest
+    module prefix is the package), as ``imports`` gives ``pyweb.server``; and
+    ``from .asyncio import server``: ``pyweb.server.asyncio.server``, a module."""
+    module = module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module or ""
+            names += [f"{base}.{alias.name}" for alias in node.names]
+    return names
+
+
+def circles(arrows: dict[str, set[str]]) -> list[list[str]]:
+    """Modules that reach themselves through their imports (each circle once)."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(arrows[node]):
+            if state.get(nxt) == 1:
+                found.append(path[path.index(nxt) :] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(arrows):
+        if node not in state:
+            visit(node)
+    return found
+
+
+def test_the_server_has_no_import_circle():
+    """No module of pyweb/server reaches itself through its imports: every arrow of the
+    import graph points down (``python scripts/import_graph.py`` draws it)."""
+    assert [" -> ".join(c) for c in circles(server_arrows())] == []
+
+
+def test_the_shared_connection_code_imports_no_loops_driver():
+    """body, context, websocket, slots and the contracts are written once: they import
+    neither loop's driver (they ask a connection only what contract.py promises)."""
+    arrows = server_arrows()
+    wrong = [
+        f"{module} imports {target}"
+        for module in SHARED
+        for target in sorted(arrows[module])
+        if any(inside(target, driver) for driver in DRIVERS) or target == SERVER
+    ]
+    assert wrong == []
+
+
+def test_a_circle_is_caught(tmp_path, monkeypatch):
+    """The checker itself: a TYPE_CHECKING import back to the importer is a circle."""
+    fake = tmp_path / "pyweb" / "server"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "a.py").write_text("from .b import B\n")
+    (fake / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    arrows = server_arrows(fake)
+    assert circles(arrows) == [["pyweb.server.a", "pyweb.server.b", "pyweb.server.a"]]
+
+
 def test_the_docs_show_this_table():
     text = DOC.read_text(encoding="utf-8")
     for rule in RULES:

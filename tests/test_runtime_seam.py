@@ -119,3 +119,19 @@ def test_acquire_within_gives_up_in_time_and_loses_no_unit(loop):
         trio.run(main)
     else:
         asyncio.run(main())
+
+
+def test_both_implementations_keep_the_typed_contract():
+    """pyweb.runtime.contract.Runtime (what mypy checks both modules against) is met at run
+    time too, and a module lacking one of its names is not a Runtime."""
+    import types
+
+    from pyweb import runtime
+    from pyweb.runtime.contract import Runtime
+
+    for name in ("trio", "asyncio"):
+        assert isinstance(runtime.get(name), Runtime), name
+    partial = types.ModuleType("partial")
+    partial.__dict__.update({k: getattr(runtime.get("trio"), k) for k in runtime.get("trio").__all__})
+    del partial.park
+    assert not isinstance(partial, Runtime)

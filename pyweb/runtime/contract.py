@@ -17,7 +17,7 @@ import asyncio
 import socket
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 __all__ = ["Lock", "Runtime", "Scope", "Semaphore"]
 
@@ -66,6 +66,7 @@ class Semaphore(Protocol):
     def release(self) -> None: ...
 
 
+@runtime_checkable
 class Runtime(Protocol):
     """One event loop, as pyweb uses it (see ``pyweb/runtime/__init__.py`` for each name)."""
 

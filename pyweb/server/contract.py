@@ -15,7 +15,8 @@ Each loop supplies only what moves bytes and waits: :meth:`ServerConnection.rece
 :meth:`ServerConnection.wait_for_bytes`, :meth:`ServerConnection.send_all`,
 :meth:`ServerConnection.evict`, :meth:`ServerConnection.client_watch`. The two connection
 classes are checked against the contract by mypy wherever one is handed to the shared
-code, and by ``tests/server/test_contract.py`` at run time.
+code, and at run time by ``tests/server/test_contract.py`` (the Protocols are
+``runtime_checkable``: ``isinstance`` sees whether every member is there).
 
 This module imports nothing of the server but its settings and its log, so every module
 of the server may import it: the arrows of the import graph all point down.
@@ -23,7 +24,7 @@ of the server may import it: the arrows of the import graph all point down.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,6 +62,7 @@ class Watch(Protocol):
     def evt(self) -> Event[None]: ...
 
 
+@runtime_checkable
 class ServerSide(Protocol):
     """What a request sees of its server."""
 
@@ -73,6 +75,7 @@ class ServerSide(Protocol):
         """Set when the server begins a graceful shutdown."""
 
 
+@runtime_checkable
 class ServerConnection(Protocol):
     """One client connection, as the shared code sees it (see the module doc)."""
 

@@ -10,7 +10,7 @@ the class imports its connections and schedulers; they import only this module.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import socket
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["Host"]
 
 
+@runtime_checkable
 class Host(Protocol):
     """A running server, as its connections, its schedulers and its status page see it."""
 
