@@ -1,4 +1,4 @@
-"""Instructions per request of the asyncio server's connection code (``aio.py``), in one process.
+"""Instructions per request of the asyncio server's connection code (``pyweb/server/asyncio/``), in one process.
 
 The asyncio twin of ``bench_talk.py``: an :class:`~pyweb.server.asyncio.HttpProtocol` is fed
 requests by hand (``data_received``) on a uvloop loop, and its replies go to a transport
