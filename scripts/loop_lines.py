@@ -3,7 +3,7 @@ trio (and not asyncio), those that import asyncio or uvloop (and not trio), and 
 
 A module counts for a loop when any of its imports (top level, in a function or under
 ``TYPE_CHECKING``) names that loop's package, or when it imports neither but only modules
-of one loop import it (``aio_reply.py`` is asyncio's although it never names asyncio).
+of one loop import it (``asyncio/replies.py`` is asyncio's although it never names asyncio).
 Lines are all the lines of the file, as ``wc -l`` counts them.
 
 Usage::

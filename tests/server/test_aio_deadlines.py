@@ -1,4 +1,4 @@
-"""The asyncio server's deadlines under one timer (``aio_deadlines.py``), over real sockets.
+"""The asyncio server's deadlines under one timer (``asyncio/deadlines.py``), over real sockets.
 
 A keep-alive connection that keeps asking moves its deadline later without changing
 buckets, and is still closed ``keepalive_timeout`` after its last reply, not after its
