@@ -157,12 +157,6 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
         self.opened_at = time.time()
 
     @property
-    def replies(self) -> HttpProtocol:
-        """What the shared code (``body.py``, ``websocket.py``) writes through: on asyncio
-        the protocol itself (``AioReplies`` is its base class)."""
-        return self
-
-    @property
     def sock(self) -> PeekSocket | None:
         """The connection's socket, to peek at (slots.py); looked up on first use, since
         few connections are ever asked."""
