@@ -93,7 +93,8 @@ class Check:
     source: str
     points: float = 1.0
     hidden: bool = False
-    after: str = ""  # the id of the cell above it as handed out: where a deleted check goes back
+    # the ids of the cells above it as handed out, nearest first: where a deleted check goes back
+    after: tuple[str, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -144,7 +145,7 @@ def _cells_checks(nb: Any) -> list[Check]:
     """The check cells of ``nb`` in order, each named by the heading above it."""
     found: list[Check] = []
     heading: str | None = None
-    above = ""
+    above: list[str] = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             heading = _heading(cell.source) or heading
@@ -152,15 +153,15 @@ def _cells_checks(nb: Any) -> list[Check]:
             name = heading if heading and heading not in [c.name for c in found] else None
             hidden = "hidden" in cell.metadata.get("tags", [])
             found.append(Check(cell.get("id", ""), name or f"check {len(found) + 1}",
-                               cell.source, _points_of(cell), hidden, above))  # fmt: skip
-        above = cell.get("id", "")
+                               cell.source, _points_of(cell), hidden, tuple(above[:-6:-1])))  # fmt: skip
+        above.append(cell.get("id", ""))
     return found
 
 
 def _recorded(nb: Any) -> list[Check]:
     recorded = nb.metadata.get("pyweb", {}).get("checks") or []
     return [Check(c["id"], c["name"], c.get("source", ""), float(c.get("points", 1)),
-                  after=c.get("after", "")) for c in recorded]  # fmt: skip
+                  after=tuple(c.get("after", ()))) for c in recorded]  # fmt: skip
 
 
 def checks_of(nb: Any) -> list[tuple[str, str]]:
@@ -175,7 +176,7 @@ def mark_checks(nb: Any) -> list[tuple[str, str]]:
     checks are not recorded: a student's copy must not show them. Returns ``(id, name)``."""
     checks = [c for c in _cells_checks(nb) if not c.hidden]
     nb.metadata.setdefault("pyweb", {})["checks"] = [
-        {"id": c.id, "name": c.name, "points": c.points, "after": c.after, "sha256": c.sha256,
+        {"id": c.id, "name": c.name, "points": c.points, "after": list(c.after), "sha256": c.sha256,
          "source": c.source}
         for c in checks
     ]
@@ -235,11 +236,12 @@ def _assemble(hand_in: Any, checks: list[Check]) -> tuple[list[Any], dict[str, s
 
 
 def _place(cells: list[Any], check: Check, later: list[Check]) -> int:
-    """Where a missing check goes back: below the cell that was above it, else above the
-    next check, else at the end."""
+    """Where a missing check goes back: below the nearest cell that was above it, else above
+    the next check, else at the end."""
     ids = [c.get("id") for c in cells]
-    if check.after and check.after in ids:
-        return ids.index(check.after) + 1
+    for above in check.after:
+        if above in ids:
+            return ids.index(above) + 1
     return next((ids.index(c.id) for c in later if c.id in ids), len(cells))
 
 
@@ -346,6 +348,32 @@ def _kernel_manager(kernel: str, workdir: Path | None, limits: sandbox.Limits) -
     return km
 
 
+class _IopubGuard:
+    """ZeroMQ drops the connection that brought a message over MESSAGE_LIMIT (a print of
+    200 MB) and does not make it again; this notices and connects the output channel anew,
+    so that the next cells' output is seen."""
+
+    def __init__(self, kc: Any) -> None:
+        self.kc = kc
+        self.monitor = self._watch()
+
+    def _watch(self) -> Any:
+        import zmq
+
+        return self.kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+    async def dropped(self) -> bool:
+        """Whether the channel was dropped since the last call (and is now connected anew)."""
+        if not await self.monitor.poll(0):
+            return False
+        self.kc.iopub_channel.socket.disable_monitor()
+        self.monitor.close(linger=0)
+        self.kc.iopub_channel.close()
+        self.kc._iopub_channel = None  # jupyter_client's property connects a new one
+        self.monitor = self._watch()
+        return True
+
+
 def _error_of(cell: Any) -> tuple[str, str] | None:
     for output in cell.get("outputs", []):
         if output.get("output_type") == "error":
@@ -436,6 +464,7 @@ async def _run(nb: Any, report: Report, checks: list[Check], timeout: float, ker
     try:
         # The kernel's own warnings (stderr) are not the teacher's business.
         async with client.async_setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+            guard = _IopubGuard(client.kc)
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
@@ -447,6 +476,10 @@ async def _run(nb: Any, report: Report, checks: list[Check], timeout: float, ker
                     results[cell.get("id")] = ("error", stopped)
                     report.cell_errors.append(stopped)
                     break
+                if await guard.dropped():
+                    report.cell_errors.append(f"cell {index + 1} printed more than "
+                                              f"{MESSAGE_LIMIT // 1024**2} MB at once; that "
+                                              "output was dropped")  # fmt: skip
                 reply = replies.get(index)
                 if reply and reply.get("content", {}).get("ename") == "Timeout":
                     if not await _answers(client, replies):

@@ -8,7 +8,7 @@ test sees, in the hand-in's feedback, that the attack ran and what it found.
 
 ``python -m tests.notebook.handins FOLDER`` writes the class into FOLDER, one folder per
 student (``FOLDER/ada/01_temperature.ipynb``), with the master beside it
-(``FOLDER/../master.ipynb``) for ``pyweb grade FOLDER --master ...``.
+(``FOLDER/../master.ipynb``, with a hidden check) for ``pyweb grade FOLDER --master ...``.
 """
 
 from __future__ import annotations
@@ -143,6 +143,13 @@ raise RuntimeError((f"blocked: {{started}} processes, then {{type(refused).__nam
 '''
 
 CRASH = "import os\nos._exit(1)"
+# Ignores "Interrupt kernel": the grader must give up on the kernel, not wait forever.
+HANG = """import time
+while True:
+    try:
+        time.sleep(100)
+    except KeyboardInterrupt:
+        pass"""
 INFINITE_LOOP = "n = 0\nwhile True:\n    n += 1"
 
 
@@ -164,7 +171,24 @@ CLASS: dict[str, tuple[Path, Callable[[Any], None] | None]] = {
     "kim": (EXERCISE, _replace_expect),
     "lou": (SOLUTION, _after_student(FORK_BOMB)),
     "max": (EXERCISE, _deleted_checks),
+    "ned": (SOLUTION, _after_student(HANG)),
 }
+
+HIDDEN_CHECK = """r = srv.get("/temperature", params={"c": "36.6"})
+expect(r, contains="97.9", message="For c=36.6")
+print("Check 5 passed: 36.6 °C is 97.9 °F.")"""
+
+
+def master() -> Any:
+    """The teacher's master of exercise 1: the handed-out checks, and a hidden fifth worth
+    2 points that no student saw."""
+    nb = nbformat.read(EXERCISE, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if c.source.startswith("## Clean up"))
+    check = nbformat.v4.new_code_cell(HIDDEN_CHECK)
+    check.metadata.update({"tags": ["check", "hidden"], "pyweb": {"points": 2}})
+    check["id"] = "temp-hidden"
+    nb.cells[at:at] = [nbformat.v4.new_markdown_cell("## Check 5: a body temperature"), check]
+    return nb
 
 
 def hand_in(source: Path, edit: Callable[[Any], None] | None) -> Any:
@@ -192,4 +216,5 @@ def write_class(folder: Path, names: list[str] | None = None) -> list[str]:
 if __name__ == "__main__":  # pragma: no cover
     out = Path(sys.argv[1])
     write_class(out)
-    print(f"wrote {len(CLASS)} hand-ins into {out}; master: {EXERCISE}")
+    nbformat.write(master(), str(out.parent / "master.ipynb"))
+    print(f"wrote {len(CLASS)} hand-ins into {out} and the master {out.parent / 'master.ipynb'}")
