@@ -63,7 +63,7 @@ def _readable_roots() -> list[Path]:
         pass
     roots.add(Path(ipykernel.__file__).resolve().parent.parent)
     roots.add(Path(sys.executable).resolve().parent.parent)
-    system = {Path(p) for p in ("/usr", "/etc", "/opt")}
+    system = {Path("/usr"), Path("/etc")}
     return sorted(r for r in roots | system if r.exists())
 
 
