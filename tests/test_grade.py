@@ -285,6 +285,13 @@ def test_without_a_sandbox_grade_refuses_unless_unsafe(tmp_path):
     assert run.returncode == 2
     assert "no sandbox for the hand-ins: bwrap is not installed" in run.stderr
     assert "give --unsafe" in run.stderr and not (tmp_path / "g.csv").exists()
+    library = subprocess.run(
+        [sys.executable, "-c", "from pyweb.notebook import grade; import sys; "
+         "grade.grade_report(sys.argv[1])", str(tmp_path / "a.ipynb")],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert library.returncode == 1
+    assert f"RuntimeError: no sandbox to grade {tmp_path / 'a.ipynb'} in: bwrap is not installed" in library.stderr
 
 
 def test_unsafe_grades_without_a_sandbox(tmp_path):

@@ -531,7 +531,8 @@ def grade_report(path: str | Path, *, name: str | None = None, master: Any = Non
                  timeout: float = 30, kernel: str = "python3", sandboxed: bool = True,
                  limits: sandbox.Limits | None = None) -> Report:  # fmt: skip
     """Grade one hand-in against ``master``'s checks (a notebook) or, without it, those
-    recorded in the hand-in; never raises for what the hand-in does."""
+    recorded in the hand-in; never raises for what the hand-in does. ``RuntimeError`` when
+    ``sandboxed`` and no sandbox can be made here (:func:`sandbox.unavailable` says why)."""
     import nbformat
 
     report = Report(name or Path(path).name, [])
@@ -548,6 +549,9 @@ def grade_report(path: str | Path, *, name: str | None = None, master: Any = Non
         report.rows.append(Row(report.notebook, "(notebook)", "error",
                                "the notebook has no check cells"))  # fmt: skip
         return report
+    if sandboxed and (why := sandbox.unavailable()) is not None:
+        raise RuntimeError(f"no sandbox to grade {path} in: {why}; sandboxed=False runs the "
+                           "hand-in without one, with your rights")  # fmt: skip
     asyncio.run(_run(nb, report, checks, timeout, kernel, sandboxed, limits or sandbox.Limits()))
     return report
 
