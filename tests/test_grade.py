@@ -36,7 +36,7 @@ HEADER = ["notebook", "check", "result", "message", "points", "max_points", "fla
 needs_sandbox = pytest.mark.skipif(
     sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"
 )
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def _digest(folder: Path) -> dict[str, str]:
@@ -86,7 +86,7 @@ def graded(tmp_path_factory):
     started = time.monotonic()
     process = subprocess.Popen(
         [sys.executable, "-m", "pyweb", "grade", str(folder), "--master", str(master),
-         "--out", str(out), "--timeout", "5", "--jobs", "2"],
+         "--out", str(out), "--timeout", "10", "--jobs", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=top,
     )  # fmt: skip
     peak = _peak_rss_mb(process)
@@ -246,7 +246,7 @@ def test_os_exit_ends_only_that_hand_in(graded):
 
 @needs_sandbox
 def test_an_infinite_loop_is_named_as_one_and_the_checks_still_run(graded):
-    assert re.search(r"cell 6 did not finish within 5 s and was interrupted: an infinite loop\?",
+    assert re.search(r"cell 6 did not finish within 10 s and was interrupted: an infinite loop\?",
                      _feedback(graded, "eve"))  # fmt: skip
     assert _results(graded, "eve") == ["pass"] * 5
 
@@ -271,7 +271,7 @@ def test_a_syntax_error_is_named_as_such_in_the_feedback(graded):
 @needs_sandbox
 def test_grading_two_at_a_time_took_less_than_serially_would_allow(graded):
     # a generous reliability bound, not a speed claim: 14 hand-ins, 2 jobs, a loaded machine
-    assert graded["seconds"] < 300
+    assert graded["seconds"] < 500
 
 
 # --- without a kernel ---------------------------------------------------------------------------
