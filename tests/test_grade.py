@@ -18,6 +18,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from html import unescape
 from pathlib import Path
@@ -298,6 +299,21 @@ def test_unsafe_grades_without_a_sandbox(tmp_path):
     nbformat.write(nbformat.read(handins.SOLUTION, as_version=4), str(tmp_path / "a.ipynb"))
     report = grade.grade_report(tmp_path / "a.ipynb", sandboxed=False, timeout=30)
     assert [r.result for r in report.rows] == ["pass"] * 4
+    # the kernel is ended with its hand-in, not when the grader exits, and no thread stays
+    assert _children() == []
+    assert [t.name for t in threading.enumerate() if type(t).__name__ == "HBChannel"] == []
+
+
+def _children() -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if re.search(rf"^PPid:\s+{os.getpid()}$", status, re.M) and "State:\tZ" not in status:
+            found.append(pid)
+    return found
 
 
 def test_nothing_to_grade_is_a_usage_error(tmp_path, capsys):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import os
@@ -43,6 +44,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -301,17 +303,30 @@ def _client_class() -> type:
 
 
 _uids = itertools.count()
+_shared: list[Any] = []
+_shared_lock = threading.Lock()
+
+
+def _context() -> Any:
+    """The ZeroMQ context of every kernel client of this process (one I/O thread, not one
+    per hand-in), refusing messages over MESSAGE_LIMIT."""
+    import zmq
+    import zmq.asyncio
+
+    with _shared_lock:
+        if not _shared:
+            context = zmq.asyncio.Context()
+            context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_LIMIT)  # every socket made after
+            _shared.append(context)
+        return _shared[0]
 
 
 def _kernel_manager(kernel: str, workdir: Path | None, limits: sandbox.Limits) -> Any:
     """A kernel manager whose clients refuse messages over MESSAGE_LIMIT and, given
     ``workdir``, whose kernel runs in a sandbox there, reached over Unix sockets."""
-    import zmq
-    import zmq.asyncio
     from jupyter_client.manager import AsyncKernelManager
 
-    context = zmq.asyncio.Context()
-    context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_LIMIT)  # applies to every socket made after
+    context = _context()
     uid = None
     if workdir is not None and os.geteuid() == 0:  # a user of its own, for the process limit
         uid = sandbox.SANDBOX_UID + (os.getpid() % 500) * 64 + next(_uids) % 64
@@ -449,9 +464,10 @@ async def _run(nb: Any, report: Report, checks: list[Check], timeout: float, ker
 
     workdir = Path(tempfile.mkdtemp(prefix="pyweb-grade-"))
     _write_copy(nb, workdir / "hand-in.ipynb")
+    km = _kernel_manager(kernel, workdir if sandboxed else None, limits)
     client = _client_class()(
         nb,
-        km=_kernel_manager(kernel, workdir if sandboxed else None, limits),
+        km=km,
         timeout=timeout,
         allow_errors=True,
         interrupt_on_timeout=True,
@@ -461,10 +477,12 @@ async def _run(nb: Any, report: Report, checks: list[Check], timeout: float, ker
         resources={"metadata": {"path": str(workdir)}},
     )
     stopped: str | None = None
+    kc: Any = None
     try:
         # The kernel's own warnings (stderr) are not the teacher's business.
         async with client.async_setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
             guard = _IopubGuard(client.kc)
+            kc = client.kc
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
@@ -495,6 +513,12 @@ async def _run(nb: Any, report: Report, checks: list[Check], timeout: float, ker
     except Exception as exc:  # a kernel that would not start, a broken notebook
         stopped = stopped or f"the notebook could not be run: {type(exc).__name__}: {exc}"
     finally:
+        # nbclient shuts down only a kernel it made: this one is ours to end (and, with it,
+        # the sandbox and every process the hand-in left)
+        with contextlib.suppress(Exception):
+            await km.shutdown_kernel(now=True)
+        if kc is not None and kc.hb_channel.is_alive():  # nbclient leaves its thread running
+            kc.hb_channel.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     for check in checks:
         result, message = results.get(check.id) or ("error", f"not run: {stopped}")
