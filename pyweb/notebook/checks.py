@@ -292,8 +292,14 @@ def run_async(function: Any, *args: Any, seconds: float = 2.0, what: str = "") -
         raise outcome["error"]
     value = outcome.get("value")
     if _forgotten_await(value):
+        shown = repr(value)
+        import inspect
+
+        for item in value if isinstance(value, (tuple, list)) else [value]:
+            if inspect.iscoroutine(item):
+                item.close()  # a coroutine never run: no "never awaited" warning on top
         raise CheckFailed(
-            f"{name} gave {value!r} instead of a value: a forgotten await? An async call "
+            f"{name} gave {shown} instead of a value: a forgotten await? An async call "
             "gives a coroutine (or an event) until you await it: write await select(...)."
         )
     return value
