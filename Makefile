@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push
+.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -58,6 +58,12 @@ test-pure: dev
 ## locust in its own environment (pyweb loadtest, the load-testing tests and tutorial)
 locust-env: install
 	$(PY) -c "from pyweb.testing.loadtest import ensure_locust; ensure_locust()"
+
+## pyweb grade alone: a class of attack hand-ins graded in the bubblewrap sandbox, and every
+## wrong answer of the exercise sets graded to fail (about 3 minutes; make test runs them too)
+test-grade: dev
+	@command -v bwrap >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap)
+	$(PY) -m pytest tests/test_grade.py tests/notebook $(TEST_ARGS)
 
 ## two hosts (network namespaces) each running `pyweb serve --workers 2`, behind nginx,
 ## sharing PostgreSQL and Redis: writes through nginx while a host is killed, push across

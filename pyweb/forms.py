@@ -396,6 +396,8 @@ def parse_nat(text: str, *, min: int = 0, max: int = NAT_MAX) -> int:
 
 
 def _describe_int(min: int, max: int) -> str:
+    if (min, max) == (INT_MIN, INT_MAX):  # the 32-bit bounds are no one's intent: say what it looks like
+        return "a whole number, like 42 or -7"
     return f"an integer from {min} to {max}"
 
 

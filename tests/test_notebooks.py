@@ -185,10 +185,10 @@ FIRST_FAILURE = {
     "(a <form> element) with fields 'name', 'email', 'age'; the page has no form.",
     "03_multiplication_service.ipynb": "For n=3. We expected a table (a <table> element) "
     "with 3 rows of 3 cells; the page has no table.",
-    "04_double_amount.ipynb": "For amount=2.5. We expected '5.0' somewhere on the page; it was not there. The page says: 'TODO'",
-    "05_guest_count.ipynb": "With the two entries of the set-up. We expected '2 entries' somewhere on the page; it was not there. The page says: 'TODO'",
+    "04_double_amount.ipynb": "For amount=2.5. We expected the number 5 on the page; it is not there. The page says: 'TODO'",
+    "05_guest_count.ipynb": "With the two entries of the set-up. We expected the page to say '2 entries'; it does not. The page says: 'TODO'",
     "06_seen_cookie.ipynb": "Visit 1 of the same client. We expected 'seen 1 time(s)' somewhere on the page; it was not there. The page says: 'TODO'",
-    "07_first_of.ipynb": "When only channel b sends 42, first_of(a, b) should be ('b', 42); it gave None.",
+    "07_first_of.ipynb": "first_of(a, b) with only b sending did not return within 2 s. Is there a loop that never awaits",
     "08_hop_services.ipynb": "For a=6, b=7. We expected '6 × 7 = 42' somewhere on the page; it was not there. The page says: 'TODO'",
     "09_marlow_log.ipynb": "For the line '127.0.0.1 - - [24/Nov/2026:10:00:00 +0000] \"GET /hello HTTP/1.1\" 200 24 \"-\" \"notebook/1.0\"', parse_clf(line)['host'] should be '127.0.0.1'; it is None.",
     "10_cml_rpc.ipynb": "cell_calls([1, 2, 3]) should be [0, 1, 2] (each call gets the value before it); it is [].",

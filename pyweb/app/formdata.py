@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote
 
 from .multipart import MultipartError, MultipartParser
@@ -93,6 +93,24 @@ class FormLimits:
     as is on SQLite and MariaDB), and terminal escapes in a value end up in logs."""
 
 
+class FormVariableMissing(KeyError):
+    """``conn.form["name"]`` for a variable the request did not send: a ``KeyError`` whose
+    message names the variable, what was sent, and the fix (a beginner's slip)."""
+
+    def __init__(self, name: str, sent: Iterable[str]) -> None:
+        super().__init__(name)
+        self.name = name
+        have = ", ".join(repr(n) for n in sent) or "no variables at all"
+        self.message = (
+            f"form variable {name!r} was not sent (the request has {have}). "
+            f"conn.form[{name!r}] needs it; conn.form.get({name!r}) gives None when it is "
+            f"missing. Is the field's name attribute {name!r} (<input name={name!r}>)?"
+        )
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class MultiDict(Mapping[str, str]):
     """Names mapped to one or more values; ``d[name]`` is the last value, ``getall`` all of them.
 
@@ -114,7 +132,15 @@ class MultiDict(Mapping[str, str]):
         self._lists.setdefault(name, []).append(value)
 
     def __getitem__(self, name: str):  # type: ignore[override]
-        return self._lists[name][-1]
+        values = self._lists.get(name)
+        if not values:
+            raise FormVariableMissing(name, self._lists)
+        return values[-1]
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        # Mapping.get would go through __getitem__ and build the exception's message
+        values = self._lists.get(name)
+        return values[-1] if values else default
 
     def getall(self, name: str) -> list:
         """Every value given for ``name``, in the order sent; ``[]`` when there is none."""

@@ -34,6 +34,7 @@ import sys
 import types
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Generator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pyweb.protocol.response import Response
@@ -46,7 +47,15 @@ __all__ = [
     "is_library_path",
     "LibraryFinder",
     "library_finder",
+    "no_response",
+    "RETURN_HINT",
 ]
+
+RETURN_HINT = (
+    "; a page is a script, not a function: it answers with conn.return_(...), "
+    'so write conn.return_("<h1>...</h1>") instead of return'
+)
+"""Added to "'return' outside function": a Flask-style page that returns its HTML."""
 
 _FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 
@@ -94,6 +103,21 @@ class Script:
         scope["conn"] = conn
         result = eval(self.code, scope)  # noqa: S307 - this *is* the page
         return result if self.is_async else DONE
+
+
+def no_response(name: str, filename: str | None) -> str:
+    """The sentence for a page that ended without an answer; naming ``print()`` when the
+    page calls it, the slip of a student who expects printed text to be the page."""
+    sentence = (f"{name} finished without giving a response: call conn.return_(...) "
+                "(or return a value from a service)")  # fmt: skip
+    try:
+        prints = filename is not None and "print(" in Path(filename).read_text(encoding="utf-8")
+    except OSError:
+        prints = False
+    if prints:
+        sentence += (". print() writes to the server's console, not to the page: give the "
+                     "text to conn.return_(...) instead")  # fmt: skip
+    return sentence
 
 
 _CALLED_AT_ONCE = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
@@ -179,7 +203,12 @@ def compile_script(path: str, name: str, source: bytes | None = None) -> Script:
     if source is None:
         with open(path, "rb") as f:
             source = f.read()
-    code = compile(source, path, "exec", flags=_FLAGS, dont_inherit=True, optimize=0)
+    try:
+        code = compile(source, path, "exec", flags=_FLAGS, dont_inherit=True, optimize=0)
+    except SyntaxError as err:
+        if err.msg == "'return' outside function":  # the slip of a Flask user: say the fix
+            err.msg += RETURN_HINT
+        raise
     is_async = bool(code.co_flags & inspect.CO_COROUTINE)
     return Script(path, name, code, is_async, (st.st_mtime_ns, st.st_size))
 

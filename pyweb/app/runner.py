@@ -313,8 +313,7 @@ class Runner(ErrorPages):
         if response is None:
             return self.error_page(
                 500,
-                detail=f"{page.name} finished without giving a response: call conn.return_(...) "
-                "(or return a value from a service)",
+                detail=pages.no_response(page.name, page.filename),
             )
         return response
 

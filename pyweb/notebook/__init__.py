@@ -41,6 +41,8 @@ from pyweb.notebook.checks import (
     expect_table,
     explain_error,
     forms_on,
+    list_items,
+    run_async,
     tables_on,
 )
 from pyweb.notebook.magics import (
@@ -65,6 +67,8 @@ __all__ = [
     "forms_on",
     "tables_on",
     "expect_table",
+    "list_items",
+    "run_async",
     "MagicUsageError",
     "PageSyntaxError",
     "page_magic",

@@ -27,6 +27,8 @@ __all__ = [
     "expect_table",
     "forms_on",
     "tables_on",
+    "list_items",
+    "run_async",
 ]
 
 
@@ -120,13 +122,18 @@ def expect(
     matches: str | None = None,
     content_type: str | None = None,
     message: str = "",
+    says: str | list[str] | None = None,
+    number: float | None = None,
 ) -> TestResponse:
     """Check a response; raise :class:`CheckFailed` with a plain-English message.
 
     ``contains``/``not_contains`` look at the text of the page (tags removed, entities
     decoded) and at its source; ``matches`` is a regular expression searched in the text.
-    ``message`` says what was being tried ("For c=100 ...") and starts the failure text.
-    Returns the response, so checks can be chained or inspected."""
+    ``says`` looks at the text a reader sees only, never the source (a form's field names
+    do not count), as whole words and numbers: ``"98.6"`` is not found in ``98.60000001``
+    nor ``"2 entries"`` in ``12 entries``. ``number`` is a number the text must show, however
+    it is written (``5``, ``5.0``). ``message`` says what was being tried ("For c=100 ...")
+    and starts the failure text. Returns the response, so checks can be chained."""
     __tracebackhide__ = True  # pytest shows the message, not this function
     lead = (message.rstrip(".") + ". ") if message else ""
     if status is not None and response.status != status:
@@ -159,11 +166,143 @@ def expect(
                 f"{lead}{unwanted!r} should not be on the page, but it is. "
                 f"The page says: {_shorten(text)}"
             )
+    for wanted in [says] if isinstance(says, str) else says or []:
+        if not _says(text, wanted):
+            raise CheckFailed(
+                f"{lead}We expected the page to say {wanted!r}; it does not"
+                f"{_near_miss(text, wanted)}. The page says: {_shorten(text)}"
+            )
+    if number is not None and not any(
+        abs(float(found) - number) < 1e-9 for found in _NUMBER.findall(text)
+    ):
+        raise CheckFailed(
+            f"{lead}We expected the number {number:g} on the page; it is not there. "
+            f"The page says: {_shorten(text)}"
+        )
     if matches is not None and not re.search(matches, text):
         raise CheckFailed(
             f"{lead}Nothing on the page looks like {matches!r}. The page says: {_shorten(text)}"
         )
     return response
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w]|\.\d)")
+
+
+def _bounded(wanted: str) -> re.Pattern[str]:
+    # a word or number is not found inside a longer one: "98.6" not in "98.60000000000001"
+    before = r"(?<![\w.])" if wanted[:1].isalnum() else ""
+    after = r"(?![\w]|\.\d)" if wanted[-1:].isalnum() else ""
+    return re.compile(before + re.escape(wanted) + after)
+
+
+def _says(text: str, wanted: str) -> bool:
+    return bool(wanted) and _bounded(wanted).search(text) is not None
+
+
+def _near_miss(text: str, wanted: str) -> str:
+    """", only inside '98.60000000000001'" when the words are there inside a longer one."""
+    at = text.find(wanted)
+    if at < 0:
+        return ""
+    start, end = at, at + len(wanted)
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "."):
+        start -= 1
+    while end < len(text) and (text[end].isalnum() or text[end] == "."):
+        end += 1
+    return f", only inside {text[start:end].rstrip('.')!r}"
+
+
+class _ListFinder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[list[str]] = []
+        self._depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "li":
+            self.items.append([])
+            self._depth += 1
+
+    def handle_data(self, data: str) -> None:
+        if self._depth and self.items:
+            self.items[-1].append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "li" and self._depth:
+            self._depth -= 1
+
+
+def list_items(response: TestResponse | str) -> list[str]:
+    """The text of each ``<li>`` element of a page, whatever its attributes
+    (``<li class="s">`` counts as an item)."""
+    finder = _ListFinder()
+    finder.feed(response if isinstance(response, str) else response.text)
+    finder.close()
+    return [" ".join("".join(parts).split()) for parts in finder.items]
+
+
+class _Stuck(BaseException):
+    """Raised inside a function that ran past its time (see :func:`run_async`)."""
+
+
+def _forgotten_await(value: Any) -> bool:
+    import inspect
+
+    values = value if isinstance(value, (tuple, list)) else [value]
+    return any(inspect.isawaitable(v) for v in values)
+
+
+def run_async(function: Any, *args: Any, seconds: float = 2.0, what: str = "") -> Any:
+    """``function(*args)`` (an async function) run with trio and its result, with a time
+    guard: :class:`CheckFailed` when it has not returned after ``seconds`` (a loop that never
+    awaits is stopped too, which ``trio.move_on_after`` cannot do), and when it returns a
+    coroutine or an event instead of a value (a forgotten ``await``). ``what`` names the call
+    in the sentence ("first_of(a, b)")."""
+    import ctypes
+    import threading
+
+    import trio
+
+    name = what or f"{getattr(function, '__name__', 'the function')}(...)"
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = trio.run(function, *args)
+        except _Stuck:
+            pass
+        except BaseException as exc:  # the student's error, shown as it is
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True, name=f"check {name}")
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        # stop it: an exception raised in the thread at its next bytecode, even in a busy loop
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident or 0),
+                                                   ctypes.py_object(_Stuck))  # fmt: skip
+        thread.join(1.0)
+        raise CheckFailed(
+            f"{name} did not return within {seconds:g} s. Is there a loop that never awaits "
+            "(a while loop without await inside never lets another task run), a receive that "
+            "waits for a value nobody sends, or two tasks racing for one value?"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    value = outcome.get("value")
+    if _forgotten_await(value):
+        shown = repr(value)
+        import inspect
+
+        for item in value if isinstance(value, (tuple, list)) else [value]:
+            if inspect.iscoroutine(item):
+                item.close()  # a coroutine never run: no "never awaited" warning on top
+        raise CheckFailed(
+            f"{name} gave {shown} instead of a value: a forgotten await? An async call "
+            "gives a coroutine (or an event) until you await it: write await select(...)."
+        )
+    return value
 
 
 class _FormFinder(HTMLParser):
@@ -256,10 +395,11 @@ class _TableFinder(HTMLParser):
 
 
 def expect_table(
-    response: TestResponse, rows: list[list[Any]], *, message: str = ""
+    response: TestResponse, rows: list[list[Any]], *, message: str = "", header: bool = False
 ) -> list[list[str]]:
     """Check that the first table of the page has exactly ``rows`` (cells compared as
-    text, ``str(value)``); return the table. :class:`CheckFailed` says where it differs."""
+    text, ``str(value)``); return the table. :class:`CheckFailed` says where it differs.
+    With ``header=True`` a first row of headings above those rows is allowed (and skipped)."""
     __tracebackhide__ = True  # pytest shows the message, not this function
     lead = (message.rstrip(".") + ". ") if message else ""
     expect(response, message=message)
@@ -273,6 +413,8 @@ def expect_table(
             f"table. The page says: {_shorten(_visible_text(response.text))}"
         )
     table = tables[0]
+    if header and len(table) == len(wanted) + 1 and table[:1] != wanted[:1]:
+        table = table[1:]  # the headings the task allows
     if len(table) != len(wanted):
         raise CheckFailed(
             f"{lead}We expected a table with {shape}; yours has {_count_of(len(table), 'row')}"

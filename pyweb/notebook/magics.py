@@ -149,6 +149,10 @@ def _check_syntax(cell: str, target: Path) -> None:
         # The flags a page is compiled with (pyweb.app.pages): top-level await is allowed.
         compile(cell, str(target), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     except SyntaxError as exc:
+        if exc.msg == "'return' outside function":  # the same sentence as pyweb serve's
+            from pyweb.app.pages import RETURN_HINT
+
+            exc.msg += RETURN_HINT
         raise PageSyntaxError(exc, str(target)) from None
 
 
