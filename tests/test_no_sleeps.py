@@ -42,6 +42,8 @@ SUBJECT = {
     ("tests/server/conftest.py", "app"): "the slow handler being served",
     ("tests/server/test_aio_operations.py", "handler"): "the slow handler being served",
     ("tests/server/test_schedulers.py", "handler"): "the handler being served yields mid-page",
+    ("tests/test_jobs_after.py", "work"): "the background work the drain waits for or "
+    "cancels, on trio's MockClock",
     ("tests/test_bridge.py", "query"): "the query run on the other loop takes a moment",
     ("tests/test_bridge.py", "slow"): "the query that the test cancels",
 }
