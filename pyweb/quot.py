@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, overload
 
+from ._quot_fast import maker
+
 try:  # t-strings (PEP 750) exist from Python 3.14 on.
     from string.templatelib import Template as _Template  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - depends on the Python version
@@ -92,27 +94,10 @@ class Antiquote:
         return f"ANTIQUOTE({self.value!r})"
 
 
-# A frozen dataclass's __init__ sets its field through object.__setattr__ (a Python call
-# that costs about 3k instructions under callgrind); qq and + make fragments on every
-# request, so they fill the slot directly through its descriptor (about 0.6k): the same
-# object, equal and hashed alike, still immutable to everyone else.
-_new_fragment = object.__new__
-_set_quote_text = Quote.__dict__["text"].__set__
-_set_antiquote_value = Antiquote.__dict__["value"].__set__
-
-
-def _quote(text: str) -> Quote:
-    """``Quote(text)`` for a str known to be one, without the dataclass's __init__."""
-    fragment = _new_fragment(Quote)
-    _set_quote_text(fragment, text)
-    return fragment
-
-
-def _antiquote(value: object) -> Antiquote:
-    """``Antiquote(value)``, without the dataclass's __init__."""
-    fragment = _new_fragment(Antiquote)
-    _set_antiquote_value(fragment, value)
-    return fragment
+# ``Quote(text)`` and ``Antiquote(value)`` for the fragments qq and + make on every
+# request, without the frozen dataclass's __init__ (pyweb/_quot_fast.py).
+_quote = maker(Quote, "text")
+_antiquote = maker(Antiquote, "value")
 
 
 QUOTE = Quote
@@ -213,7 +198,7 @@ class Quot:
                 if not fragment.text:
                     continue
                 if out and type(out[-1]) is Quote:
-                    out[-1] = Quote(out[-1].text + fragment.text)  # type: ignore[union-attr]
+                    out[-1] = Quote(out[-1].text + fragment.text)
                     continue
             elif type(fragment) is not Antiquote:
                 raise TypeError(f"a Quot holds QUOTE and ANTIQUOTE fragments, not {fragment!r}")
@@ -386,17 +371,11 @@ def _as_fragments(part: object, what: str) -> tuple[Fragment, ...]:
 
 
 def _concat2(a: tuple[Fragment, ...], b: tuple[Fragment, ...]) -> Quot:
-    # A fold of rows (``qq(...) + acc``) calls this once per row: the quote that joins the
-    # two and the Quot are made in line, without the calls of _quote and Quot._of.
+    """``a + b``, merging the quotes that meet (both are normalised)."""
     if a and b and type(a[-1]) is Quote and type(b[0]) is Quote:
-        merged = _new_fragment(Quote)
-        _set_quote_text(merged, a[-1].text + b[0].text)  # type: ignore[union-attr]
-        fragments = (*a[:-1], merged, *b[1:])
-    else:
-        fragments = a + b
-    quot = _new_fragment(Quot)
-    quot._fragments = fragments
-    return quot
+        merged = _quote(a[-1].text + b[0].text)
+        return Quot._of((*a[:-1], merged, *b[1:]))
+    return Quot._of(a + b)
 
 
 def concat(*parts: Quot | str) -> Quot:
@@ -410,7 +389,7 @@ def concat(*parts: Quot | str) -> Quot:
 def _extend(out: list[Fragment], fragments: tuple[Fragment, ...]) -> None:
     """``out.extend(fragments)``, merging the quotes that meet (both are normalised)."""
     if out and fragments and type(out[-1]) is Quote and type(fragments[0]) is Quote:
-        out[-1] = _quote(out[-1].text + fragments[0].text)  # type: ignore[union-attr]
+        out[-1] = _quote(out[-1].text + fragments[0].text)
         out.extend(fragments[1:])
     else:
         out.extend(fragments)
@@ -571,14 +550,8 @@ def qq(template: str, /, **names: object) -> Quot:
                     raise AttributeError(
                         f"qq: in placeholder {{{placeholder}}}: {exc}; template: {template!r}"
                     ) from exc
-        # _antiquote(value) and Quot._of written out: a page's rows call qq once each,
-        # and the two calls were about a fifth of it (docs/performance.md).
-        fragment = _new_fragment(Antiquote)
-        _set_antiquote_value(fragment, value)
-        append(fragment)
-    quot = _new_fragment(Quot)
-    quot._fragments = tuple(out)
-    return quot
+        append(_antiquote(value))
+    return Quot._of(tuple(out))
 
 
 def _from_template(template: Any) -> Quot:

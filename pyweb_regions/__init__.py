@@ -71,7 +71,7 @@ if _c is not None:
     _impl = _c
     IMPLEMENTATION = "c"
 else:
-    from . import _fallback as _impl  # type: ignore[no-redef]
+    from . import _fallback as _impl
 
     IMPLEMENTATION = "python"
 
@@ -99,7 +99,7 @@ ALLOC_AVAILABLE: bool = IMPLEMENTATION == "c"
 """Allocation accounting needs the C allocator hook; the fallback says "not available"."""
 
 
-def implementation(name: str):  # type: ignore[no-untyped-def]
+def implementation(name: str):
     """The implementation module ``"c"`` or ``"python"`` (for tests that run both);
     ImportError if the C extension was not built or ``PYWEB_REGIONS=python`` asks for no C."""
     if name == "c":

@@ -1,6 +1,8 @@
 """Helpers shared by test modules all over tests/ (one definition each).
 
-* :func:`until` waits, in a plain thread, for a condition to hold (a bounded poll);
+* :func:`until` waits, in a plain thread, for a condition to hold (a bounded poll): the
+  one way a test waits for something it cannot be told about (no fixed sleeps:
+  tests/test_no_sleeps.py refuses them);
 * :func:`until_async` does the same inside a trio run, sleeping between polls;
 * :func:`until_settled` checkpoints until a condition holds, without letting time pass
   (for tests on trio's virtual clock, where sleeping would move the clock);
@@ -8,6 +10,10 @@
 * :func:`reachable` (from :mod:`pyweb.testing`) says whether a TCP service answers;
 * :func:`serve_command`, :func:`start_serve`, :func:`stop_serve` and :func:`http_request`
   run ``pyweb serve`` as a process, on the test's loop, and talk to it;
+* :class:`ReadAlong` reads a process's stderr while it runs, so a test can wait for a
+  line (a reload's verdict) instead of sleeping;
+* :func:`raw_get` is the raw client: one GET over a plain socket, the reply's bytes as
+  they came (for tests about the bytes themselves);
 * :func:`chat_in_two_workers` serves the example chat in two worker processes that share
   Redis (the ``chat_workers`` fixture of tests/conftest.py).
 
@@ -24,9 +30,10 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,12 +42,12 @@ import trio
 from pyweb.testing import default_loop, reachable
 
 __all__ = ["until", "until_async", "until_settled", "write_site", "reachable",
-           "serve_command", "start_serve", "stop_serve", "http_request", "BANNER",
+           "serve_command", "start_serve", "stop_serve", "http_request", "raw_get", "ReadAlong", "BANNER",
            "chat_in_two_workers"]  # fmt: skip
 
 
 def until(predicate: Callable[[], object], what: str = "the condition",
-          limit: float = 10.0, poll: float = 0.01) -> None:
+          limit: float = 20.0, poll: float = 0.01) -> None:
     """Poll ``predicate`` until it is true; AssertionError naming ``what`` after ``limit``
     seconds (bounded generously: the machine is shared)."""
     deadline = time.monotonic() + limit
@@ -152,6 +159,38 @@ def http_request(port: int, target: str, body: bytes | None = None, sock=None) -
     finally:
         if own:
             sock.close()
+
+
+class ReadAlong:
+    """The lines of a process's pipe (``proc.stderr``), read in a thread as they come."""
+
+    def __init__(self, pipe: Iterable[str]) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: Iterable[str]) -> None:
+        for line in pipe:
+            self.lines.append(line)
+
+    def has(self, text: str) -> bool:
+        """Whether ``text`` has appeared so far."""
+        return any(text in line for line in list(self.lines))
+
+    def text(self, wait: float = 20.0) -> str:
+        """Everything, once the pipe is closed (the process has ended; at most ``wait`` s)."""
+        self._thread.join(wait)
+        return "".join(self.lines)
+
+
+def raw_get(port: int, target: str) -> bytes:
+    """``GET target`` with ``Connection: close`` on a new socket; every byte of the reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        out = b""
+        while data := sock.recv(65536):
+            out += data
+    return out
 
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"

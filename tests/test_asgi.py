@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import until
+
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 BIN = Path(sys.executable).parent
 
@@ -43,6 +45,8 @@ SERVERS = {
 WAIT_GONE = """\
 import os
 from pyweb.events import select, timeout, wrap
+with open(os.environ["PYWEB_TEST_GONE"], "w") as f:
+    f.write("waiting")  # (the test waits for this before it leaves)
 what = await select(
     wrap(conn.client_gone_evt(), lambda _: "gone"), wrap(timeout(20), lambda _: "timeout")
 )
@@ -187,10 +191,8 @@ def test_a_page_waiting_on_client_gone_ends_when_the_client_leaves(asgi_server: 
     port = int(asgi_server.base.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(b"GET /wait_gone HTTP/1.1\r\nHost: x\r\n\r\n")
-        time.sleep(0.5)  # the page is waiting now
-    deadline = time.monotonic() + 10
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+        until(lambda: marker.exists() and marker.read_text() == "waiting", "the page waiting")
+    until(lambda: marker.read_text() != "waiting", "the page to end")
     assert marker.read_text() == "gone"  # long before its 20 s timeout
 
 

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from .csrf_helpers import raw_session
+from .helpers import until
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.loops("trio", "asyncio")]
 
@@ -78,13 +79,6 @@ def waiting_by_worker(port: int, want_workers: int = 2) -> dict[int, int]:
         worker, answer = read_json(send_request(port, "GET", "/chat?waiting"))
         seen[worker] = answer["waiting"]
     return seen
-
-
-def until(predicate, what: str, limit: float = 20.0) -> None:
-    deadline = time.monotonic() + limit
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def test_a_post_to_either_worker_wakes_the_long_polls_of_both(chat_workers):

@@ -62,7 +62,7 @@ RULES = [
     Rule("pyweb.regions", never=("pyweb.server", "pyweb.app"), why="wraps a page, serves none"),
     Rule("pyweb.db", never=("pyweb.server", "pyweb.app"), why="usable without the server"),
     Rule("pyweb.cache", never=("pyweb.server", "pyweb.app"), why="usable without the server"),
-    Rule("pyweb.quot", may=(), why="usable without the server"),
+    Rule("pyweb.quot", may=("pyweb._quot_fast",), why="usable without the server"),
     Rule("pyweb.html", may=("pyweb.quot",), why="usable without the server"),
     Rule("pyweb.forms", may=(), why="usable without the server"),
 ]

@@ -238,8 +238,8 @@ def test_a_cut_to_redis_is_a_resync_and_the_history_fills_the_gap():
                 await anyio.to_thread.run_sync(other_process_publishes, prefix, "cut", f"m{i}")
                 for i in range(3)
             ]
-            await anyio.sleep(0.3)
-            proxy.start()  # same port: Redis is back for this process
+            proxy.start()  # same port: Redis is back for this process (the subscriber's
+            # connection was cut by stop(): it reconnects and reports the gap)
             got = await next_message(port, 20)
             assert isinstance(got, Resync)
             news = await retry_since(ch, before["seq"])

@@ -468,3 +468,18 @@ def test_property_to_sql_round_trips_through_sqlite(values: list, nest: bool) ->
 def test_module_docstring_examples() -> None:
     result = doctest.testmod(pyweb.quot)
     assert result.attempted >= 5 and result.failed == 0
+
+
+# -- the fast path (pyweb/_quot_fast.py) against the classes ------------------------------
+
+
+@given(st.text(), st.one_of(st.integers(), st.text(), st.none()))
+def test_fragments_made_without_init_are_the_classes_own(text, value):
+    from pyweb._quot_fast import maker
+
+    quote, antiquote = maker(Quote, "text")(text), maker(Antiquote, "value")(value)
+    assert (type(quote), quote, hash(quote)) == (Quote, Quote(text), hash(Quote(text)))
+    assert (type(antiquote), antiquote) == (Antiquote, Antiquote(value))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        quote.text = "changed"  # type: ignore[misc]
+    assert qq("a{value}b", value=value) == Quot([QUOTE("a"), ANTIQUOTE(value), QUOTE("b")])

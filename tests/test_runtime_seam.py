@@ -107,8 +107,7 @@ def test_acquire_within_gives_up_in_time_and_loses_no_unit(loop):
         assert await rt.acquire_within(sem, 0.05) is True
         assert sem.value == 0
 
-        async def release_soon():
-            await rt.sleep(0.01)
+        async def release_soon():  # runs once main waits in acquire_within
             sem.release()
 
         rt.spawn_background(release_soon)

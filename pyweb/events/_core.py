@@ -226,7 +226,7 @@ class _AtTime(BaseEvent[None]):
         self.deadline = deadline
 
     def ready(self) -> bool:
-        return current().now() >= self.deadline  # type: ignore[operator]
+        return current().now() >= self.deadline
 
     def commit_now(self) -> None:
         return None

@@ -69,13 +69,13 @@ class Channel(Generic[T]):
             offer = senders.popleft()
             complete(offer, None)
             await rt.cancel_shielded_checkpoint()
-            return offer.payload  # type: ignore[no-any-return]
+            return offer.payload
         s = _Sync(rt)
         offer = Offer(s, 0, self._receivers)
         self._receivers.append(offer)
         s.offers.append(offer)
         await rt.park(s.task, s.withdraw_all)
-        return s.value  # type: ignore[no-any-return]
+        return s.value
 
 
 class _SendEvt(BaseEvent[None]):

@@ -192,4 +192,4 @@ class RPC(Generic[T, R]):
             result = fn(req.arg)
             if inspect.isawaitable(result):
                 result = await result
-            await req.reply(result)  # type: ignore[arg-type]
+            await req.reply(result)

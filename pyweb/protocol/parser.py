@@ -19,16 +19,18 @@ the request was keep-alive; when it was not, ``next_event`` returns NEED_DATA fo
 (the server closes). After a ProtocolError the parser is broken and every further call
 raises the same error.
 
-How it works, and why it is fast in pure Python: the parser keeps one ``bytearray``. While
-it waits for a request head it only searches the newly arrived bytes for the CRLF CRLF that
-ends the head. Once the head is complete it is decoded once (Latin-1), split into lines
-with ``str.split`` and checked with C-level operations: one compiled regular expression
-for the request line (``grammar.py``), a scan of the whole block for forbidden characters,
-and a cache of field names already proven to be tokens (anything unusual falls back to the
-full field-line regex, which also explains the error). A single Python loop over the
+How it works: the parser keeps one ``bytearray``. While it waits for a request head it
+only searches the newly arrived bytes for the CRLF CRLF that ends the head. Once the head
+is complete it is decoded once (Latin-1), split into lines with ``str.split`` and read in
+the four steps h11 uses (request line, fields, target, framing), each checked against the
+grammar (``grammar.py``) and explained when it is wrong. A single Python loop over the
 fields then derives everything the server needs (Host, framing, keep-alive, Expect).
 Body bytes are handed out as soon as they arrive, never accumulated, in pieces of at
 most :data:`MAX_PIECE` bytes.
+
+What the parser remembers between requests (field lines and names already proven valid)
+and its C twin (:data:`C_HEAD`) live in ``_fastpath.py``: each either knows a head's
+answer or declines, and a decline comes back here, to the careful path.
 
 Decisions (see docs/protocol.md for the full list and the differences from h11):
 
@@ -49,9 +51,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-import pyweb_regions
-
+from . import _fastpath
 from . import grammar as g
+from ._fastpath import GOOD_HOSTS
 from .errors import (
     BadRequest,
     BodyTooLarge,
@@ -229,7 +231,8 @@ class RequestParser:
             raise HeadersTooLarge(
                 f"more than {limits.max_headers} header fields", offending=head[:100]
             )
-        headers, special = _header_fields(raw, lines) if lines else ([], [])
+        headers, special = (_fastpath.known_lines(lines) or _learn_fields(raw, lines)
+                            if lines else ([], []))  # fmt: skip
         host, content_length, te, keep_alive, expect_continue, forwarded = _read_fields(
             special, version
         )
@@ -745,109 +748,18 @@ def _explain_request_line(line: str) -> NoReturn:
     )
 
 
-class BoundedCache:
-    """What the parser remembers about strings it has already checked, so that checking
-    them again is one lookup in :attr:`entries` (a plain dict: the parser reads it on
-    every request, and a dict subclass costs a third more per lookup). Bounded, because
-    the strings come from clients: a client sending ever new names must not grow the
-    process. Once full it keeps what it has (the common names come first)."""
-
-    __slots__ = ("name", "size", "entries")
-
-    def __init__(self, name: str, size: int) -> None:
-        self.name = name
-        self.size = size
-        self.entries: dict[str, str] = {}
-
-    def add(self, key: str, value: str) -> None:
-        if len(self.entries) < self.size:
-            self.entries[key] = value
-
-    def __repr__(self) -> str:
-        return f"<BoundedCache {self.name}: {len(self.entries)} of {self.size}>"
-
-
-FIELD_NAMES = BoundedCache("field names proven to be tokens, to their lower case", 1024)
-"""Most requests repeat the same dozen field names: checking a name is one dict lookup."""
-GOOD_HOSTS = BoundedCache("Host values that match the grammar", 1024)
-"""A server sees the same few hosts again and again."""
 _CTL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]").search
 """Control characters that no field line may hold (HTAB, CR and LF are checked apart)."""
-_CTL_CR_LF = bytes((*range(0x09), *range(0x0A, 0x20), 0x7F))
-"""The same characters as bytes, with CR and LF, for the fast check of a whole block."""
-
-
-class LineCache:
-    """Field lines already proven valid, to their ``(lower-cased name, value)``: the parser's
-    fast path (see :func:`_header_fields`). Bounded, because the lines come from clients:
-    at most ``size`` lines of at most ``MAX_LINE`` characters; when full it starts again
-    empty, so it follows the lines the clients send now (a flood of new lines only costs
-    what a miss costs anyway)."""
-
-    __slots__ = ("name", "size", "entries")
-
-    MAX_LINE = 512
-
-    def __init__(self, name: str, size: int) -> None:
-        self.name = name
-        self.size = size
-        self.entries: dict[str, tuple[str, str]] = {}
-
-    def add(self, line: str, field: tuple[str, str]) -> None:
-        if len(line) <= self.MAX_LINE:
-            if len(self.entries) >= self.size:
-                self.entries.clear()
-            self.entries[line] = field
-
-    def __repr__(self) -> str:
-        return f"<LineCache {self.name}: {len(self.entries)} of {self.size}>"
-
-
-PLAIN_LINES = LineCache("valid field lines the parser only passes along", 1024)
-SPECIAL_LINES = LineCache("valid field lines the parser reads (Host, framing, ...)", 256)
-
-
-def _header_fields(
-    raw: bytearray, lines: list[str]
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The header fields (lower name, value) of the field ``lines`` split from ``raw``, and
-    those of them the parser reads itself (names in ``_SPECIAL``), in order.
-
-    The fast path: a client sends the same lines again and again (its User-Agent, Accept,
-    Accept-Encoding, Host, ...), so each line already seen and validated is one dict lookup,
-    and the lookups of all lines run in C (``map`` over ``dict.get``); only the few lines
-    the parser reads (usually Host) are looked at in Python. A line that was proven valid
-    is valid again, so nothing is checked less: any line not in the caches sends the whole
-    block through :func:`_parse_fields`, the careful path, which also explains errors.
-    Measured in docs/performance.md, "The parser's fast path"."""
-    plain = PLAIN_LINES.entries
-    fields = []
-    special = []
-    for line in lines:
-        field_ = plain.get(line)
-        if field_ is None:  # a line the parser reads (or one not seen before)
-            field_ = SPECIAL_LINES.entries.get(line)
-            if field_ is None:
-                return _learn_fields(raw, lines)
-            special.append(field_)
-        fields.append(field_)
-    return fields, special
 
 
 def _learn_fields(
     raw: bytearray, lines: list[str]
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """:func:`_header_fields` for a block with a line not seen before: the careful path,
-    then every line (now proven valid) remembered."""
+    """The header fields of a head the fast path did not know (``_fastpath.known_lines``):
+    every line checked, then remembered; and those of them the parser reads itself."""
     fields = _parse_fields(raw, lines, len(lines), "header")
-    special = []
-    for line, field_ in zip(lines, fields, strict=True):
-        if field_[0] in _SPECIAL:
-            special.append(field_)
-            SPECIAL_LINES.add(line, field_)
-        else:
-            PLAIN_LINES.add(line, field_)
-    return fields, special
+    _fastpath.learn_lines(lines, fields, _SPECIAL)
+    return fields, [field for field in fields if field[0] in _SPECIAL]
 
 
 def _parse_fields(
@@ -855,42 +767,23 @@ def _parse_fields(
 ) -> list[tuple[str, str]]:
     """Validate field lines (RFC 9112 §5, RFC 9110 §5.5) and return (lower name, value).
 
-    ``raw`` is the block the lines were decoded and split from on CRLF (``crlfs`` of them).
-    The checks are arranged so that the common case runs in C: the forbidden characters
-    are looked for in the whole block at once, in its bytes (a regex search cost three
-    times as much on a short head, four times on a browser's), names come from a cache of
-    known tokens, and OWS is stripped with ``str.strip``. Everything else (new names, errors) goes through the regex in
-    ``_fields_slow``.
+    ``raw`` is the block the lines were decoded and split from on CRLF (``crlfs`` of
+    them). Each line must match the grammar's ``field-line``; a line that does not is
+    explained (:func:`_explain_field_line`). Names already proven to be tokens skip the
+    regex (``_fastpath.known_names``).
     """
-    # The lines were split on CRLF, so the block holds at least ``crlfs`` CRs and LFs:
-    # deleting every CR, LF and control character removes exactly 2 * crlfs bytes only
-    # when there is no other CR, LF or control character (one C pass over the block).
-    if len(raw) - len(raw.translate(None, _CTL_CR_LF)) != 2 * crlfs:
-        return _fields_slow(lines, what)
-    cache = FIELD_NAMES.entries
+    fields = _fastpath.known_names(raw, lines, crlfs)
+    if fields is not None:
+        return fields
     fields = []
-    try:  # (a plain loop: a third cheaper than a comprehension over map(methodcaller))
-        for line in lines:
-            # A line without a colon makes split() return one item: ValueError on unpacking.
-            name, value = line.split(":", 1)
-            fields.append((cache[name], value.strip(" \t")))
-    except (KeyError, ValueError):
-        return _fields_slow(lines, what)
-    return fields
-
-
-def _fields_slow(lines: list[str], what: str) -> list[tuple[str, str]]:
-    """Validate each line with the full regex; remember good names; explain bad lines."""
-    out = []
     for line in lines:
         m = g.FIELD_LINE.fullmatch(line)
         if m is None:
             _explain_field_line(line, what)
         name, value = m.groups()
-        lname = name.lower()
-        FIELD_NAMES.add(name, lname)
-        out.append((lname, value))
-    return out
+        fields.append((name.lower(), value))
+    _fastpath.learn_names(lines)
+    return fields
 
 
 def _explain_field_line(line: str, what: str) -> NoReturn:
@@ -930,20 +823,9 @@ def _explain_field_line(line: str, what: str) -> NoReturn:
 # -- the C fast path ---------------------------------------------------------------------
 
 
-def c_head() -> Callable[[RequestParser], object] | None:
-    """The C function that takes the everyday request head, set up for this module's
-    classes, or None when ``pyweb_regions._head`` was not built or ``PYWEB_REGIONS=python``
-    turns the C code off. See :data:`C_HEAD`."""
-    module = pyweb_regions.extension("_head")
-    if module is None:
-        return None
-    parse_head: Callable[[RequestParser], object] = module.setup(
-        RequestParser, Limits, Request, NEED_DATA, _EOM, _CL_BODY
-    )
-    return parse_head
-
-
-C_HEAD = c_head()
+C_HEAD: Callable[[RequestParser], object] | None = _fastpath.c_head(
+    RequestParser, Limits, Request, NEED_DATA, _EOM, _CL_BODY
+)
 """``pyweb_regions._head.parse_head``: the request head in C, for the heads real clients
 send (a common method, an origin-form target, HTTP/1.1 or 1.0, plain printable fields, a
 reg-name Host, at most one small Content-Length, no Transfer-Encoding or Expect, within

@@ -15,6 +15,7 @@ import pytest
 
 import pyweb.testing
 from pyweb.app.site import Site
+from tests.helpers import until
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
 
@@ -78,6 +79,8 @@ PAGES = {
         import time
         import pyweb
 
+        if "mark" in conn.query:  # (a test waits for the page to start)
+            open(conn.query["mark"], "w").close()
         await pyweb.to_thread(time.sleep, 1)
         conn.return_("<html><body><p>slept in a thread</p></body></html>")
         """
@@ -296,11 +299,11 @@ def test_other_requests_go_on_while_a_page_waits_in_to_thread(site_dir):
     server, _ = serve(site_dir)
     with server as client:
         done = []
-        slow = threading.Thread(
-            target=lambda: done.append(pyweb.testing.Client(client.base_url).get("/threaded"))
-        )
+        mark = site_dir.parent / "threaded.started"
+        slow = threading.Thread(target=lambda: done.append(
+            pyweb.testing.Client(client.base_url).get(f"/threaded?mark={mark}")))  # fmt: skip
         slow.start()
-        time.sleep(0.2)
+        until(mark.exists, "the page in its thread")
         started = time.monotonic()
         assert client.get("/ok").status == 200
         quick = time.monotonic() - started

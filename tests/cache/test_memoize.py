@@ -203,9 +203,10 @@ def test_dogpile_cancelled_leader_lets_a_waiter_take_over(clock, name, loop):
 
         async with anyio.create_task_group() as nursery:
             nursery.start_soon(leader)
-            await anyio.sleep(0.05)
+            while not calls:  # the leader computes (after the backend's own I/O)
+                await anyio.sleep(0.001)
             nursery.start_soon(lambda: _append(results, f(3)))
-            await anyio.sleep(0.05)
+            await anyio.wait_all_tasks_blocked()  # the waiter waits for the leader
             leader_scope.cancel()
         assert results == [6]
 

@@ -401,12 +401,12 @@ def test_waiting_too_long_for_a_handle_is_a_503(backend: Backend) -> None:
     d = backend.database(pools=1, handles=1, timeout=0.2)
 
     async def main() -> None:
-        holding = anyio.Event()
+        holding, done = anyio.Event(), anyio.Event()
 
         async def hold() -> None:
             async def slowly(row: db.Row, acc: None) -> None:
                 holding.set()
-                await anyio.sleep(1.0)
+                await done.wait()  # holds the only handle until the test has its 503
 
             await d.fold(slowly, None, "select 1")
 
@@ -416,6 +416,7 @@ def test_waiting_too_long_for_a_handle_is_a_503(backend: Backend) -> None:
             with pytest.raises(db.PoolTimeout, match="within 0.2 s") as info:
                 await d.one_field("select 1")
             assert info.value.http_status == 503
+            done.set()
         assert await d.one_field("select 4") == 4  # free again once the fold ended
 
     try:

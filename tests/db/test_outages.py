@@ -15,9 +15,11 @@ import socket
 import struct
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
+import trio
 
 from pyweb import db
 from pyweb.app.formdata import FormLimits
@@ -26,6 +28,7 @@ from pyweb.testing import serve
 from pyweb.testing.server import use_loop
 
 from ..csrf_helpers import csrf_token
+from ..helpers import until
 from .conftest import PG_HOST, PG_PORT, Backend, require
 from .proxy import Proxy
 
@@ -181,10 +184,14 @@ def test_postgresql_shutting_down_is_a_503_and_the_handle_is_discarded(
     proxy.start()
     site = tmp_path / "site"
     site.mkdir()
+    mark = f"outage_{uuid.uuid4().hex}"  # finds the query in pg_stat_activity
     (site / "slow.py").write_text(
         "from pyweb import db\n"
-        "conn.return_(str(await db.one_field('select 42 from pg_sleep(0.6)')))\n"
+        f"conn.return_(str(await db.one_field('select 42 /* {mark} */ from pg_sleep(1.5)')))\n"
     )
+    direct = db.Database(f"postgresql://postgres@{PG_HOST}:{PG_PORT}/test", pools=1, handles=1)
+    in_flight = (f"select count(*) from pg_stat_activity where state = 'active' "
+                 f"and pid <> pg_backend_pid() and query like '%{mark}%'")  # fmt: skip
     db.configure(f"postgresql://postgres@127.0.0.1:{proxy.port}/test", timeout=2.0)
     log = io.StringIO()
     try:
@@ -193,7 +200,7 @@ def test_postgresql_shutting_down_is_a_503_and_the_handle_is_discarded(
             results = []
             request = threading.Thread(target=lambda: results.append(client.get("/slow")))
             request.start()
-            time.sleep(0.3)  # the query is in flight
+            until(lambda: trio.run(direct.one_field, in_flight), "the query in flight")
             proxy.shut_down(payload)
             request.join(10)
             assert results and results[0].status == 503, (results, results[0].text[-3000:])
@@ -202,4 +209,5 @@ def test_postgresql_shutting_down_is_a_503_and_the_handle_is_discarded(
     finally:
         db.configure(None)
         proxy.stop()
+        direct.close()
     assert "Traceback" not in log.getvalue()  # an outage, logged once, not a page's bug

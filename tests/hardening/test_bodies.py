@@ -16,6 +16,7 @@ import pytest
 import pyweb.testing
 from pyweb.protocol.response import Response
 from pyweb.server.budget import BUDGET
+from tests.helpers import until
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
 
@@ -142,7 +143,7 @@ def test_bodies_held_at_once_fit_max_body_memory(tmp_path):
 
         first = threading.Thread(target=post)
         first.start()
-        time.sleep(0.3)  # the first body is held now
+        until(lambda: BUDGET.held >= len(body), "the first body held")
         post()
         first.join()
         statuses = sorted(int(r.split(b" ", 2)[1]) for r in replies)
@@ -163,7 +164,8 @@ def test_bodies_trickled_in_hold_no_budget(tmp_path):
         try:
             for s in trickles:
                 s.sendall(head + b"x")
-            time.sleep(0.3)  # (their pages are reading their bodies)
+            # (their pages are reading their bodies: the bytes that came are held)
+            until(lambda: BUDGET.held >= 5 * len(b"data=x"), "five trickles held")
             r = c.request("POST", "/size", body=b"data=" + b"y" * 600_000,
                           headers={"Content-Type": FORM})  # fmt: skip
             assert r.status == 200 and r.text == "600000", r.text

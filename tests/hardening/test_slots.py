@@ -13,15 +13,22 @@ import pytest
 import pyweb.testing
 from pyweb.events import select, timeout
 from pyweb.protocol.response import Response
+from tests.helpers import until
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
 
 SLOTS = 40
+POLLING = [0]
+"""Long-polls in progress (what a test waits for, instead of sleeping)."""
 
 
 async def app(ctx):
     if ctx.request.path == "/poll":  # a long-poll: waits until the client leaves (or 30 s)
-        await select(ctx.client_gone_evt(), timeout(30))
+        POLLING[0] += 1
+        try:
+            await select(ctx.client_gone_evt(), timeout(30))
+        finally:
+            POLLING[0] -= 1
         return Response(200, [("Content-Type", "text/plain")], b"polled")
     return Response(200, [("Content-Type", "text/plain")], b"hello")
 
@@ -77,8 +84,9 @@ def test_idle_keep_alive_connections_make_room(server):
 
 def test_silent_connections_make_room(server):
     hold = crowd(server.port, 2 * SLOTS)  # connect, send nothing (a first-byte attack)
-    time.sleep(0.3)  # (the crowd is in its slots and the waiting room)
-    try:
+    try:  # (the crowd is in its slots and the waiting room)
+        slots = server.slots
+        until(lambda: slots.busy + slots.waiting_to_speak >= 2 * SLOTS, "the crowd seated")
         for _ in range(5):
             assert normal_get(server.port)[0] == 200
     finally:
@@ -115,14 +123,13 @@ def test_one_client_over_its_limit_gets_a_fast_503():
         port = client.server.port
         hold = crowd(port, 3, b"GET /poll HTTP/1.1\r\nHost: x\r\n\r\n")
         try:
-            time.sleep(0.2)
+            until(lambda: POLLING[0] == 3, "three long-polls")
             status, _ = normal_get(port)
             assert status == 503
         finally:
             for s in hold:
                 s.close()
-        time.sleep(0.2)
-        assert normal_get(port)[0] == 200  # under the limit again
+        until(lambda: normal_get(port)[0] == 200, "a 200 under the limit again")
 
 
 @pytest.mark.loops("trio")  # (the pool and nothread schedulers are trio's)
@@ -154,11 +161,10 @@ def test_a_full_pool_answers_a_fast_503():
         port = client.server.port
         polls = crowd(port, 2, b"GET /poll HTTP/1.1\r\nHost: x\r\n\r\n")  # both tasks busy
         try:
-            time.sleep(0.2)
+            until(lambda: POLLING[0] == 2, "two long-polls")
             status, took = normal_get(port)
             assert status == 503 and took < 5, took
         finally:
             for s in polls:
                 s.close()
-        time.sleep(0.3)
-        assert normal_get(port)[0] == 200
+        until(lambda: normal_get(port)[0] == 200, "a 200 once the pool is free")

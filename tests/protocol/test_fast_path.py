@@ -1,7 +1,7 @@
 """The parser's fast path against its careful path (hypothesis).
 
-The fast path (``parser._header_fields``) takes a field line from a cache of lines that
-the careful path (``_parse_fields``) has proven valid before. These tests parse the same
+The fast path (``_fastpath.known_lines``) takes a field line from a cache of lines that
+the careful path (``parser._parse_fields``) has proven valid before. These tests parse the same
 bytes with empty caches (every line goes the careful way) and with caches warmed by
 other requests, by the same request, and by its mutations, and require the same
 outcome: the same events, or the same error (class, status, message, offending bytes).
@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyweb.protocol import NEED_DATA, ConnectionClosed, Limits, ProtocolError, RequestParser
+from pyweb.protocol import _fastpath as F
 from pyweb.protocol import parser as P
 from pyweb.testing import http
 
@@ -52,13 +53,13 @@ def outcome(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple:
 @contextmanager
 def cold_caches() -> Iterator[None]:
     """Empty line caches for the block (the careful path for every line), then restored."""
-    saved = [dict(c.entries) for c in (P.PLAIN_LINES, P.SPECIAL_LINES)]
+    saved = [dict(c.entries) for c in (F.PLAIN_LINES, F.SPECIAL_LINES)]
     try:
-        for c in (P.PLAIN_LINES, P.SPECIAL_LINES):
+        for c in (F.PLAIN_LINES, F.SPECIAL_LINES):
             c.entries.clear()
         yield
     finally:
-        for c, entries in zip((P.PLAIN_LINES, P.SPECIAL_LINES), saved, strict=True):
+        for c, entries in zip((F.PLAIN_LINES, F.SPECIAL_LINES), saved, strict=True):
             c.entries.clear()
             c.entries.update(entries)
 
@@ -134,15 +135,15 @@ def test_only_valid_lines_are_remembered(monkeypatch: pytest.MonkeyPatch) -> Non
         # A well-formed field line with a bad Host value is remembered as a field line;
         # the Host value is checked on every request (_read_fields), cached or not.
         with pytest.raises(ProtocolError, match="invalid Host"):
-            P._read_fields([P.SPECIAL_LINES.entries["Host: bad host"]], "1.1")
-        assert "X: a\x01b" not in P.PLAIN_LINES.entries
+            P._read_fields([F.SPECIAL_LINES.entries["Host: bad host"]], "1.1")
+        assert "X: a\x01b" not in F.PLAIN_LINES.entries
         outcome(b"GET / HTTP/1.1\r\nHost: a.org\r\nAccept: */*\r\n\r\n")
-        assert P.PLAIN_LINES.entries["Accept: */*"] == ("accept", "*/*")
-        assert P.SPECIAL_LINES.entries["Host: a.org"] == ("host", "a.org")
+        assert F.PLAIN_LINES.entries["Accept: */*"] == ("accept", "*/*")
+        assert F.SPECIAL_LINES.entries["Host: a.org"] == ("host", "a.org")
 
 
 def test_line_cache_is_bounded() -> None:
-    cache = P.LineCache("test", 4)
+    cache = F.LineCache("test", 4)
     for i in range(10):
         cache.add(f"X-{i}: y", (f"x-{i}", "y"))
         assert len(cache.entries) <= 4

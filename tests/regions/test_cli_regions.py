@@ -8,14 +8,13 @@ import importlib.util
 import os
 import re
 import signal
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
 import pyweb_regions
-from tests.helpers import serve_command
+from tests.helpers import raw_get, serve_command
 
 from .conftest import write_site
 
@@ -32,15 +31,6 @@ def _serve(root: Path, *flags: str, env: dict[str, str] | None = None):
     )
     banner = proc.stdout.readline()  # type: ignore[union-attr]
     return proc, banner
-
-
-def _get(port: int, target: str) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        out = b""
-        while data := s.recv(65536):
-            out += data
-    return out
 
 
 @pytest.fixture
@@ -69,7 +59,7 @@ def test_banner_names_the_implementation(root, forced):
         expected = "python" if forced or not built else "c"
         assert banner.endswith(f", regions {expected})\n"), banner
         port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
-        reply = _get(port, "/bump")
+        reply = raw_get(port, "/bump")
         assert reply.startswith(b"HTTP/1.1 500 ") and b"`hits`" in reply
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
@@ -90,10 +80,10 @@ def test_table_1_flags_and_the_stats_page(root):
     try:
         port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
         for _ in range(2):  # library re-run before each request: nothing to restore
-            assert _get(port, "/bump").endswith(b"hits=1")
+            assert raw_get(port, "/bump").endswith(b"hits=1")
         (root / "bump.py").write_text('conn.return_("recompiled", content_type="text/plain")\n')
-        assert _get(port, "/bump").endswith(b"recompiled")  # --no-script-cache
-        reply = _get(port, "/_pyweb/stats.json")
+        assert raw_get(port, "/bump").endswith(b"recompiled")  # --no-script-cache
+        reply = raw_get(port, "/_pyweb/stats.json")
         stats = json.loads(reply.split(b"\r\n\r\n", 1)[1])
         assert stats["implementation"] == pyweb_regions.IMPLEMENTATION
         assert stats["mutations_reported"] == 0

@@ -30,6 +30,7 @@ from tests.helpers import serve_command
 from ..cache.conftest import need_redis, unique_prefix
 from ..db.conftest import PG_HOST, PG_PORT, require
 from ..db.proxy import Proxy
+from ..helpers import until
 from .conftest import ROOT, SOAK
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
@@ -102,11 +103,15 @@ def test_a_postgresql_outage_loses_no_acknowledged_write(tmp_path: Path) -> None
     try:
         with serve(Site(site, csrf_exempt=["/w"]), error_log=None) as client:
             seen = load(client.server.port, stop)
-            time.sleep(1.0)
+            statuses = seen["statuses"]
+            until(lambda: statuses.count(200) >= 20, "writes acknowledged", limit=60)
             proxy.stop()  # down for a while, under load
-            time.sleep(2.0 if not SOAK else 10.0)
+            until(lambda: statuses.count(503) >= (200 if SOAK else 20), "the outage seen",
+                  limit=120)  # fmt: skip
             proxy.start()
-            time.sleep(1.5)
+            back = len(statuses)
+            until(lambda: statuses[back:].count(200) >= 20, "writes acknowledged again",
+                  limit=60)  # fmt: skip
             finish(seen, stop)
         stored = {r["n"] for r in trio.run(direct.list, f"select n from {schema}.acked")}
     finally:
@@ -205,7 +210,8 @@ def test_max_requests_recycling_under_load_resets_nothing(tmp_path: Path) -> Non
     stop = threading.Event()
     try:
         seen = load(port, stop)
-        time.sleep(20.0 if SOAK else 6.0)
+        until(lambda: len(set(seen["pids"])) >= (12 if SOAK else 4), "workers recycled",
+              limit=120)  # fmt: skip
         finish(seen, stop)
     finally:
         stop.set()  # (a failure above must not leave the clients running: pytest would hang)
@@ -226,11 +232,19 @@ def test_a_killed_worker_loses_no_acknowledged_write_and_its_replacement_gets_cl
     stop = threading.Event()
     try:
         seen = load(port, stop, clients=6)
-        time.sleep(1.5)
-        victim = seen["pids"][-1]
+        pids = seen["pids"]
+        until(lambda: len(pids) >= 100 and len(set(pids)) == 2, "both workers serving",
+              limit=60)  # fmt: skip
+        victim = pids[-1]
         os.kill(victim, signal.SIGKILL)
-        killed_at = len(seen["pids"])
-        time.sleep(4.0)
+        killed_at = len(pids)
+        before = set(pids[:killed_at])
+
+        def replaced() -> bool:  # the replacement has its share of many requests after
+            after = pids[killed_at:]
+            return len(after) >= 300 and len([p for p in after if p not in before]) > len(after) / 4
+
+        until(replaced, "the replacement to get its share of the clients", limit=60)
         finish(seen, stop)
     finally:
         stop.set()  # (a failure above must not leave the clients running: pytest would hang)

@@ -19,6 +19,7 @@ import pytest
 from pyweb import runtime
 from pyweb.events import select, timeout
 from pyweb.protocol.response import Response
+from tests.helpers import until
 
 sys.path.insert(0, os.path.dirname(__file__))
 from aio_thread import AioThread  # noqa: E402
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.timeout(60)
 
 TEXT = [("content-type", "text/plain")]
 release = threading.Event()
+holding = [0]  # requests in /hold (a test waits for them)
 
 
 async def handler(ctx) -> Response:
@@ -36,6 +38,7 @@ async def handler(ctx) -> Response:
     if path == "/echo":
         return Response(200, TEXT, b"got:%d" % len(await ctx.body()))
     if path == "/hold":  # busy until the test says so (a request in progress)
+        holding[0] += 1
         while not release.is_set():
             await runtime.sleep(0.02)
         return Response(200, TEXT, b"held")
@@ -48,6 +51,7 @@ async def handler(ctx) -> Response:
 @pytest.fixture(autouse=True)
 def _release():
     release.clear()
+    holding[0] = 0
     yield
     release.set()
 
@@ -105,7 +109,7 @@ def test_a_full_server_answers_a_fast_503_with_retry_after(standard_loop) -> Non
         busy = [srv.connect(), srv.connect()]
         for sock in busy:
             sock.sendall(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
-        time.sleep(0.2)  # both requests in progress: nobody can be evicted
+        until(lambda: holding[0] == 2, "both requests in progress: nobody can be evicted")
         started = time.monotonic()
         with srv.connect() as newcomer:
             reply = request(newcomer)
@@ -146,11 +150,11 @@ def test_a_long_poll_moves_to_the_stream_budget() -> None:
         poller = srv.connect()
         poller.sendall(b"GET /poll HTTP/1.1\r\nHost: x\r\n\r\n")
         slots = srv.server.slots
-        assert until(lambda: srv.call(lambda: slots.streams) == 1)
+        until(lambda: srv.call(lambda: slots.streams) == 1)
         with srv.connect() as other:  # the only ordinary slot is free for this one
             assert request(other).endswith(b"hello")
         poller.close()  # the client leaves: the poll ends at once (client_gone_evt)
-        assert until(
+        until(
             lambda: srv.call(lambda: (slots.streams, len(srv.server.connections))) == (0, 0)
         )
 
@@ -195,16 +199,9 @@ def test_a_stalled_body_loses_its_slot_to_a_newcomer() -> None:
     with AioThread(handler, max_connections=1, body_timeout=30) as srv:
         with srv.connect() as stalled:
             stalled.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab")
-            time.sleep(0.3)
+            until(lambda: srv.call(lambda: len(srv.server.slots.bodies)) == 1, "a stalled body")
             with srv.connect() as newcomer:
                 assert request(newcomer).endswith(b"hello")
             assert read_reply(stalled).startswith(b"HTTP/1.1 408")
 
 
-def until(predicate, seconds: float = 5.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False

@@ -17,6 +17,7 @@ import pytest
 
 from pyweb import runtime
 from pyweb.protocol.response import FileBody, Response
+from tests.helpers import until
 
 sys.path.insert(0, os.path.dirname(__file__))
 from aio_thread import AioThread  # noqa: E402
@@ -60,15 +61,6 @@ def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[in
         return response.status, response.read()
     finally:
         conn.close()
-
-
-def until(predicate, seconds: float = 5.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 @pytest.mark.parametrize("standard_loop", [False, True], ids=["uvloop", "standard"])
@@ -199,7 +191,7 @@ def test_head_of_a_file_sends_no_body(big_file) -> None:
 def test_pyweb_loggers_reach_the_error_log_from_any_thread() -> None:
     with AioThread(handler) as srv:
         assert get(srv.port, "/warn") == (200, b"warned")
-        assert until(lambda: "from a thread" in srv.error_log.getvalue())
+        until(lambda: "from a thread" in srv.error_log.getvalue())
     errors = srv.error_log.getvalue()
     assert "[warning] pyweb.test: from the loop" in errors
     assert "[warning] pyweb.test: from a thread" in errors

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import http_request as request
-from tests.helpers import start_serve
+from tests.helpers import start_serve, until
 from tests.helpers import stop_serve as stop
 
 pytestmark = pytest.mark.timeout(90)
@@ -40,13 +40,6 @@ def site(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def wait_until(predicate, timeout: float = 20, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def test_sighup_reloads_and_open_connections_keep_their_settings(site: Path) -> None:
     (site / "pyweb.toml").write_text("max_body = 100\n")
     proc, port = start(site)
@@ -56,7 +49,7 @@ def test_sighup_reloads_and_open_connections_keep_their_settings(site: Path) -> 
         (site / "pyweb.toml").write_text("max_body = 10000\n")
         (site / "hello.py").write_text('conn.return_("version 2")\n')
         proc.send_signal(signal.SIGHUP)
-        wait_until(lambda: request(port, "/hello") == (200, b"version 2"), what="the reload")
+        until(lambda: request(port, "/hello") == (200, b"version 2"), what="the reload")
         assert request(port, "/upload", b"x" * 500) == (200, b"500")  # new: the new limit
         assert request(port, "/upload", b"x" * 500, old)[0] == 413  # old: its own limit
         old.close()
@@ -78,11 +71,11 @@ def test_workers_run_on_asyncio_and_a_killed_one_is_replaced(site: Path) -> None
             pids[snapshot["worker"]] = snapshot["pid"]
             return len(pids) == 2
 
-        wait_until(both_seen, what="both workers to answer")
+        until(both_seen, what="both workers to answer")
         victim = pids["0"]
         os.kill(int(victim), signal.SIGKILL)
         pids.clear()
-        wait_until(lambda: both_seen() and pids["0"] != victim, what="worker 0 to be replaced")
+        until(lambda: both_seen() and pids["0"] != victim, what="worker 0 to be replaced")
         assert request(port, "/hello") == (200, b"version 1")
     finally:
         assert stop(proc) == 0
@@ -93,13 +86,13 @@ def test_sigusr1_reopens_the_access_log(site: Path, tmp_path: Path) -> None:
     proc, port = start(site, "--access-log", str(log))
     try:
         assert request(port, "/hello")[0] == 200
-        wait_until(lambda: log.exists() and "GET /hello" in log.read_text(), what="a line")
+        until(lambda: log.exists() and "GET /hello" in log.read_text(), what="a line")
         log.rename(tmp_path / "access.log.1")  # what logrotate does
         proc.send_signal(signal.SIGUSR1)  # (unhandled, it would end the process)
-        time.sleep(0.3)
+        time.sleep(0.3)  # (no sign of it: the log is reopened at its next write)
         assert proc.poll() is None
         assert request(port, "/hello?again")[0] == 200
-        wait_until(lambda: log.exists() and "GET /hello?again" in log.read_text(), what="reopen")
+        until(lambda: log.exists() and "GET /hello?again" in log.read_text(), what="reopen")
         assert "again" not in (tmp_path / "access.log.1").read_text()
     finally:
         assert stop(proc) == 0
@@ -108,15 +101,17 @@ def test_sigusr1_reopens_the_access_log(site: Path, tmp_path: Path) -> None:
 def test_the_nothread_scheduler_serves_one_connection_at_a_time(site: Path) -> None:
     # Hop's nothread scheduler on asyncio: a second client waits in the backlog while the
     # first one's page runs, and is served after it; SIGTERM still drains and exits 0.
+    mark = site / "slow-started"  # touched when the slow page starts
     (site / "slow.py").write_text(
-        "from pyweb.runtime import sleep\n\nawait sleep(1.0)\nconn.return_('slept')\n"
+        f"from pathlib import Path\nfrom pyweb.runtime import sleep\n\nPath({str(mark)!r}).touch()\n"
+        "await sleep(1.0)\nconn.return_('slept')\n"
     )
     proc, port = start(site, "--scheduler", "nothread")
     get = "GET /{} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as first:
             first.sendall(get.format("slow").encode())
-            time.sleep(0.2)  # its page sleeps
+            until(mark.exists, what="its page sleeping")
             with socket.create_connection(("127.0.0.1", port), timeout=10) as second:
                 second.sendall(get.format("hello").encode())
                 second.settimeout(0.5)

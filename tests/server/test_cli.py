@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import serve_command
+from tests.helpers import raw_get, serve_command
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 SERVERS_ELSEWHERE = "the servers are `pyweb serve` processes (one framer: C if built)"
@@ -40,15 +40,6 @@ def _settings(loop: str, dev: str, scheduler: str = "one-to-one") -> str:
     return rf"\(scheduler {scheduler}, dev mode {dev}, regions (c|python)\)"
 
 
-def _get(port: int, target: str) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        out = b""
-        while data := s.recv(65536):
-            out += data
-    return out
-
-
 @pytest.fixture
 def site(tmp_path):
     (tmp_path / "hello.txt").write_text("hello from a file\n")
@@ -66,9 +57,9 @@ def test_serve_a_directory_then_stop_with_a_signal(site, signum, loop):
         assert m, banner
         port = int(m.group(2))
         assert port != 0
-        reply = _get(port, "/hello.txt")
+        reply = raw_get(port, "/hello.txt")
         assert reply.startswith(b"HTTP/1.1 200 ") and reply.endswith(b"hello from a file\n")
-        assert _get(port, "/nothing").startswith(b"HTTP/1.1 404 ")
+        assert raw_get(port, "/nothing").startswith(b"HTTP/1.1 404 ")
         proc.send_signal(signum)
         assert proc.wait(10) == 0
     finally:

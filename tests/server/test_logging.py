@@ -158,7 +158,7 @@ async def test_writes_file_appending(tmp_path):
 
     async def body():
         log.access(rec())
-        await trio.sleep(0.05)
+        await until_async(lambda: path.read_text().count("\n") == 2)  # the first write
         log.access(rec(status=404, size=0))
 
     await run_log(log, body)

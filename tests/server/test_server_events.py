@@ -8,7 +8,6 @@ import logging
 import socket
 import struct
 import threading
-import time
 
 import pytest
 
@@ -180,7 +179,7 @@ def test_a_fresh_connection_is_served_even_if_shutdown_comes_first(kit):
     try:
         c = srv.connect()
         until(lambda: srv.server.connections, "the connection to be accepted")
-        time.sleep(0.05)  # let it reach its first wait for bytes
+        until(lambda: srv.server.slots.fresh, "its first wait for bytes")
         srv.shutdown()
         c.send(kit.build("GET", "/hello"))
         r = c.read_response()

@@ -9,6 +9,7 @@ import pytest
 import pyweb.testing
 from pyweb.protocol.response import Response
 from pyweb.testing import Client, Headers, TestResponse
+from tests.helpers import until
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
@@ -149,9 +150,7 @@ def test_reconnects_after_server_closes():
 def test_reconnects_after_keepalive_timeout():
     with pyweb.testing.serve(app, keepalive_timeout=0.1) as client:
         first = client.get("/peer").text
-        import time
-
-        time.sleep(0.4)  # the server closes the idle connection meanwhile
+        until(lambda: not client.server.connections, "the server to close the idle connection")
         second = client.get("/peer").text
         assert first != second and client.connections_opened == 2
 
