@@ -221,6 +221,7 @@ class _Never(BaseEvent[Any]):
 
 class _AtTime(BaseEvent[None]):
     __slots__ = ("deadline",)
+    deadline: float  # always set: a timer is its deadline (BaseEvent's may be None)
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
