@@ -74,6 +74,22 @@ test-cluster: dev
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx)
 	PATH="$$PATH:/usr/sbin" $(PY) tests/cluster/cluster.py $(CLUSTER_ARGS)
 
+## the Autobahn WebSocket test suite (an independent RFC 6455 client, Python 2.7 from pyenv,
+## installed by tests/autobahn/install.sh) against the echo of tests/autobahn/site served by
+## pyweb on trio, on asyncio and under uvicorn (pyweb.asgi); a summary per server, and a
+## non-zero exit on any FAILED case. The whole suite takes about 40 minutes a server; the
+## short one (sections 1-7, 10, a few cases of 12-13) a few minutes. AUTOBAHN_ARGS="--servers
+## pyweb-trio" picks servers.
+AUTOBAHN_ARGS ?=
+.PHONY: test-autobahn test-autobahn-short
+test-autobahn: dev
+	bash tests/autobahn/install.sh
+	$(PY) tests/autobahn/run.py --cases all $(AUTOBAHN_ARGS)
+
+test-autobahn-short: dev
+	bash tests/autobahn/install.sh
+	$(PY) tests/autobahn/run.py --cases short $(AUTOBAHN_ARGS)
+
 ## push across processes (shared multicast cost, latency to another worker) and the
 ## WebSocket echo round trip against uvicorn + websockets, one core each
 BENCH_PUSH_ARGS ?=
