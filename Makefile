@@ -75,7 +75,7 @@ test-cluster: dev
 	PATH="$$PATH:/usr/sbin" $(PY) tests/cluster/cluster.py $(CLUSTER_ARGS)
 
 ## the Autobahn WebSocket test suite (an independent RFC 6455 client, Python 2.7 from pyenv,
-## installed by tests/autobahn/install.sh) against the echo of tests/autobahn/site served by
+## installed by tests/autobahn/install.sh) against the echo of tests/autobahn/echo_site served by
 ## pyweb on trio, on asyncio and under uvicorn (pyweb.asgi); a summary per server, and a
 ## non-zero exit on any FAILED case. The whole suite takes about 40 minutes a server; the
 ## short one (sections 1-7, 10, a few cases of 12-13) a few minutes. AUTOBAHN_ARGS="--servers

@@ -6,7 +6,7 @@ fragmentation, pings and pongs, UTF-8 checks, the closing handshake, message siz
 permessage-deflate (RFC 7692). It judges each case OK, NON-STRICT, INFORMATIONAL,
 UNIMPLEMENTED or FAILED and writes a JSON report. This script:
 
-1. starts each server on a free port of 127.0.0.1, serving the echo of tests/autobahn/site:
+1. starts each server on a free port of 127.0.0.1, serving the echo of tests/autobahn/echo_site:
    ``pyweb serve`` on trio and on asyncio, and ``uvicorn pyweb.asgi:app``;
 2. runs the suite (installed by install.sh for Python 2.7) against it, one server at a time,
    with a spec naming the cases (``--cases short``: sections 1-7 and 10 and a few cases of
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SITE = HERE / "site"
+SITE = HERE / "echo_site"
 PY27_PACKAGES = HERE / "py27"
 REPORTS = HERE / "reports"
 BIN = Path(sys.executable).parent
@@ -55,7 +55,7 @@ SHORT_CASES = [
 # Seconds the suite may take against one server before it counts as not finished.
 LIMITS = {"short": 20 * 60, "all": 120 * 60}
 
-# The echo accepts messages of 32 MiB (site/echo_ws.py); uvicorn's own limit is 16 MiB by
+# The echo accepts messages of 32 MiB (echo_site/echo_ws.py); uvicorn's own limit is 16 MiB by
 # default, exactly the suite's largest message: give it the same room.
 WS_MAX_SIZE = 32 * 1024 * 1024
 
