@@ -37,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SITE = HERE / "echo_site"
 PY27_PACKAGES = HERE / "py27"
-REPORTS = HERE / "reports"
+REPORTS = HERE / "reports"  # run.py --reports DIR picks another
 BIN = Path(sys.executable).parent
 
 VERDICTS = ("OK", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED", "FAILED")
@@ -212,9 +212,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default="short",
                         help="'short' (CI's selection), 'all', or case ids such as 1.1.1,9.*")  # fmt: skip
+    parser.add_argument("--reports", type=Path, default=REPORTS,
+                        help="where the suite's reports go (one folder per server)")  # fmt: skip
     parser.add_argument("--servers", default=",".join(SERVERS),
                         help=f"comma-separated, of {', '.join(SERVERS)}")  # fmt: skip
     args = parser.parse_args()
+    global REPORTS
+    REPORTS = args.reports.resolve()
     if not (PY27_PACKAGES / ".python").exists():
         print("run.py: the suite is not installed: bash tests/autobahn/install.sh", file=sys.stderr)
         return 2
