@@ -131,9 +131,11 @@ def wstest_command(spec: Path) -> list[str]:
     return [py27, "-c", launcher, "-m", "fuzzingclient", "-s", str(spec)]
 
 
-def run_suite(agent: str, cases: list[str], limit: float) -> dict[str, dict[str, object]]:
+def run_suite(
+    agent: str, cases: list[str], limit: float, reports: Path
+) -> dict[str, dict[str, object]]:
     """Serve the echo with ``agent``, play ``cases`` against it; the report's cases."""
-    out = REPORTS / agent
+    out = reports / agent
     out.mkdir(parents=True, exist_ok=True)
     (out / "index.json").unlink(missing_ok=True)
     port = free_port()
@@ -153,14 +155,18 @@ def run_suite(agent: str, cases: list[str], limit: float) -> dict[str, dict[str,
                 subprocess.run(wstest_command(spec), cwd=out, stdout=log,
                                stderr=subprocess.STDOUT, timeout=limit, check=True)  # fmt: skip
             except subprocess.TimeoutExpired:
-                raise RuntimeError(f"the suite did not finish against {agent} in {limit:.0f} s") from None
+                raise RuntimeError(
+                    f"the suite did not finish against {agent} in {limit:.0f} s"
+                ) from None
             except subprocess.CalledProcessError as exc:
                 raise RuntimeError(
                     f"wstest exited {exc.returncode} against {agent} (see {out / 'wstest.log'})"
                 ) from None
         print(f"{agent}: {time.monotonic() - started:.0f} s on port {port}", flush=True)
         if proc.poll() is not None:
-            raise RuntimeError(f"{agent} exited during the suite (its output: {out / 'server.log'})")
+            raise RuntimeError(
+                f"{agent} exited during the suite (its output: {out / 'server.log'})"
+            )
     finally:
         stop_server(proc)
     index = json.loads((out / "index.json").read_text())
@@ -177,7 +183,7 @@ def case_key(case: str) -> tuple[int, ...]:
     return tuple(int(part) for part in case.split("."))
 
 
-def summary(agent: str, results: dict[str, dict[str, object]]) -> list[str]:
+def summary(agent: str, results: dict[str, dict[str, object]], out: Path) -> list[str]:
     """Print the verdict counts per section; the cases that failed."""
     counts: dict[int, Counter[str]] = defaultdict(Counter)
     for case, result in results.items():
@@ -192,16 +198,18 @@ def summary(agent: str, results: dict[str, dict[str, object]]) -> list[str]:
         total.update(counts[sec])
         print(f"{sec:>7} " + " ".join(str(counts[sec][c]).rjust(width) for c in columns))
     print("  total " + " ".join(str(total[c]).rjust(width) for c in columns))
-    failed = sorted((c for c, r in results.items() if r["behavior"] not in NOT_FAILED), key=case_key)
+    failed = sorted(
+        (c for c, r in results.items() if r["behavior"] not in NOT_FAILED), key=case_key
+    )
     for case in failed:
-        print(f"  {case} {results[case]['behavior']}: {describe(agent, results[case])}")
+        print(f"  {case} {results[case]['behavior']}: {describe(out, results[case])}")
     return failed
 
 
-def describe(agent: str, result: dict[str, object]) -> str:
+def describe(out: Path, result: dict[str, object]) -> str:
     """What the case's own report says: the expectation and what happened."""
     try:
-        report = json.loads((REPORTS / agent / str(result["reportfile"])).read_text())
+        report = json.loads((out / str(result["reportfile"])).read_text())
     except (OSError, ValueError, KeyError):
         return "(no case report)"
     return (f"{report.get('description', '')} | expected: {report.get('expectation', '')} | "
@@ -217,8 +225,7 @@ def main() -> int:
     parser.add_argument("--servers", default=",".join(SERVERS),
                         help=f"comma-separated, of {', '.join(SERVERS)}")  # fmt: skip
     args = parser.parse_args()
-    global REPORTS
-    REPORTS = args.reports.resolve()
+    reports = args.reports.resolve()
     if not (PY27_PACKAGES / ".python").exists():
         print("run.py: the suite is not installed: bash tests/autobahn/install.sh", file=sys.stderr)
         return 2
@@ -235,15 +242,15 @@ def main() -> int:
     problems = []
     for agent in agents:
         try:
-            results = run_suite(agent, cases, limit)
+            results = run_suite(agent, cases, limit, reports)
         except RuntimeError as exc:
             print(f"\n{agent}: DID NOT RUN: {exc}", flush=True)
             problems.append(f"{agent} did not run")
             continue
-        failed = summary(agent, results)
+        failed = summary(agent, results, reports / agent)
         if failed:
             problems.append(f"{agent}: {len(failed)} FAILED ({', '.join(failed)})")
-    print(f"\nreports: {REPORTS}/AGENT/index.json (and the suite's HTML: index.html)")
+    print(f"\nreports: {reports}/AGENT/index.json (and the suite's HTML: index.html)")
     for problem in problems:
         print(f"FAILED: {problem}")
     return 1 if problems else 0
