@@ -7,13 +7,30 @@ Every page of the example site is ``page(title, *body)``: the site's stylesheet 
 a header leading home, the title, the body, and a footer with a "view source" link to the
 script that made the page (``/source?file=NAME.py``, shown by ``source.py``). Pages built
 from strings or quotations use ``page_html(title, body)``, which gives the same frame.
+Above the body, the flash messages a page before kept with ``conn.flash(...)`` (the
+post/redirect/get's "Thank you"), shown once.
 """
 
 import os
 from functools import lru_cache
 
 from pyweb import current_conn
-from pyweb.html import BODY, FOOTER, H1, HEAD, HEADER, LINK, MAIN, META, TITLE, A, P, document
+from pyweb.html import (
+    BODY,
+    FOOTER,
+    H1,
+    HEAD,
+    HEADER,
+    LI,
+    LINK,
+    MAIN,
+    META,
+    TITLE,
+    UL,
+    A,
+    P,
+    document,
+)
 
 SITE = "pyweb examples"
 STYLE = LINK(rel="stylesheet", href="/style.css")
@@ -50,13 +67,24 @@ def _footer(link):
     return FOOTER(P(*served))
 
 
+def flash_list():
+    """The flash messages kept for this page (``conn.flash``), as a list; None if none."""
+    try:
+        kept = current_conn().flashes()
+    except RuntimeError:  # not in a request
+        return None
+    if not kept:
+        return None
+    return UL(*(LI(f.message, class_=f"flash {f.category}") for f in kept), class_="flashes")
+
+
 def page(title, *body, source=None):
     """A whole HTML document: the shared frame around ``body`` (nodes, Quots or text).
     ``source``: the "view source" link's file (default: the script answering now)."""
     link = f"/source?file={source}" if source else source_link()
     return document(
         HEAD(CHARSET, VIEWPORT, TITLE(title), STYLE, ICON),
-        BODY(HOME, MAIN(H1(title), *body), _footer(link)),
+        BODY(HOME, MAIN(H1(title), flash_list(), *body), _footer(link)),
         lang="en",
     )
 

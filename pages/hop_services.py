@@ -52,7 +52,7 @@ def _form(n):
   <input type="submit" value="Guess"></form>""")
 
 
-@service("/svc/guess")
+@service("/svc/guess", methods=["GET", "POST"])  # GET starts a game, its form POSTs guesses
 async def guess(n: Nat | None = None, guess: Nat | None = None):
     """The guessing game as a service: ``T | None`` is the paper's wrapOpt."""
     if n is None:

@@ -8,6 +8,7 @@ real-HTTP client for tests and notebooks).
 What a page needs is importable from here::
 
     from pyweb import qq, safe, service, websocket, trap, forms, html, auth, csrf_field, to_thread
+    from pyweb import HTTPError
 
 The names are loaded on first use, so ``import pyweb`` stays cheap for the server itself.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "daily",
     "weekly",
     "mail",
+    "HTTPError",
 ]
 
 _EXPORTS = {
@@ -54,11 +56,13 @@ _EXPORTS = {
     "every": ("pyweb.jobs.job", "every"),
     "daily": ("pyweb.jobs.job", "daily"),
     "weekly": ("pyweb.jobs.job", "weekly"),
+    "HTTPError": ("pyweb.app.apierrors", "HTTPError"),
 }
 _MODULES = ("forms", "html", "auth", "signing", "mail")
 
 if TYPE_CHECKING:
     from pyweb import auth, forms, html, mail, signing
+    from pyweb.app.apierrors import HTTPError
     from pyweb.app.blocking import to_thread
     from pyweb.app.conn import current_conn
     from pyweb.app.csrf import csrf_field, csrf_token

@@ -50,6 +50,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from pyweb import cache, runtime
+from pyweb.app.apierrors import HTTPError, wants_html
 from pyweb.app.conn import Conn, PageExit, current_conn
 from pyweb.protocol.errorpage import error_response
 
@@ -335,7 +336,9 @@ def safe_next(target: str | None, default: str = "/") -> str:
 
 def require_login() -> str:
     """The user's name; for a stranger, a 303 to the ``login_url`` setting (``/login``)
-    with ``?next=`` this page, and the page stops here."""
+    with ``?next=`` this page, and the page stops here. A client that is not a browser
+    (a JSON body, or an ``Accept`` without HTML, such as ``fetch``'s ``*/*``) gets 401 with
+    ``WWW-Authenticate`` instead (:class:`pyweb.HTTPError`; JSON if it prefers JSON)."""
     user = current_user()
     if user is not None:
         return user
@@ -343,6 +346,12 @@ def require_login() -> str:
     login_url = getattr(conn, "login_url", "/login")
     if conn.path == login_url.split("?", 1)[0]:
         raise RuntimeError(f"require_login() on the login page itself ({login_url}) would loop")
+    if not wants_html(conn.request):  # an API client: 401, it cannot fill in a login form
+        raise HTTPError(
+            401,
+            f"log in first (the login page is {login_url})",
+            headers=[("WWW-Authenticate", f'Cookie realm="pyweb", form-action="{login_url}"')],
+        )
     here = conn.url if conn.method in ("GET", "HEAD") else conn.path
     sep = "&" if "?" in login_url else "?"
     conn.redirect(f"{login_url}{sep}next={quote(here, safe='/')}", 303)

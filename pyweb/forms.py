@@ -45,7 +45,12 @@ the last one** (as ``conn.form[name]`` does). An empty value (``n=``, what a bro
 an empty text box) is *present*, and invalid for every getter except
 ``get_string(..., allow_empty=True)``; only a name that was not sent at all is *missing*.
 
-This module imports nothing else from pyweb: it works in a notebook and in a test.
+**Forms declared once.** :class:`Form` (from :mod:`pyweb.formclass`) is a class whose
+annotated fields use these getters' types; it renders the HTML form and parses it back,
+every error beside its field (after Racket's formlets).
+
+This module imports nothing else from pyweb (``Form`` is loaded on first use): it works in
+a notebook and in a test.
 """
 
 from __future__ import annotations
@@ -64,8 +69,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from pyweb.formclass import Field, Form, field
 
 __all__ = [
     "NAT_MAX",
@@ -112,6 +120,9 @@ __all__ = [
     "getter_for",
     "check_signature",
     "parse_arguments",
+    "Form",
+    "Field",
+    "field",
 ]
 
 T = TypeVar("T")
@@ -1043,3 +1054,15 @@ def parse_arguments(
     if bad:
         raise FormErrors(bad)
     return values
+
+
+def __getattr__(name: str) -> Any:
+    """``Form``, ``Field`` and ``field`` (:mod:`pyweb.formclass`), loaded on first use: the
+    form class builds HTML, which the getters never need."""
+    if name in ("Form", "Field", "field"):
+        import pyweb.formclass as formclass
+
+        value = getattr(formclass, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pyweb.forms' has no attribute {name!r}")

@@ -64,7 +64,12 @@ RULES = [
     Rule("pyweb.cache", never=("pyweb.server", "pyweb.app"), why="usable without the server"),
     Rule("pyweb.quot", may=("pyweb._quot_fast",), why="usable without the server"),
     Rule("pyweb.html", may=("pyweb.quot",), why="usable without the server"),
-    Rule("pyweb.forms", may=(), why="usable without the server"),
+    Rule("pyweb.forms", may=("pyweb.formclass",), why="usable without the server"),
+    Rule(
+        "pyweb.formclass",
+        may=("pyweb.forms", "pyweb.html"),
+        why="usable without the server",
+    ),
 ]
 
 RUNTIME_USERS = ("pyweb.events", "pyweb.cache", "pyweb.db", "pyweb.app")

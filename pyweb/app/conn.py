@@ -9,6 +9,7 @@ In SMLserver a script reads the request through ``Ns.Conn`` and answers with
     conn.redirect(url)
     conn.set_cookie(name, value, ...)
     conn.return_file(path)
+    conn.flash("Saved.") / conn.flashes()              # a message for the next page
 
 ``return_`` has a trailing underscore because ``return`` is a Python keyword (PEP 8's rule
 for such clashes).
@@ -59,6 +60,8 @@ __all__ = [
     "RequestHeaders",
     "RequestError",
     "PageExit",
+    "Flash",
+    "MAX_FLASHES",
 ]
 
 _current: contextvars.ContextVar[Conn] = forms.current_page  # type: ignore[assignment]
@@ -215,6 +218,33 @@ def _line_at(code: types.CodeType, offset: int) -> int | None:
         if start <= offset < end:
             return line
     return None
+
+
+_FLASHES = "_flashes"
+"""The session key that holds the flash messages: ``[[category, message], ...]``."""
+_CATEGORY = re.compile(r"[A-Za-z0-9_-]{1,32}")
+MAX_FLASHES = 20
+"""How many flash messages a session keeps at most (the oldest are dropped)."""
+
+
+class Flash(str):
+    """A flash message: the text itself (a ``str``, escaped like any other in a quotation or
+    a template) with its :attr:`category`."""
+
+    category: str
+
+    def __new__(cls, message: str, category: str = "info") -> Flash:
+        made = super().__new__(cls, message)
+        made.category = category
+        return made
+
+    @property
+    def message(self) -> str:
+        """The text, as a plain ``str``."""
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"Flash({self.message!r}, {self.category!r})"
 
 
 class Conn:
@@ -419,6 +449,37 @@ class Conn:
         if self._session is None:
             self._session = Session()
         return self._session
+
+    # ---- flash messages: one message for the next page (post/redirect/get) ------------
+
+    def flash(self, message: str, category: str = "info") -> None:
+        """Keep ``message`` in the session for the next page that calls :meth:`flashes`
+        (Flask's ``flash``): "Saved." before the redirect of a post/redirect/get.
+        ``category`` (``"info"``, ``"success"``, ``"error"``...) is for the page's styling.
+        With a shared cache (``--cache redis://...``) the next page may run in any worker."""
+        if not isinstance(message, str) or not message:
+            raise TypeError(f"conn.flash takes a non-empty str message, got {message!r:.60}")
+        if not isinstance(category, str) or not _CATEGORY.fullmatch(category):
+            raise ValueError(
+                f"conn.flash: category {category!r:.40} is a short word (letters, digits, - and _)"
+            )
+        kept = self.session.get(_FLASHES) or []
+        # Bounded: a loop that flashes must not grow a session without end (the oldest go).
+        self.session[_FLASHES] = [*kept, [category, message]][-MAX_FLASHES:]
+
+    def flashes(self) -> list[Flash]:
+        """The messages :meth:`flash` kept, oldest first, and forget them: each shows once.
+        Each is a ``str`` with a ``category``. A session without any is not touched."""
+        session = self._session  # None: the browser sent no session, so it has none
+        if session is None or _FLASHES not in session:
+            return []
+        kept = session[_FLASHES]
+        del session[_FLASHES]
+        return [
+            Flash(entry[1], entry[0])
+            for entry in (kept if isinstance(kept, list) else [])
+            if isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry)
+        ]
 
     def client_gone_evt(self):
         """An event (``pyweb.events``) enabled when the client closes the connection.

@@ -9,7 +9,6 @@ the errors it answers itself too (400, 408, 413, 414, 431, 505).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import Any
@@ -21,6 +20,7 @@ from pyweb.handler import Context
 from pyweb.protocol.errorpage import SENTENCES, error_response, reason
 from pyweb.protocol.response import Response
 
+from .apierrors import json_error, wants_json
 from .conn import Conn, RequestError
 from .loader import Loader
 from .services import JSONFieldErrors
@@ -121,15 +121,31 @@ class ErrorPages(Loader):
             detail += "; the site has errors: " + "; ".join(str(p) for p in self.problems)
         return self.error_page(404, detail=detail)
 
-    def _not_allowed(self, method: str, allow: str) -> Response:
-        page = self.error_page(405, detail=f"{method} is not allowed here")
+    def _not_allowed(self, method: str, allow: str, request: Any = None) -> Response:
+        """405 with ``Allow`` (JSON for an API client, when the request is given)."""
+        why = f"{method} is not allowed here"
+        if request is not None and wants_json(request):
+            return json_error(405, why, headers=[("Allow", allow)])
+        page = self.error_page(405, detail=why)
         page.headers.append(("Allow", allow))
         return page
 
+    def _form_errors_answer(self, request: Any, errors: list[Any]) -> Response:
+        """:meth:`_form_errors_page`, or for an API client every bad field as JSON."""
+        if wants_json(request):
+            bad = forms.FormErrors(list(errors))
+            fields = [{"field": e.name, "value": e.value, "expected": e.expected} for e in errors]
+            return json_error(400, bad.describe(), errors=fields)
+        return self._form_errors_page(errors)
 
-def _wants_json(conn: Conn) -> bool:
-    accept = conn.request.header("accept") or ""
-    return "application/json" in accept and "text/html" not in accept
+    def _failure_page(
+        self, request: Any, status: int, detail: str, exc: BaseException | None
+    ) -> Response:
+        """A page's failure: the error page, or for an API client JSON (the detail only
+        in development mode, as on the page)."""
+        if wants_json(request):
+            return json_error(status, detail if self.dev else reason(status))
+        return self.error_page(status, detail=detail, exc=exc)
 
 
 def _refusal(conn: Conn, exc: RequestError | JSONFieldErrors) -> Response:
@@ -137,15 +153,11 @@ def _refusal(conn: Conn, exc: RequestError | JSONFieldErrors) -> Response:
     the client asks for JSON, else a short HTML page."""
     status = exc.http_status
     fields = [e.as_dict() for e in exc.errors] if isinstance(exc, JSONFieldErrors) else None
-    if _wants_json(conn):
-        data: dict[str, Any] = {"error": str(exc)}
-        if fields is not None:
-            data["errors"] = fields
-        body = json.dumps(data, ensure_ascii=False).encode("utf-8")
-        headers = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
-        return Response(status, headers + list(getattr(exc, "headers", ())), body)
+    headers = list(getattr(exc, "headers", ()))  # (a 405's Allow, an HTTPError's own)
+    if wants_json(conn.request):
+        return json_error(status, str(exc), errors=fields, headers=headers)
     page = error_response(status, dev=True, detail=str(exc))
-    page.headers.extend(getattr(exc, "headers", ()))  # (a 405's Allow)
+    page.headers.extend(headers)
     return page
 
 

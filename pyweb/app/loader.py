@@ -26,7 +26,7 @@ from pyweb.regions import SiteRegions
 
 from . import pages, uploads
 from .routes import Router, script_pattern
-from .services import Service
+from .services import Service, bind
 from .templates import Templates
 from .traps import Trap
 from .websockets import WebSocketRoute
@@ -66,6 +66,10 @@ class Loader:
     regions: SiteRegions | None
     scripts: dict[str, pages.Script]
     services: dict[str, Service]
+    _patterned: dict[str, Service]
+    """A path with parameters -> the first service bound there (:func:`~.services.bind`)."""
+    _clashes: dict[str, Problem]
+    """A path two services claim for one method -> the load error (a 500 in development)."""
     websockets: dict[str, WebSocketRoute]
     service_routes: Router
     script_routes: Router
@@ -111,6 +115,8 @@ class Loader:
         self._syntax_errors = {}
         self.scripts = {}
         self.services = {}
+        self._patterned = {}  # path with parameters -> its first service
+        self._clashes = {}  # a path two services claim for one method -> why (dev)
         self.websockets = {}
         self.service_routes = Router()
         self.script_routes = Router()
@@ -219,14 +225,14 @@ class Loader:
                 self.websockets[value.path] = value
             if isinstance(value, Trap):
                 self.traps.append(value)
-            if isinstance(value, Service) and value.pattern is not None:
-                self.service_routes.add(value.pattern, value)
-            elif isinstance(value, Service):
-                other = self.services.get(value.path)
-                if other is not None and other is not value:
-                    self._problem(path, 1, f"{value!r} and {other!r} have the same URL")
-                    continue
-                self.services[value.path] = value
+            if isinstance(value, Service):  # one service per (path, method)
+                table = self.services if value.pattern is None else self._patterned
+                fresh = value.path not in table
+                clash = bind(table, value)
+                if clash is not None:
+                    self._clashes[value.path] = self._problem(path, 1, clash)
+                elif fresh and value.pattern is not None:
+                    self.service_routes.add(value.pattern, value)
 
     def _forget_foreign_library(self) -> None:
         """Another site loaded earlier in this process may have library modules with the

@@ -143,7 +143,11 @@ class Routing(Runner):
         svc = self.services.get(target.decoded)
         if svc is None:
             return None
-        page = _service_page(svc, target.traps)
+        if self.dev and target.decoded in self._clashes:  # two services, one method: 500
+            return self._answer(ctx, self._clash_page(target.decoded), target.decoded, target.traps)
+        # One service per (path, method); none for this method: the first one's page,
+        # which the methods guard answers 405 with every method of the path in Allow.
+        page = _service_page(svc.for_method(ctx.request.method) or svc, target.traps)
         self._remember(target.path, page)
         return self._run_service(ctx, page)
 
@@ -277,7 +281,8 @@ class Routing(Runner):
         by_service = self.service_routes.match(decoded) if self.service_routes else None
         by_script = self.script_routes.match("/" + name) if self.script_routes else None
         if by_service is not None and (by_script is None or _wins(by_service[0], by_script[0])):
-            return self._run_service(ctx, _service_page(by_service[1], traps), by_service[2])
+            svc = by_service[1].for_method(ctx.request.method) or by_service[1]  # (as above)
+            return self._run_service(ctx, _service_page(svc, traps), by_service[2])
         if by_script is None:
             return None
         name = by_script[1]
@@ -301,6 +306,11 @@ class Routing(Runner):
 
     def _not_found_page(self, path: str) -> Callable[[Context], Response]:
         return lambda _ctx: self._not_found(path)
+
+    def _clash_page(self, path: str) -> Callable[[Context], Response]:
+        """The 500 of a path two services claim for one method (development mode)."""
+        problem = self._clashes[path]
+        return lambda _ctx: self.error_page(500, detail=f"the site has an error: {problem}")
 
     def _broken_page(self, name: str, problem: Problem) -> Callable[[Context], Response]:
         """The 500 of a script that does not compile (development mode shows where)."""

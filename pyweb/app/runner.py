@@ -90,7 +90,7 @@ class Runner(ErrorPages):
         the forms getters find conn, its form and its form-error list (one context
         variable); the watchdog finds this frame on the loop's stack."""
         request = ctx.request
-        refused = methods.before(self, request.method, page.methods)
+        refused = methods.before(self, request, page.methods, page.allow)
         if refused is not None:
             return headers.after(self, refused)
         cookies = request.header("cookie")  # looked up once: _prepare and conn.cookies use it
@@ -356,7 +356,7 @@ class Runner(ErrorPages):
                         f"is not {error.expected}",
                     ),
                 )
-        return self._form_errors_page(errors)
+        return self._form_errors_answer(conn.request, errors)  # (JSON for an API client)
 
     def _page_error(
         self, ctx: Context, page: str, filename: str | None, exc: Exception
@@ -371,7 +371,8 @@ class Runner(ErrorPages):
         # starts and when it ends, not once per request (pyweb.outage).
         if not getattr(exc, "outage", False):
             _log(ctx, f"{page} raised {type(exc).__name__}: {exc}", exc)
-        return self.error_page(status, detail=f"{page} raised {type(exc).__name__}: {exc}", exc=exc)
+        detail = f"{page} raised {type(exc).__name__}: {exc}"
+        return self._failure_page(ctx.request, status, detail, exc)  # (JSON for an API client)
 
     def _ended(self, ctx: Context, page: str, filename: str | None, exc: BaseException) -> Response:
         line = _line_in(exc, filename)
@@ -415,6 +416,8 @@ class _Page:
     check_csrf: bool = True
     methods: tuple[str, ...] | None = None
     """A service's methods (another one is a 405); None: a script answers any method."""
+    allow: str | None = None
+    """A service's 405 ``Allow``: every method some service of its path answers."""
 
 
 def _script_page(script: pages.Script, traps: Sequence[Trap]) -> _Page:
@@ -432,6 +435,7 @@ def _service_page(svc: Service, traps: Sequence[Trap]) -> _Page:
         tuple(traps),
         svc.csrf,
         svc.methods,
+        svc.allow,
     )
 
 

@@ -17,6 +17,14 @@ variable (``wrap_fail``'s page). ``x: T | None`` is the paper's ``wrapOpt``: ``N
 missing or invalid. A parameter with a default is optional but must be valid when given.
 A parameter named ``conn`` receives the request's :class:`~pyweb.app.conn.Conn`.
 
+**Methods.** A service names the methods it answers: ``@service("/items", methods=["POST"])``.
+Without ``methods=``, a service answers GET (and HEAD), which must never change anything:
+a GET carries no CSRF token, so a link on another site could make a browser send it. A
+service whose parameter is a JSON body answers POST by default. A GET service and a POST
+service may share one path (one service per path and method); another method gets 405
+with ``Allow``. To answer a status on purpose, ``raise pyweb.HTTPError(404, "no to-do 17")``
+(:mod:`pyweb.app.apierrors`).
+
 A service module is a file in the site directory that defines services; it is imported once
 when the site loads (not run per request, unlike a script). ``@service`` without a path binds
 ``/<function name>``. Annotations are checked at import, so a type pyweb cannot parse is
@@ -46,9 +54,12 @@ from .jsonbody import check_json_type, is_json_type, read_json
 from .results import to_response
 from .routes import service_pattern
 
-__all__ = ["Service", "service", "DEFAULT_METHODS", "JSONFieldErrors"]
+__all__ = ["Service", "service", "DEFAULT_METHODS", "BODY_METHODS", "JSONFieldErrors", "bind"]
 
-DEFAULT_METHODS = ("GET", "HEAD", "POST")
+DEFAULT_METHODS = ("GET", "HEAD")
+"""A service's methods unless it names them: safe ones only (RFC 9110 §9.2.1)."""
+BODY_METHODS = ("POST",)
+"""The default methods of a service whose parameter is a JSON body (a body needs one)."""
 
 
 class Service:
@@ -58,7 +69,7 @@ class Service:
         self,
         func: Callable[..., Any],
         path: str,
-        methods: Iterable[str],
+        methods: Iterable[str] | None = None,
         *,
         csrf: bool = True,
     ) -> None:
@@ -68,7 +79,6 @@ class Service:
         self.path = path
         self.pattern = service_pattern(path)
         """The path's parameters (``/todo/{id}``), or ``None`` for a fixed path."""
-        self.methods = tuple(m.upper() for m in methods)
         self.csrf = csrf
         """Whether unsafe methods need the CSRF token (``csrf=False``: a token-authenticated API)."""
         self.login_required = False
@@ -76,6 +86,10 @@ class Service:
         parameters = inspect.signature(func).parameters
         self.wants_conn = "conn" in parameters
         self.json_param = self._json_parameter(func)
+        self.methods = _methods(func, methods, self.json_param is not None)
+        """The methods this service answers (GET brings HEAD)."""
+        self.by_method: dict[str, Service] = dict.fromkeys(self.methods, self)
+        """Every service bound to this path, by method (:func:`bind` joins them)."""
         skip = ("conn",) if self.json_param is None else ("conn", self.json_param[0])
         self._skip = skip
         forms.check_signature(func, skip=skip)  # a TypeError naming the parameter, at import
@@ -121,6 +135,15 @@ class Service:
             return None
         check_json_type(forms._split_optional(found[0][1])[0])
         return found[0]
+
+    def for_method(self, method: str) -> Service | None:
+        """The service of this path that answers ``method`` (None: a 405)."""
+        return self.by_method.get(method)
+
+    @property
+    def allow(self) -> str:
+        """The ``Allow`` field of a 405 at this path: every method some service answers."""
+        return ", ".join(self.by_method)
 
     def _check_path(self, conn: Any) -> None:
         """A path parameter that its getter refuses means there is no such resource: 404."""
@@ -204,7 +227,10 @@ class Service:
         return result
 
     def __repr__(self) -> str:
-        return f"<service {self.path} -> {self.func.__module__}.{self.func.__qualname__}>"
+        methods = ",".join(m for m in self.methods if m != "HEAD" or "GET" not in self.methods)
+        return (
+            f"<service {methods} {self.path} -> {self.func.__module__}.{self.func.__qualname__}>"
+        )
 
 
 _WAITS = frozenset(
@@ -232,14 +258,65 @@ class JSONFieldErrors(Exception):
         super().__init__(f"{len(errors)} bad field(s) in the JSON body: {listing}")
 
 
+_METHOD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ-")
+
+
+def _methods(func: Callable[..., Any], methods: Iterable[str] | None, has_body: bool) -> tuple[str, ...]:
+    """The methods a service answers: the ones named (upper case, GET bringing HEAD), or
+    the default (:data:`DEFAULT_METHODS`, or :data:`BODY_METHODS` for a JSON body)."""
+    if methods is None:
+        return BODY_METHODS if has_body else DEFAULT_METHODS
+    if isinstance(methods, str):
+        raise TypeError(
+            f"{func.__name__}: methods is a list of names, e.g. methods=[{methods!r}], "
+            f"not the string {methods!r}"
+        )
+    found: list[str] = []
+    for method in methods:
+        name = method.upper() if isinstance(method, str) else ""
+        if not name or not set(name) <= _METHOD:
+            raise ValueError(f"{func.__name__}: {method!r} is not an HTTP method name")
+        if name not in found:
+            found.append(name)
+        if name == "GET" and "HEAD" not in found:
+            found.append("HEAD")  # a HEAD is a GET without the body (RFC 9110 §9.3.2)
+    if not found:
+        raise ValueError(f"{func.__name__}: methods=[] answers nothing; name at least one")
+    return tuple(found)
+
+
+def bind(services: dict[str, Service], svc: Service) -> str | None:
+    """Add ``svc`` to ``services`` (path → the first service bound there), joining the
+    services of one path: each method is answered by one of them. Returns the load error
+    when a method of ``svc`` is taken already (None when it was bound)."""
+    first = services.get(svc.path)
+    if first is None or first is svc:
+        services[svc.path] = svc
+        return None
+    taken = [m for m in svc.methods if m in first.by_method and first.by_method[m] is not svc]
+    if taken:
+        other = first.by_method[taken[0]]
+        return (
+            f"{svc!r} and {other!r} have the same URL and both answer "
+            f"{', '.join(taken)}: a path has one service per method"
+        )
+    for method in svc.methods:
+        first.by_method[method] = svc
+    svc.by_method = first.by_method  # one table for the path, whichever service is found
+    return None
+
+
 def service(
     path: str | Callable[..., Any] | None = None,
     *,
-    methods: Iterable[str] = DEFAULT_METHODS,
+    methods: Iterable[str] | None = None,
     csrf: bool = True,
 ) -> Any:
     """Bind a function to a URL: ``@service`` (at ``/<name>``) or ``@service("/path")``.
-    ``csrf=False`` lets POSTs in without the CSRF token (an API authenticated otherwise)."""
+
+    ``methods=["POST"]`` names the methods it answers (default GET and HEAD; POST for a
+    service that reads a JSON body). ``csrf=False`` lets POSTs in without the CSRF token
+    (an API authenticated otherwise)."""
     if callable(path):
         return Service(path, "/" + path.__name__, methods, csrf=csrf)
 

@@ -199,7 +199,9 @@ class Site(Routing):
     def _dispatch(self, ctx: Context) -> Awaitable[Response]:
         if not self.dev:
             page = self._known.get(ctx.request.path)
-            if page is not None and page is not _FILE:  # (another method: guards.methods)
+            if page is not None and page is not _FILE and (
+                page.methods is None or ctx.request.method in page.methods
+            ):  # (another method: routed, for another service of the path or the 405)
                 return self._run_page(ctx, page)
             if page is _FILE and ctx.request.method in ("GET", "HEAD"):
                 return self._file(ctx)

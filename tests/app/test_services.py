@@ -27,7 +27,7 @@ from pyweb.html import P
 from pyweb.protocol.response import Response
 
 
-@service
+@service(methods=["GET", "POST"])
 async def add(a: int, b: int):
     return f"{a + b}"
 
@@ -54,7 +54,7 @@ async def raw():
     return Response(201, [("Content-Type", "text/plain")], b"created")
 
 
-@service("/with_conn")
+@service("/with_conn", methods=["POST"])
 async def with_conn(conn, x: int = 0):
     conn.set_cookie("x", str(x))
     return f"{conn.method} {x}"

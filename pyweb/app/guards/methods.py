@@ -1,9 +1,13 @@
 """Method rules: a route answers only the methods it takes (RFC 9110 §15.5.6).
 
-A service names its methods (``@service("/items", methods=["POST"])``); a static file takes
-GET and HEAD; a page that changes something says ``conn.require_method("POST")`` (it needs
-its ``conn`` first, so that rule is the page's own). Any other method is answered 405 with
-``Allow`` before anything else runs: no body read, no session loaded.
+A service names its methods (``@service("/items", methods=["POST"])``; by default GET and
+HEAD, or POST for one that reads a JSON body); a static file takes GET and HEAD; a page
+that changes something says ``conn.require_method("POST")`` (it needs its ``conn`` first,
+so that rule is the page's own). Any other method is answered 405 with ``Allow`` before
+anything else runs: no body read, no session loaded. A GET and a POST service may share a
+path; the routing gives each method its own service, and ``Allow`` names every method some
+service of the path answers. An API client (:func:`pyweb.app.apierrors.wants_json`) gets
+the 405 as JSON.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from pyweb.protocol.response import Response
 __all__ = ["before", "after"]
 
 
-def before(site: Any, method: str, allowed: tuple[str, ...] | None) -> Response | None:
-    """A 405 when ``method`` is not one of ``allowed`` (None: the route takes any)."""
-    if allowed is None or method in allowed:
+def before(
+    site: Any, request: Any, allowed: tuple[str, ...] | None, allow: str | None = None
+) -> Response | None:
+    """A 405 when the request's method is not one of ``allowed`` (None: the route takes
+    any); ``allow`` is its ``Allow`` field when the path answers more than ``allowed``."""
+    if allowed is None or request.method in allowed:
         return None
-    return site._not_allowed(method, ", ".join(allowed))
+    return site._not_allowed(request.method, allow or ", ".join(allowed), request)
 
 
 def after() -> None:
