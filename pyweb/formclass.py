@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import sys
 import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -192,7 +193,16 @@ class Form:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        hints = typing.get_type_hints(cls, include_extras=True)
+        # The frame running the ``class`` statement: its names resolve string annotations
+        # (``from __future__ import annotations``) in a function or a page script too.
+        where = sys._getframe(1)
+        try:
+            names = {**where.f_globals, **where.f_locals}
+            hints = typing.get_type_hints(cls, localns=names, include_extras=True)
+        except Exception as exc:  # NameError for an unknown name in an annotation, ...
+            raise TypeError(f"{cls.__qualname__}: cannot read the field types: {exc!r}") from None
+        finally:
+            del where
         found: dict[str, Field] = {}
         for klass in reversed(cls.__mro__):  # a subclass may add fields to a form
             for name in getattr(klass, "__annotations__", {}):
@@ -303,7 +313,9 @@ class Form:
             "aria_describedby": f"{f.name}-error" if message else None,
         }
         if f.widget == "textarea":
-            return TEXTAREA(text, **common)
+            # One kind of line end (a browser reads CR as LF, then drops a first LF: the
+            # node guards a first LF only).
+            return TEXTAREA(text.replace("\r\n", "\n").replace("\r", "\n"), **common)
         if f.widget == "select":
             return SELECT(
                 *(OPTION(shown, value=value, selected=value == text) for value, shown in f.choices),
