@@ -194,6 +194,8 @@ FIRST_FAILURE = {
     "10_cml_rpc.ipynb": "cell_calls([1, 2, 3]) should be [0, 1, 2] (each call gets the value before it); it is [].",
     "11_squares_table.ipynb": "For n=3. We expected a table (a <table> element) with 3 rows of 2 cells; the page has no table. The page says: 'TODO'",
     "12_request_parser.ipynb": "parse_request_line raised NotImplementedError('TODO')",
+    "13_form_class.ipynb": "Asking for /signup. We expected a form (a <form> element) with "
+    "fields 'name', 'email', 'age', 'newsletter'; the page has no form.",
 }
 
 
