@@ -312,3 +312,33 @@ def test_the_json_error_body_is_valid_json_for_any_message():
 
     response = json_error(400, 'a "quoted"\nmessage \u2603')
     assert json.loads(response.body) == {"error": 'a "quoted"\nmessage \u2603', "status": 400}
+
+
+def test_dev_mode_reloads_the_second_module_of_a_shared_path(site):
+    from .conftest import touch_later
+
+    root = site(
+        {
+            "reads.py": """
+                from pyweb import service
+
+                @service("/notes")
+                def read():
+                    return "read v1"
+            """,
+            "writes.py": """
+                from pyweb import service
+
+                @service("/notes", methods=["PUT"], csrf=False)
+                def write():
+                    return "write v1"
+            """,
+        }
+    )
+    with serve(root, dev=True) as client:
+        assert client.request("PUT", "/notes").text == "write v1"
+        writes = root / "writes.py"
+        writes.write_text(writes.read_text().replace("write v1", "write v2"))
+        touch_later(writes)
+        assert client.request("PUT", "/notes").text == "write v2"
+        assert client.get("/notes").text == "read v1"
