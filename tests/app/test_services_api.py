@@ -122,6 +122,9 @@ def test_a_get_and_a_post_service_share_a_path(api):
     assert head.status == 200 and head.body == b""
     refused = api.request("PUT", "/api/items")
     assert refused.status == 405 and refused.headers["allow"] == "GET, HEAD, POST"
+    as_json = api.request("DELETE", "/api/items", headers=JSON)
+    assert as_json.json() == {"error": "DELETE is not allowed here", "status": 405}
+    assert as_json.headers["allow"] == "GET, HEAD, POST"
 
 
 def test_the_post_service_of_a_shared_path_still_needs_the_token(api):
