@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import logging
 import os
 import sys
 import traceback
@@ -30,6 +31,8 @@ from .services import Service, bind
 from .templates import Templates
 from .traps import Trap
 from .websockets import WebSocketRoute
+
+_site_log = logging.getLogger("pyweb.site")
 
 __all__ = ["Loader", "Problem", "SiteError"]
 
@@ -87,6 +90,10 @@ class Loader:
     def _problem(self, path: str, line: int, message: str) -> Problem:
         problem = Problem(self.display(path), line, message)
         self.problems.append(problem)
+        if self.dev and _site_log.hasHandlers():
+            # A running server's error log (the terminal) says it when a changed file is
+            # loaded again; at start-up `pyweb serve` lists the problems itself.
+            _site_log.error("site error: %s", problem)
         return problem
 
     def _walk(self) -> list[str]:

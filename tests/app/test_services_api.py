@@ -345,3 +345,19 @@ def test_dev_mode_reloads_the_second_module_of_a_shared_path(site):
         touch_later(writes)
         assert client.request("PUT", "/notes").text == "write v2"
         assert client.get("/notes").text == "read v1"
+
+
+def test_a_duplicate_added_while_serving_in_dev_is_said_in_the_error_log(site):
+    import io
+
+    from tests.helpers import until
+
+    root = site({"a.py": CLASH["a.py"]})
+    log = io.StringIO()
+    with serve(root, dev=True, error_log=log) as client:
+        assert client.get("/same").text == "one"
+        (root / "b.py").write_text(CLASH["b.py"].replace("\n        ", "\n").strip() + "\n")
+        page = client.get("/same")  # dev mode loads the new file first
+        assert page.status == 500 and "one service per method" in page.text
+        until(lambda: "one service per method" in log.getvalue(), "the error log's line")
+        assert "b.py" in log.getvalue()
