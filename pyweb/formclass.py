@@ -328,6 +328,8 @@ class Form:
             # A text box with a number keyboard: a browser's number box would show nothing
             # for "abc", and the form shows what was typed beside the message about it.
             return INPUT(type="text", inputmode="numeric", value=text, **common)
+        if f.widget == "password":
+            text = ""  # a password is never written into a page, not even back to its typist
         length = f.options.get("max_length")
         return INPUT(type=f.widget, value=text, maxlength=length, **common)
 

@@ -133,6 +133,17 @@ def test_render_shows_values_as_typed_escaped_with_messages_beside_their_fields(
     assert sent_by(markup)["age"] == "a&b"
 
 
+def test_a_password_is_never_shown_again():
+    class Login(Form):
+        user: str
+        password: str = field("Password", widget="password")
+
+    parsed = Login.parse({"user": "", "password": "hunter2"})
+    assert parsed.password == "hunter2" and "user" in parsed.errors
+    markup = parsed.render().__html__()
+    assert "hunter2" not in markup and sent_by(markup)["password"] == ""
+
+
 def test_a_form_outside_a_request_has_no_csrf_field_and_inserts_in_a_quotation():
     from pyweb import qq
 
