@@ -361,3 +361,33 @@ def test_a_duplicate_added_while_serving_in_dev_is_said_in_the_error_log(site):
         assert page.status == 500 and "one service per method" in page.text
         until(lambda: "one service per method" in log.getvalue(), "the error log's line")
         assert "b.py" in log.getvalue()
+
+
+_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["/a", "/b"]),
+                          st.lists(st.sampled_from(_METHODS), min_size=1, max_size=3)),
+                max_size=6))
+def test_binding_gives_each_path_and_method_one_service(declared):
+    from pyweb.app.services import Service, bind
+
+    table: dict[str, Service] = {}
+    owner: dict[tuple[str, str], Service] = {}
+    for index, (path, methods) in enumerate(declared):
+        def func() -> str:
+            return "x"
+
+        func.__name__ = f"s{index}"
+        svc = Service(func, path, methods)
+        claimed = [(path, m) for m in svc.methods if (path, m) in owner]
+        clash = bind(table, svc)
+        assert (clash is not None) == bool(claimed), (declared, clash)
+        if clash is None:
+            owner.update({(path, m): svc for m in svc.methods})
+    for (path, method), svc in owner.items():
+        assert table[path].for_method(method) is svc
+        assert method in table[path].allow.split(", ")
+    for path, first in table.items():
+        for method in _METHODS + ["HEAD", "OPTIONS"]:
+            assert (first.for_method(method) is None) == ((path, method) not in owner)
