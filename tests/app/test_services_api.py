@@ -187,7 +187,7 @@ def test_bad_query_parameters_are_json_for_an_api_client(api):
     bad = api.get("/api/mul?a=x", headers=JSON)
     assert bad.status == 400 and bad.headers["content-type"] == "application/json"
     fields = {e["field"]: e for e in bad.json()["errors"]}
-    assert fields["a"]["value"] == "x" and "integer" in fields["a"]["expected"]
+    assert fields["a"]["value"] == "x" and "whole number" in fields["a"]["expected"]
     assert fields["b"]["value"] is None
     assert api.get("/api/mul?a=x").headers["content-type"].startswith("text/html")
 
