@@ -46,13 +46,12 @@ from __future__ import annotations
 
 import html as _html
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, overload
 
-from ._quot_fast import maker
+from ._quot_fast import maker, quotation_paths
 
 try:  # t-strings (PEP 750) exist from Python 3.14 on.
     from string.templatelib import Template as _Template  # type: ignore[import-not-found]
@@ -94,10 +93,9 @@ class Antiquote:
         return f"ANTIQUOTE({self.value!r})"
 
 
-# ``Quote(text)`` and ``Antiquote(value)`` for the fragments qq and + make on every
-# request, without the frozen dataclass's __init__ (pyweb/_quot_fast.py).
+# ``Quote(text)`` for the quotes Quot.join and concat merge, without the frozen
+# dataclass's __init__ (pyweb/_quot_fast.py).
 _quote = maker(Quote, "text")
-_antiquote = maker(Antiquote, "value")
 
 
 QUOTE = Quote
@@ -370,10 +368,12 @@ def _as_fragments(part: object, what: str) -> tuple[Fragment, ...]:
     raise TypeError(f"a Quot can only be joined with a Quot or a str; the {what} is {part!r}")
 
 
-def _concat2(a: tuple[Fragment, ...], b: tuple[Fragment, ...]) -> Quot:
-    """``a + b``, merging the quotes that meet (both are normalised)."""
+def _concat2_plain(a: tuple[Fragment, ...], b: tuple[Fragment, ...]) -> Quot:
+    """``a + b``, merging the quotes that meet (both are normalised).
+
+    ``+`` calls ``_concat2``, the same made faster (pyweb/_quot_fast.py, bound at the end)."""
     if a and b and type(a[-1]) is Quote and type(b[0]) is Quote:
-        merged = _quote(a[-1].text + b[0].text)
+        merged = Quote(a[-1].text + b[0].text)
         return Quot._of((*a[:-1], merged, *b[1:]))
     return Quot._of(a + b)
 
@@ -487,9 +487,6 @@ def _parse(template: str) -> tuple[Quote | tuple[str, tuple[str, ...]], ...]:
     return tuple(Quote(item) if isinstance(item, str) else item for item in items if item != "")
 
 
-_MISSING = object()
-
-
 def qq(template: str, /, **names: object) -> Quot:
     """Build a :class:`Quot` from a template: ``{name}`` and ``{name.attr}`` are holes.
 
@@ -517,41 +514,61 @@ def qq(template: str, /, **names: object) -> Quot:
         raise TypeError(
             f"qq: the template must be a str, not {type(template).__name__}: {template!r}"
         )
+    # _fill is _qq_plain below with every object made in line (pyweb/_quot_fast.py); it
+    # looks the holes up in our caller's scope.
+    return _fill(template, names)
+
+
+Scopes = tuple[dict[str, Any], ...]
+"""The caller's locals, globals and builtins, where ``qq`` looks up a hole not given."""
+
+
+def _qq_plain(template: str, names: dict[str, object], scopes: Scopes) -> Quot:
+    """What ``qq`` does, plainly: each hole's value, looked up by name, in an ANTIQUOTE.
+
+    ``scopes`` are the caller's locals, globals and builtins, searched after ``names``.
+    """
     out: list[Fragment] = []
-    append = out.append
-    scopes: tuple[dict[str, Any], ...] | None = None  # the caller's, looked up when needed
     for item in _parse(template):
         if type(item) is Quote:
-            append(item)
-            continue
-        name, attrs = item  # type: ignore[misc]
-        value = names.get(name, _MISSING)
-        if value is _MISSING:
-            if scopes is None:
-                frame = sys._getframe(1)
-                scopes = (frame.f_locals, frame.f_globals, frame.f_builtins)
-                del frame  # no reference cycle through this frame
-            for scope in scopes:
-                value = scope.get(name, _MISSING)
-                if value is not _MISSING:
-                    break
-            else:
-                raise NameError(
-                    f"qq: name {name!r} is not defined (not a keyword argument, nor a local, "
-                    f"global or builtin of the caller); template: {template!r}",
-                    name=name,
-                )
-        if attrs:
-            for attr in attrs:
-                try:
-                    value = getattr(value, attr)
-                except AttributeError as exc:
-                    placeholder = ".".join((name, *attrs))
-                    raise AttributeError(
-                        f"qq: in placeholder {{{placeholder}}}: {exc}; template: {template!r}"
-                    ) from exc
-        append(_antiquote(value))
-    return Quot._of(tuple(out))
+            out.append(item)
+        else:
+            name, attrs = item  # type: ignore[misc]
+            out.append(Antiquote(_hole_value(template, name, attrs, names, scopes)))
+    return Quot(out)
+
+
+def _hole_value(
+    template: str, name: str, attrs: tuple[str, ...], names: dict[str, object], scopes: Scopes
+) -> object:
+    """The value of the hole ``{name.attr...}``: ``names[name]`` or the caller's ``name``."""
+    for scope in (names, *scopes):
+        if name in scope:
+            value = scope[name]
+            break
+    else:
+        raise _hole_error(template, name)
+    for attr in attrs:
+        try:
+            value = getattr(value, attr)
+        except AttributeError as exc:
+            raise _hole_error(template, name, attrs, exc) from exc
+    return value
+
+
+def _hole_error(
+    template: str, name: str, attrs: tuple[str, ...] = (), exc: AttributeError | None = None
+) -> Exception:
+    """The exception for a hole that cannot be filled: ``name`` is not defined, or ``exc``
+    was raised following its attributes ``attrs``."""
+    if exc is None:
+        return NameError(
+            f"qq: name {name!r} is not defined (not a keyword argument, nor a local, "
+            f"global or builtin of the caller); template: {template!r}",
+            name=name,
+        )
+    placeholder = ".".join((name, *attrs))
+    return AttributeError(f"qq: in placeholder {{{placeholder}}}: {exc}; template: {template!r}")
 
 
 def _from_template(template: Any) -> Quot:
@@ -571,3 +588,9 @@ def _from_template(template: Any) -> Quot:
             value = format(value, part.format_spec)
         out.append(Antiquote(value))
     return Quot(out)
+
+
+# The fast path: qq's loop and +'s merge with every object made in line, no call per
+# fragment (pyweb/_quot_fast.py; measured in docs/performance.md). _qq_plain and
+# _concat2_plain above say what they do; tests/test_quot.py holds the two ways equal.
+_fill, _concat2 = quotation_paths(Quote, Antiquote, Quot, _parse, _hole_error)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import doctest
 import html
@@ -483,3 +484,71 @@ def test_fragments_made_without_init_are_the_classes_own(text, value):
     with pytest.raises(dataclasses.FrozenInstanceError):
         quote.text = "changed"  # type: ignore[misc]
     assert qq("a{value}b", value=value) == Quot([QUOTE("a"), ANTIQUOTE(value), QUOTE("b")])
+
+
+# -- qq's fast path (pyweb/_quot_fast.py) against its plain version -------------------------
+
+HOLE_NAMES = ("kw_a", "kw_b", "local_v", "local_ns", "GREETING", "len", "not_defined")
+HOLE_ATTRS = ("inner", "deep", "text", "real", "nope")
+
+
+@st.composite
+def templates(draw: st.DrawFn) -> str:
+    """Literal text (its braces doubled), ``{{``/``}}`` and holes with or without attributes."""
+    parts = draw(
+        st.lists(
+            st.one_of(
+                st.text(max_size=8).map(lambda t: t.replace("{", "{{").replace("}", "}}")),
+                st.sampled_from(["{{", "}}"]),
+                st.tuples(
+                    st.sampled_from(HOLE_NAMES), st.lists(st.sampled_from(HOLE_ATTRS), max_size=2)
+                ).map(lambda hole: "{" + ".".join((hole[0], *hole[1])) + "}"),
+            ),
+            max_size=8,
+        )
+    )
+    return "".join(parts)
+
+
+def failure(exc: Exception) -> tuple[object, ...]:
+    """What is compared of qq's exception: its type, message, name and cause."""
+    return (type(exc), str(exc), getattr(exc, "name", None), type(exc.__cause__))
+
+
+@given(
+    templates(),
+    st.dictionaries(
+        st.sampled_from(["kw_a", "kw_b", "local_v"]),
+        st.one_of(
+            st.integers(),
+            st.text(),
+            st.builds(SimpleNamespace, text=st.text(), inner=st.builds(SimpleNamespace)),
+        ),
+    ),
+)
+def test_property_fast_qq_equals_the_plain_one(template: str, keywords: dict) -> None:
+    local_v = "<local>"
+    local_ns = SimpleNamespace(inner=SimpleNamespace(deep=1.5), text="<t>")
+    fast: Quot | tuple[object, ...]
+    plain: Quot | tuple[object, ...]
+    try:
+        fast = qq(template, **keywords)  # looks up local_v and local_ns here
+    except (NameError, AttributeError) as exc:
+        fast = failure(exc)
+    try:
+        plain = pyweb.quot._qq_plain(template, keywords, (locals(), globals(), vars(builtins)))
+    except (NameError, AttributeError) as exc:
+        plain = failure(exc)
+    assert fast == plain
+    if isinstance(fast, Quot):
+        assert [type(f) for f in fast] == [type(f) for f in plain]  # type: ignore[union-attr]
+
+
+@given(quots(), quots())
+def test_property_fast_plus_equals_the_plain_one(a: Quot, b: Quot) -> None:
+    fast, plain = a + b, pyweb.quot._concat2_plain(a.fragments, b.fragments)
+    assert (type(fast), fast, hash(fast)) == (Quot, plain, hash(plain))
+    assert fast == Quot([*a, *b])
+    for fragment in fast:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(fragment, "text" if type(fragment) is Quote else "value", "changed")
