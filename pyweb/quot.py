@@ -46,12 +46,13 @@ from __future__ import annotations
 
 import html as _html
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, overload
 
-from ._quot_fast import maker, quotation_paths
+from ._quot_fast import fast_concat2, fast_qq, maker
 
 try:  # t-strings (PEP 750) exist from Python 3.14 on.
     from string.templatelib import Template as _Template  # type: ignore[import-not-found]
@@ -368,10 +369,10 @@ def _as_fragments(part: object, what: str) -> tuple[Fragment, ...]:
     raise TypeError(f"a Quot can only be joined with a Quot or a str; the {what} is {part!r}")
 
 
-def _concat2_plain(a: tuple[Fragment, ...], b: tuple[Fragment, ...]) -> Quot:
-    """``a + b``, merging the quotes that meet (both are normalised).
-
-    ``+`` calls ``_concat2``, the same made faster (pyweb/_quot_fast.py, bound at the end)."""
+# + runs this with its objects made in line, no call per fragment (pyweb/_quot_fast.py).
+@fast_concat2(Quote, Quot)
+def _concat2(a: tuple[Fragment, ...], b: tuple[Fragment, ...]) -> Quot:
+    """``a + b``, merging the quotes that meet (both are normalised)."""
     if a and b and type(a[-1]) is Quote and type(b[0]) is Quote:
         merged = Quote(a[-1].text + b[0].text)
         return Quot._of((*a[:-1], merged, *b[1:]))
@@ -487,55 +488,8 @@ def _parse(template: str) -> tuple[Quote | tuple[str, tuple[str, ...]], ...]:
     return tuple(Quote(item) if isinstance(item, str) else item for item in items if item != "")
 
 
-def qq(template: str, /, **names: object) -> Quot:
-    """Build a :class:`Quot` from a template: ``{name}`` and ``{name.attr}`` are holes.
-
-    The SML quotation `` `<b>^name</b>` `` is ``qq("<b>{name}</b>")``. The text around the
-    holes is quoted (trusted); ``{{`` and ``}}`` stand for literal braces. A hole's value is
-    ``names[name]`` if given, else the variable ``name`` of the caller (its locals, then its
-    module's globals, then the builtins), followed through the ``.attr`` attributes.
-    Like ``str.format(**locals())``, a variable of an enclosing function is only seen if the
-    calling function itself uses it; pass it as a keyword otherwise.
-
-    Only names are allowed in holes: ``{1+2}``, ``{x:>3}``, ``{x!r}`` raise ValueError
-    (compute the value into a variable first), a name that is not defined raises NameError.
-    The parse of each template string is cached.
-
-    On Python 3.14 and later ``template`` may also be a t-string (``t"<b>{name}</b>"``,
-    PEP 750): its interpolations become the holes (after their ``!r``/``:spec``, if any).
-    """
-    if _Template is not None and isinstance(template, _Template):
-        if names:
-            raise TypeError(
-                f"qq: keyword values {sorted(names)} are not used with a t-string template"
-            )
-        return _from_template(template)
-    if not isinstance(template, str):
-        raise TypeError(
-            f"qq: the template must be a str, not {type(template).__name__}: {template!r}"
-        )
-    # _fill is _qq_plain below with every object made in line (pyweb/_quot_fast.py); it
-    # looks the holes up in our caller's scope.
-    return _fill(template, names)
-
-
 Scopes = tuple[dict[str, Any], ...]
 """The caller's locals, globals and builtins, where ``qq`` looks up a hole not given."""
-
-
-def _qq_plain(template: str, names: dict[str, object], scopes: Scopes) -> Quot:
-    """What ``qq`` does, plainly: each hole's value, looked up by name, in an ANTIQUOTE.
-
-    ``scopes`` are the caller's locals, globals and builtins, searched after ``names``.
-    """
-    out: list[Fragment] = []
-    for item in _parse(template):
-        if type(item) is Quote:
-            out.append(item)
-        else:
-            name, attrs = item  # type: ignore[misc]
-            out.append(Antiquote(_hole_value(template, name, attrs, names, scopes)))
-    return Quot(out)
 
 
 def _hole_value(
@@ -571,6 +525,49 @@ def _hole_error(
     return AttributeError(f"qq: in placeholder {{{placeholder}}}: {exc}; template: {template!r}")
 
 
+# qq runs with its loop's objects made in line, no call per fragment (pyweb/_quot_fast.py);
+# this plain version stays as qq.__wrapped__, and tests/test_quot.py holds the two equal.
+@fast_qq(Quote, Antiquote, Quot, _parse, _hole_error)
+def qq(template: str, /, **names: object) -> Quot:
+    """Build a :class:`Quot` from a template: ``{name}`` and ``{name.attr}`` are holes.
+
+    The SML quotation `` `<b>^name</b>` `` is ``qq("<b>{name}</b>")``. The text around the
+    holes is quoted (trusted); ``{{`` and ``}}`` stand for literal braces. A hole's value is
+    ``names[name]`` if given, else the variable ``name`` of the caller (its locals, then its
+    module's globals, then the builtins), followed through the ``.attr`` attributes.
+    Like ``str.format(**locals())``, a variable of an enclosing function is only seen if the
+    calling function itself uses it; pass it as a keyword otherwise.
+
+    Only names are allowed in holes: ``{1+2}``, ``{x:>3}``, ``{x!r}`` raise ValueError
+    (compute the value into a variable first), a name that is not defined raises NameError.
+    The parse of each template string is cached.
+
+    On Python 3.14 and later ``template`` may also be a t-string (``t"<b>{name}</b>"``,
+    PEP 750): its interpolations become the holes (after their ``!r``/``:spec``, if any).
+    """
+    if _Template is not None and isinstance(template, _Template):
+        if names:
+            raise TypeError(
+                f"qq: keyword values {sorted(names)} are not used with a t-string template"
+            )
+        return _from_template(template)
+    if not isinstance(template, str):
+        raise TypeError(
+            f"qq: the template must be a str, not {type(template).__name__}: {template!r}"
+        )
+    caller = sys._getframe(1)
+    scopes = (caller.f_locals, caller.f_globals, caller.f_builtins)
+    del caller  # no reference cycle through this frame
+    out: list[Fragment] = []
+    for item in _parse(template):
+        if type(item) is Quote:
+            out.append(item)
+        else:
+            name, attrs = item  # type: ignore[misc]
+            out.append(Antiquote(_hole_value(template, name, attrs, names, scopes)))
+    return Quot(out)
+
+
 def _from_template(template: Any) -> Quot:
     out: list[Fragment] = []
     for part in template:
@@ -588,9 +585,3 @@ def _from_template(template: Any) -> Quot:
             value = format(value, part.format_spec)
         out.append(Antiquote(value))
     return Quot(out)
-
-
-# The fast path: qq's loop and +'s merge with every object made in line, no call per
-# fragment (pyweb/_quot_fast.py; measured in docs/performance.md). _qq_plain and
-# _concat2_plain above say what they do; tests/test_quot.py holds the two ways equal.
-_fill, _concat2 = quotation_paths(Quote, Antiquote, Quot, _parse, _hole_error)

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import doctest
 import html
@@ -488,6 +487,10 @@ def test_fragments_made_without_init_are_the_classes_own(text, value):
 
 # -- qq's fast path (pyweb/_quot_fast.py) against its plain version -------------------------
 
+# The plain versions, which the fast ones decorate.
+plain_qq = qq.__wrapped__  # type: ignore[attr-defined]
+plain_concat2 = pyweb.quot._concat2.__wrapped__  # type: ignore[attr-defined]
+
 HOLE_NAMES = ("kw_a", "kw_b", "local_v", "local_ns", "GREETING", "len", "not_defined")
 HOLE_ATTRS = ("inner", "deep", "text", "real", "nope")
 
@@ -536,7 +539,7 @@ def test_property_fast_qq_equals_the_plain_one(template: str, keywords: dict) ->
     except (NameError, AttributeError) as exc:
         fast = failure(exc)
     try:
-        plain = pyweb.quot._qq_plain(template, keywords, (locals(), globals(), vars(builtins)))
+        plain = plain_qq(template, **keywords)  # and so does the plain qq
     except (NameError, AttributeError) as exc:
         plain = failure(exc)
     assert fast == plain
@@ -546,7 +549,7 @@ def test_property_fast_qq_equals_the_plain_one(template: str, keywords: dict) ->
 
 @given(quots(), quots())
 def test_property_fast_plus_equals_the_plain_one(a: Quot, b: Quot) -> None:
-    fast, plain = a + b, pyweb.quot._concat2_plain(a.fragments, b.fragments)
+    fast, plain = a + b, plain_concat2(a.fragments, b.fragments)
     assert (type(fast), fast, hash(fast)) == (Quot, plain, hash(plain))
     assert fast == Quot([*a, *b])
     for fragment in fast:
