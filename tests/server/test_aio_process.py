@@ -30,6 +30,9 @@ def start(site: Path, *flags: str) -> tuple[subprocess.Popen, int]:
 
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
+    # Its POST service makes it a site that may keep state in the cache: the workers tests
+    # run it on the per-process cache on purpose (--per-process-cache), since what they
+    # test is the supervisor, not sessions.
     (tmp_path / "hello.py").write_text('conn.return_("version 1")\n')
     (tmp_path / "upload.py").write_text(
         "from pyweb import service\n\n\n"
@@ -59,7 +62,7 @@ def test_sighup_reloads_and_open_connections_keep_their_settings(site: Path) -> 
 
 
 def test_workers_run_on_asyncio_and_a_killed_one_is_replaced(site: Path) -> None:
-    proc, port = start(site, "--workers", "2", "--status")
+    proc, port = start(site, "--workers", "2", "--per-process-cache", "--status")
     try:
         pids: dict[str, str] = {}
 

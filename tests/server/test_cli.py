@@ -191,13 +191,13 @@ def test_dev_mode_prints_the_learning_banner(site):
 
 
 def test_second_signal_forces_the_exit(site):
-    (site / "big.bin").write_bytes(b"x" * (64 * 1024 * 1024))
+    (site / "big.txt").write_bytes(b"x" * (64 * 1024 * 1024))
     proc, banner = _start(str(site), "--port", "0", "--access-log", "none", "--send-timeout", "60")
     try:
         port = int(re.search(r":(\d+)/", banner).group(1))  # type: ignore[union-attr]
         with socket.create_connection(("127.0.0.1", port), timeout=5) as stuck:
             # a download that this client never reads keeps a request in flight
-            stuck.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            stuck.sendall(b"GET /big.txt HTTP/1.1\r\nHost: x\r\n\r\n")
             assert stuck.recv(100).startswith(b"HTTP/1.1 200 ")
             proc.send_signal(signal.SIGTERM)
             with pytest.raises(subprocess.TimeoutExpired):

@@ -75,6 +75,9 @@ class Load:
 
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
+    # Its POST service makes it a site that may keep state in the cache: the workers tests
+    # run it on the per-process cache on purpose (--per-process-cache), since what they
+    # test is the supervisor, not sessions.
     (tmp_path / "hello.py").write_text('conn.return_("version 1")\n')
     # ?mark=PATH: the page touches PATH when it starts (a test waits for that, not a time).
     (tmp_path / "slow.py").write_text(
@@ -186,7 +189,7 @@ def status_of(port: int) -> dict:
 
 
 def test_workers_share_the_port_and_a_killed_one_is_replaced(site):
-    proc, port = start(site, "--workers", "2", "--status")
+    proc, port = start(site, "--workers", "2", "--per-process-cache", "--status")
     try:
         until(lambda: len(status_of(port)["workers"]) == 2, what="two workers")
         pids = {w["pid"] for w in status_of(port)["workers"]}
@@ -208,7 +211,7 @@ def test_workers_share_the_port_and_a_killed_one_is_replaced(site):
 
 
 def test_sigterm_under_load_answers_every_accepted_request(site):
-    proc, port = start(site, "--workers", "2")
+    proc, port = start(site, "--workers", "2", "--per-process-cache")
     answered = []
 
     def slow_request(mark: Path) -> None:
@@ -240,7 +243,7 @@ def test_sigterm_under_load_answers_every_accepted_request(site):
 # A draining worker serves a just-accepted connection's first request (connection.py:
 # a fresh connection is not idle, so SHUTDOWN does not close it).
 def test_max_requests_recycles_workers_without_failing_a_request(site):
-    proc, port = start(site, "--workers", "2", "--max-requests", "25", "--status")
+    proc, port = start(site, "--workers", "2", "--per-process-cache", "--max-requests", "25", "--status")
     try:
         with Load(port) as load:
             # Eight recycles, each a new process importing pyweb: on a loaded machine that
@@ -314,7 +317,7 @@ def test_sigusr1_reopens_the_logs_after_logrotate_moved_them(site, tmp_path):
 
 def test_timed_access_log_names_the_duration_and_the_worker(site, tmp_path, loop):
     log = tmp_path / "access.log"
-    proc, port = start(site, "--workers", "2", "--access-log", str(log),
+    proc, port = start(site, "--workers", "2", "--per-process-cache", "--access-log", str(log),
                        "--access-log-format", "timed")  # fmt: skip
     try:
         for _ in range(10):
