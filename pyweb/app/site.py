@@ -192,7 +192,9 @@ class Site(Routing):
             return self._with_hsts(ctx)
         if not self.dev:  # (_dispatch's first step, without its call: the usual request)
             page = self._known.get(ctx.request.path)
-            if page is not None and page is not _FILE:  # (another method: guards.methods)
+            if page is not None and page is not _FILE and (
+                page.methods is None or ctx.request.method in page.methods
+            ):  # (another method: routed, for another service of the path or the 405)
                 return self._run_page(ctx, page)
         return self._dispatch(ctx)
 
