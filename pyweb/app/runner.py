@@ -27,11 +27,11 @@ from pyweb.protocol.response import Response
 
 from . import blocking, csrf, interrupt, pages
 from .conn import Conn, PageExit, RequestError, _current
+from .csrf import SAFE_METHODS
 from .errorpages import ErrorPages, _log, _refusal
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body, read_form
 from .guards import csrf as csrf_guard
-from .guards import deadline, headers, methods, regions, sessions, traps, watchdog
-from .guards import unawaited as unawaited_guard
+from .guards import deadline, headers, methods, regions, sessions, traps, unawaited, watchdog
 from .services import JSONFieldErrors, Service
 from .sessions import SessionStore
 from .traps import Trap
@@ -88,19 +88,24 @@ class Runner(ErrorPages):
         :data:`pyweb.app.guards.GUARDS`: the ``before`` steps here and in :meth:`_prepare`
         and :meth:`_page_outcome`, the ``after`` steps in reverse. ``current_conn()`` and
         the forms getters find conn, its form and its form-error list (one context
-        variable); the watchdog finds this frame on the loop's stack."""
+        variable); the watchdog finds this frame on the loop's stack.
+
+        Every guard decides on every request, on the line marked ``# guard: NAME``; a guard
+        with nothing to do is decided by a test written there (an attribute, a method
+        name) and costs no call (tests/security/test_pipeline_table.py records these
+        decisions for every kind of route)."""
         request = ctx.request
-        refused = methods.before(self, request, page.methods, page.allow)
-        if refused is not None:
-            return headers.after(self, refused)
+        allowed = page.methods
+        if allowed is not None and request.method not in allowed:  # guard: methods
+            return headers.after(self, methods.refuse(self, request, allowed, page.allow))
         cookies = request.header("cookie")  # looked up once: _prepare and conn.cookies use it
         if (
             request.query  # a form to read
             or params
             or request.chunked
             or request.content_length
-            or cookies is not None  # a session to load
-            or csrf_guard.needed(page.check_csrf, request.method)  # a token to check
+            or cookies is not None  # guard: sessions (a session to load)
+            or (page.check_csrf and request.method not in SAFE_METHODS)  # guard: csrf
         ):
             conn = await self._prepare(ctx, page, params, cookies)
             if not isinstance(conn, Conn):
@@ -109,9 +114,12 @@ class Runner(ErrorPages):
             conn = Conn(ctx, _EMPTY, _EMPTY, page.name, page.filename, self.root, self.templates)
             if self.login_url != Conn.login_url:  # (as _conn: one call less per request)
                 conn.login_url = self.login_url
-        watchdog.before(conn)
+        conn.watchdog = watchdog.before()  # guard: watchdog
         conn_token = _current.set(conn)
-        slot = regions.before(self)
+        site_regions = self.regions
+        slot = None
+        if site_regions is not None:  # guard: regions (a site served with regions=False has none)
+            slot = regions.before(site_regions)
         try:
             response: Response
             if slot is None:
@@ -121,21 +129,44 @@ class Runner(ErrorPages):
                 else:
                     response = outcome  # type: ignore[assignment]
             else:  # --profile-alloc: the page's own steps are counted (any loop)
-                response = await self.regions.counted(self._page_counted(ctx, conn, page), slot)  # type: ignore[union-attr]
-            response = _end_scope(conn, response)
+                response = await site_regions.counted(self._page_counted(ctx, conn, page), slot)  # type: ignore[union-attr]
         except interrupt.PageInterrupted as exc:  # it held the loop too long (interrupt.py)
             response = deadline.interrupted(self, ctx, conn, page.filename, exc)
         finally:
+            scope = conn._scope  # (emptied with the answer, below)
             conn._scope = None  # (the globals hold conn: no cycle back, whatever happened)
-            found = regions.after(self, ctx, page.name, slot)
+            found = None
+            if site_regions is not None:  # guard: regions
+                found = regions.after(site_regions, ctx, page.name, slot)
             if conn.files is not _EMPTY and conn.files:
                 close_all(conn.files.multi_items())  # uploads not moved: their files go
             _current.reset(conn_token)
+        return self._page_answer(ctx, conn, page, response, found, scope)
+
+    def _page_answer(
+        self,
+        ctx: Context,
+        conn: Conn,
+        page: _Page,
+        response: Response,
+        found: Any,
+        scope: dict[str, Any] | None,
+    ) -> Response:
+        """The ``after`` steps of the guards, the inner ones first, once the page has left
+        its region (``found``: what the region found, if anything). A script's globals
+        (``scope``) are emptied once its reply is done: they hold conn."""
+        if scope is not None:
+            if type(response) is Response and type(response.body) is bytes:
+                scope.clear()  # (the usual reply: pages.end_scope's case without its call)
+            else:
+                response = pages.end_scope(scope, response)
         if found is not None:
             response = regions.answer(self, response, page.name, found)
-        response = unawaited_guard.after(self, ctx, conn, page.name, response)
-        response = watchdog.after(self, ctx, conn, response)
-        if response is conn._made:
+        if conn.unawaited:  # guard: unawaited (the page dropped a coroutine)
+            response = unawaited.after(self, ctx, conn, page.name, response)
+        if conn.held is not None:  # guard: watchdog (it saw the page hold the loop)
+            response = watchdog.after(self, ctx, conn, response)
+        if response is conn._made:  # guard: headers
             # Made by conn for this request, so no one else holds it: its security headers
             # go in place (no second Response per request).
             response.headers.extend(headers.missing(self, response.headers))
@@ -196,9 +227,9 @@ class Runner(ErrorPages):
         if params:  # the getters read path parameters too; the path wins (the last value)
             form = MultiDict([*form.multi_items(), *params.items()])
         conn = self._conn(ctx, page, form, files, body, params)
-        if cookies is not None:
+        if cookies is not None:  # guard: sessions
             await sessions.before(self, conn, cookies)
-        return csrf_guard.before(self, conn, page.check_csrf) or conn
+        return csrf_guard.before(self, conn, page.check_csrf) or conn  # guard: csrf
 
     def _urlencoded_too_large(self, request: Any, content_type: str | None) -> Response | None:
         """A 413 for an url-encoded form body over ``FormLimits.max_urlencoded``, decided
@@ -239,8 +270,11 @@ class Runner(ErrorPages):
         coroutine less for the usual page: docs/performance.md)."""
         ended: BaseException | None = None  # sys.exit() or KeyboardInterrupt in the page
         try:
-            answer = traps.before(conn, page.traps, page.run) if page.traps else page.run(conn)
-            if answer is not pages.DONE:
+            if page.traps:  # guard: traps
+                answer = traps.before(conn, page.traps, page.run)
+            else:
+                answer = page.run(conn)
+            if answer is not pages.DONE:  # guard: deadline (only a page that awaits has one)
                 return self._page_awaited(ctx, conn, page, answer)
         except PageExit:
             pass  # conn.exit(): the page ends here, its answer (if any) stands
@@ -257,7 +291,7 @@ class Runner(ErrorPages):
             and response is not None
             and ended is None
             and not conn.form_errors
-            and conn._session is None
+            and conn._session is None  # guard: sessions (none loaded, none made)
             and not conn._set_cookies
         ):  # the usual page: _page_end's last step without its call
             return response
@@ -269,7 +303,7 @@ class Runner(ErrorPages):
         """:meth:`_page_outcome` for a page that awaits: its deadline, then its answer."""
         ended: BaseException | None = None
         try:
-            scope = deadline.before(self, conn, page.timed)
+            scope = deadline.before(self, conn, page.timed)  # guard: deadline
             if scope is None:
                 await answer
             else:
@@ -304,7 +338,7 @@ class Runner(ErrorPages):
         if conn.form_errors:  # wrap_fail getters recorded errors: one 400 lists them
             return self._bad_form(conn, conn.form_errors)
         if not saved:
-            saving = sessions.after(self, conn)
+            saving = sessions.after(self, conn)  # guard: sessions
             if saving is not None:  # written to: stored before the answer goes
                 return self._session_end(ctx, conn, page, ended, saving)
         response = conn.finish() if conn._set_cookies else conn.response  # (no call: no cookies)
@@ -472,13 +506,3 @@ def _line_in(exc: BaseException, filename: str | None) -> int | None:
 # The watchdog finds a running page by the frames of this function, in its local "conn".
 blocking.page_codes[Runner._run_page.__code__] = "conn"
 
-
-def _end_scope(conn: Conn, response: Response) -> Response:
-    """A script's globals emptied once its reply is done (they hold conn)."""
-    scope = conn._scope
-    if scope is None:
-        return response
-    if type(response) is Response and type(response.body) is bytes:
-        scope.clear()  # (the usual reply: pages.end_scope's case without its call)
-        return response
-    return pages.end_scope(scope, response)

@@ -190,6 +190,12 @@ class Site(Routing):
         anything else is routed (development mode routes every request: files change)."""
         if self._hsts is not None and ctx.scheme == "https":  # (a trusted proxy's too)
             return self._with_hsts(ctx)
+        if not self.dev:  # (_dispatch's first step, without its call: the usual request)
+            page = self._known.get(ctx.request.path)
+            if page is not None and page is not _FILE and (
+                page.methods is None or ctx.request.method in page.methods
+            ):  # (another method: routed, for another service of the path or the 405)
+                return self._run_page(ctx, page)
         return self._dispatch(ctx)
 
     async def _with_hsts(self, ctx: Context) -> Response:

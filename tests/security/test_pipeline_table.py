@@ -1,22 +1,33 @@
-"""Each guard runs for each kind of route, in the order of ``GUARDS``.
+"""Each guard decides for each kind of route, in the order of ``GUARDS``.
 
-Every guard module's steps are wrapped (monkeypatch) to note when they run; then a request
+Every guard decides on every request, on a line of the runner marked ``# guard: NAME``:
+the guard's step is called there, or a cheap test there says it has nothing to do (a GET
+needs no CSRF token, a page that dropped no coroutine has nothing for the un-awaited
+check), which costs no call. So the table records decisions, not calls: a line tracer
+notes each marked line of pyweb/app/runner.py as it runs (on the server's thread too),
+and the guards' steps are wrapped (monkeypatch) to note the ones that act. Then a request
 of each kind of route is served for real: a script, a service, a template, a static file,
-a WebSocket handshake, an error page (404), the notebook's server, and the site under ASGI.
-The request is one that gives every guard something to look at: it carries a session
-cookie (sessions, CSRF), its path is under a trap (traps, and the deadline of the awaiting
-page the traps make), and the site has regions (regions). The guards the request met must
-be all of them, begun in the order of :data:`pyweb.app.guards.GUARDS`.
+a WebSocket handshake, an error page (404), the notebook's server, and the site under
+ASGI. The request gives most guards something to do: it carries a session cookie
+(sessions, CSRF), its path is under a trap (traps, and the deadline of the awaiting page
+the traps make), and the site has regions (regions). The guards that decided must be all
+of them, begun in the order of :data:`pyweb.app.guards.GUARDS`, and a guard's step runs
+only after the guard has decided.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
-from pyweb.app import guards
+from pyweb.app import guards, runner
 from pyweb.app.guards import GUARDS
 from pyweb.notebook import server as notebook
 from pyweb.testing import serve
@@ -68,9 +79,19 @@ KINDS = {
 }
 
 
+RUNNER = runner.__file__
+MARKS = {
+    number: found[1]
+    for number, line in enumerate(Path(RUNNER).read_text(encoding="utf-8").splitlines(), 1)
+    if (found := re.search(r"  # guard: (\w+)", line))
+}
+"""The runner's decision lines: line number -> the guard that decides there."""
+
+
 @pytest.fixture
-def trace(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The guards' names, each time one of their steps runs."""
+def trace(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The guards' names, each time one decides (its marked line of the runner runs), and
+    ``"ran NAME"`` each time one of its steps runs."""
     seen: list[str] = []
     for guard, name in zip(GUARDS, NAMES, strict=True):
         for step in ("before", "after", "missing"):
@@ -79,20 +100,42 @@ def trace(monkeypatch: pytest.MonkeyPatch) -> list[str]:
                 continue
 
             def traced(*args, _real=real, _name=name, **kwargs):  # type: ignore[no-untyped-def]
-                seen.append(_name)
+                seen.append("ran " + _name)
                 return _real(*args, **kwargs)
 
             monkeypatch.setattr(guard, step, traced)
-    return seen
+
+    def lines(frame: FrameType, event: str, arg: object) -> object:
+        if event == "line" and frame.f_lineno in MARKS:
+            seen.append(MARKS[frame.f_lineno])
+        return lines
+
+    def calls(frame: FrameType, event: str, arg: object) -> object:
+        return lines if frame.f_code.co_filename == RUNNER else None  # the runner's only
+
+    threading.settrace(calls)  # the server's thread, started inside the test
+    sys.settrace(calls)  # this thread (ASGI)
+    try:
+        yield seen
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
 
 
-def _begun(seen: list[str]) -> list[str]:
-    """The guards in the order they began (each one's first step)."""
+def _decided(seen: list[str]) -> list[str]:
+    """The guards in the order they first decided; each step that ran came after its
+    guard's decision."""
     order: list[str] = []
     for name in seen:
-        if name not in order:
+        if name.startswith("ran "):
+            assert name[4:] in order, f"{name[4:]} ran a step before it decided: {seen}"
+        elif name not in order:
             order.append(name)
     return order
+
+
+def _ran(seen: list[str]) -> set[str]:
+    return {name[4:] for name in seen if name.startswith("ran ")}
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +158,7 @@ def test_each_guard_runs_for_each_route(site_dir: Path, trace: list[str], kind: 
         trace.clear()
         answer = client.request(method, path)
         assert answer.status == status, (kind, answer.status, answer.text[:200])
-    assert _begun(trace) == NAMES, kind
+    assert _decided(trace) == NAMES, kind
 
 
 def test_each_guard_runs_for_a_websocket_handshake(site_dir: Path, trace: list[str]) -> None:
@@ -128,7 +171,7 @@ def test_each_guard_runs_for_a_websocket_handshake(site_dir: Path, trace: list[s
         cookie = client._cookie_header("/ws")
         with connect(base.replace("http", "ws") + "/ws", additional_headers={"Cookie": cookie}):
             pass
-    assert _begun(trace) == NAMES
+    assert _decided(trace) == NAMES
 
 
 def test_each_guard_runs_for_the_notebook_server(site_dir: Path, trace: list[str]) -> None:
@@ -139,7 +182,7 @@ def test_each_guard_runs_for_the_notebook_server(site_dir: Path, trace: list[str
         assert client.get("/page").text == "page"
     finally:
         server.stop()
-    assert _begun(trace) == NAMES
+    assert _decided(trace) == NAMES
 
 
 def test_each_guard_runs_under_asgi(site_dir: Path, trace: list[str], loop: str) -> None:
@@ -184,7 +227,7 @@ def test_each_guard_runs_under_asgi(site_dir: Path, trace: list[str], loop: str)
         assert status == 200
 
     asyncio.run(main())
-    assert _begun(trace) == NAMES
+    assert _decided(trace) == NAMES
 
 
 def test_the_list_has_every_guard_module_once() -> None:
@@ -192,3 +235,9 @@ def test_the_list_has_every_guard_module_once() -> None:
 
     modules = {m.name for m in pkgutil.iter_modules(guards.__path__)}
     assert sorted(NAMES) == sorted(modules)
+
+
+def test_every_guard_decides_on_a_line_of_the_runner() -> None:
+    """Each guard has its decision lines in the runner (a guard without one could be
+    skipped without the table noticing), and nothing else is marked."""
+    assert sorted(set(MARKS.values())) == sorted(NAMES)

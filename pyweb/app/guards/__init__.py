@@ -11,9 +11,14 @@ is the answer of the static-file route), the notebook's server and ASGI (both se
 :class:`~pyweb.app.site.Site`). docs/request-path.md shows this list, and a test keeps the
 two equal; another proves each guard runs for each kind of route.
 
-A guard with nothing to look at costs one test: a GET without a query, cookie or body
-skips the session's and the CSRF check's work, a site without traps has no trap to run,
-and a page that never awaits gets no deadline (docs/performance.md).
+Every guard decides on every request, but a guard with nothing to do costs a test, not a
+call: the runner makes each guard's cheap test itself (an attribute, the method's name),
+on a line marked ``# guard: NAME``, and calls the guard's step only when the test says it
+has work. A GET without a query, cookie or body loads no session and checks no token, a
+service that takes the method refuses nothing, a site without traps runs none, a page that
+never awaits gets no deadline, a page that dropped no coroutine and held no loop is not
+looked at again (docs/performance.md has the measurement). The table test records these
+decisions, the marked lines, for every kind of route.
 """
 
 from __future__ import annotations

@@ -21,7 +21,9 @@ __all__ = ["before", "after", "needed"]
 
 
 def needed(check: bool, method: str) -> bool:
-    """Whether a request with ``method`` to a route that checks (``check``) needs the token."""
+    """Whether a request with ``method`` to a route that checks (``check``) needs the token.
+    (The runner's first look, for a request with no cookie, query or body, is this same
+    test written inline: a GET costs no call.)"""
     return check and method not in tokens.SAFE_METHODS
 
 

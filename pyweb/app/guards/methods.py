@@ -16,17 +16,26 @@ from typing import Any
 
 from pyweb.protocol.response import Response
 
-__all__ = ["before", "after"]
+__all__ = ["before", "after", "refuse"]
 
 
 def before(
     site: Any, request: Any, allowed: tuple[str, ...] | None, allow: str | None = None
 ) -> Response | None:
     """A 405 when the request's method is not one of ``allowed`` (None: the route takes
-    any); ``allow`` is its ``Allow`` field when the path answers more than ``allowed``."""
+    any); ``allow`` is its ``Allow`` field when the path answers more than ``allowed``.
+    (The runner makes this test itself, and calls :func:`refuse` only for a method the
+    route does not take: a route that takes the method costs no call.)"""
     if allowed is None or request.method in allowed:
         return None
-    return site._not_allowed(request.method, allow or ", ".join(allowed), request)
+    return refuse(site, request, allowed, allow)
+
+
+def refuse(
+    site: Any, request: Any, allowed: tuple[str, ...], allow: str | None = None
+) -> Response:
+    """The 405 for the request's method, with ``Allow`` (``allow``, or ``allowed``)."""
+    return site._not_allowed(request.method, allow or ", ".join(allowed), request)  # type: ignore[no-any-return]
 
 
 def after() -> None:

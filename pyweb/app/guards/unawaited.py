@@ -25,6 +25,8 @@ def before() -> None:
 
 
 def after(site: Any, ctx: Context, conn: Conn, name: str, response: Response) -> Response:
+    """The error page naming what the page did not await (the runner calls this only when
+    ``conn.unawaited`` lists something: for any other page the guard has nothing to do)."""
     found = conn.unawaited
     if not found:
         return response

@@ -23,11 +23,16 @@ from ..errorpages import _log
 __all__ = ["before", "after"]
 
 
-def before(conn: Conn) -> None:
-    conn.watchdog = blocking.current()  # it finds conn on the stack (blocking.page_codes)
+before = blocking.current
+"""The watchdog of the loop the page runs on, which the runner keeps on the page's ``conn``
+(``conn.watchdog = watchdog.before()``): its thread finds conn on the loop's stack
+(:data:`pyweb.app.blocking.page_codes`). The step is :func:`pyweb.app.blocking.current`
+itself: one call, no wrapper around it."""
 
 
 def after(site: Any, ctx: Context, conn: Conn, response: Response) -> Response:
+    """The answer of a page the watchdog saw holding the loop (the runner calls this only
+    when ``conn.held`` says so: for any other page the guard has nothing to do)."""
     run = conn.held
     if run is None:
         return response
