@@ -54,7 +54,8 @@ def _default(action: argparse.Action) -> str:
 
 def _meaning(action: argparse.Action) -> str:
     text = _DEFAULT_WORDS.sub("", action.help or "").strip()
-    return text.replace("|", "\\|")
+    # A table cell is Markdown: a | would end it, and [word] would read as a link.
+    return text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
 
 
 def table() -> str:
