@@ -105,7 +105,7 @@ def test_a_chunked_post_reaches_the_page(aio_server) -> None:
     chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(
-            b"POST /svc/mul?n=3 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            b"POST /svc/guess HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
             b"Content-Type: application/x-www-form-urlencoded\r\nConnection: close\r\n\r\n"
             + chunked
         )

@@ -191,7 +191,7 @@ async def closes():
     return {"closes": RECORD.closes}
 
 
-@pyweb.service("/publish", csrf=False)  # a test program posts, no browser session
+@pyweb.service("/publish", methods=["POST"], csrf=False)  # a program posts, no session
 async def publish(text: str):
     return await NEWS.send({"text": text})
 """

@@ -22,6 +22,16 @@ PUSH = {"feed.py": "from pyweb.push import SharedMulticast\nconn.return_('feed')
 PLAIN = {"hello.py": 'conn.return_("<h1>hello</h1>")'}
 
 
+def wait_for_workers(proc: subprocess.Popen) -> None:
+    """Read the workers' "ready" lines: the supervisor handles SIGTERM by then (it prints
+    its banner before its signal handlers are in)."""
+    ready = 0
+    while ready < 2:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        assert line, "the supervisor ended before its workers were ready"
+        ready += " ready" in line
+
+
 def test_what_a_site_keeps_in_the_cache_is_named(tmp_path):
     assert shared_state_uses(str(write_site(tmp_path / "a", SESSIONS))) == [
         "sessions, login, CSRF-protected forms or login limits"
@@ -58,6 +68,7 @@ def test_a_site_that_keeps_nothing_in_the_cache_still_runs_two_workers(tmp_path)
     )  # fmt: skip
     try:
         assert "with 2 workers" in proc.stdout.readline()  # type: ignore[union-attr]
+        wait_for_workers(proc)
     finally:
         assert stop_serve(proc) == 0
 
@@ -73,6 +84,7 @@ def test_per_process_cache_is_the_explicit_opt_out(tmp_path):
     )  # fmt: skip
     try:
         assert "with 2 workers" in proc.stdout.readline()  # type: ignore[union-attr]
+        wait_for_workers(proc)
     finally:
         assert stop_serve(proc) == 0
 
