@@ -60,8 +60,8 @@ def test_serve_refuses_two_workers_on_the_memory_cache(tmp_path):
     assert "uses sessions" in done.stderr and 'cache = "redis://' in done.stderr
 
 
-def test_a_site_that_keeps_nothing_in_the_cache_still_runs_two_workers(tmp_path):
-    site = write_site(tmp_path / "site", PLAIN)
+def serves_two_workers(site) -> None:
+    """``pyweb serve SITE --workers 2`` starts both workers, and stops cleanly."""
     proc = subprocess.Popen(
         serve_command(site, "--port", "0", "--workers", "2", "--access-log", "none"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -71,6 +71,10 @@ def test_a_site_that_keeps_nothing_in_the_cache_still_runs_two_workers(tmp_path)
         wait_for_workers(proc)
     finally:
         assert stop_serve(proc) == 0
+
+
+def test_a_site_that_keeps_nothing_in_the_cache_still_runs_two_workers(tmp_path):
+    serves_two_workers(write_site(tmp_path / "site", PLAIN))
 
 
 def test_per_process_cache_is_the_explicit_opt_out(tmp_path):
@@ -78,15 +82,7 @@ def test_per_process_cache_is_the_explicit_opt_out(tmp_path):
     (site / "pyweb.toml").write_text(
         'per_process_cache = true\nsecret_key = "test-key-0123456789abcdef0123456789"\n'
     )
-    proc = subprocess.Popen(
-        serve_command(site, "--port", "0", "--workers", "2", "--access-log", "none"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert "with 2 workers" in proc.stdout.readline()  # type: ignore[union-attr]
-        wait_for_workers(proc)
-    finally:
-        assert stop_serve(proc) == 0
+    serves_two_workers(site)
 
 
 def test_one_worker_on_the_memory_cache_is_fine(tmp_path):
