@@ -118,7 +118,7 @@ asan-test: dev
 	    pyweb_regions/$$m.c -o $(ASAN_DIR)/$$m$(EXT_SUFFIX) || exit 1; \
 	done
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
-	  PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(ASAN_DIR) \
+	  PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(abspath $(ASAN_DIR)) \
 	  $(PY) -m pytest tests/regions tests/protocol tests/server tests/app --framers c \
 	  -q -p no:cacheprovider $(ASAN_ARGS)
 
@@ -236,7 +236,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_TARGETS ?= parser forms quot arena
 SAN_DIR := build/asan-ubsan
 SAN_ENV = LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(SAN_DIR)
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONMALLOC=malloc PYWEB_REGIONS_EXT=$(abspath $(SAN_DIR))
 fuzz-atheris: dev
 	$(PY) -m pip install --quiet -e '.[fuzz]'
 	mkdir -p $(SAN_DIR)
