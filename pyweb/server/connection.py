@@ -214,7 +214,8 @@ class Connection(ConnectionCore):
                 if abort.sent is not None and log_access:
                     self.log_access(request, abort.sent[0], abort.sent[1], ctx.received_at)
                 raise
-            ctx.after_reply(status)  # the page's work after the reply starts (conn.after)
+            if ctx.after_reply is not None:  # the page's work after the reply starts
+                ctx.after_reply(status)  # (conn.after)
             if self.watch is not None:
                 self.stop_watching()
             if log_access:

@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["RequestContext"]
 
 
-def no_work_after(status: int) -> None:
-    """The default :attr:`RequestContext.after_reply`: no work after this reply."""
-
-
 class RequestContext:
     """One request as a handler sees it: ``await handler(ctx) -> Response``. The server's
     side of the handler contract, :class:`pyweb.handler.Context`."""
@@ -67,9 +63,10 @@ class RequestContext:
         """The body, read on demand (``server/body.py``); None while a request without one
         has not been asked for it (most requests: no object made for them)."""
         self._connection = connection
-        self.after_reply: Callable[[int], None] = no_work_after
+        self.after_reply: Callable[[int], None] | None = None
         """Called with the status once the reply is sent: ``conn.after`` sets it to start
-        the page's work after the reply (``pyweb/app/after.py``)."""
+        the page's work after the reply (``pyweb/app/after.py``). None, the usual case:
+        no work after this reply, and no call."""
 
     def _body(self) -> RequestBody:
         if self.request_body is None:  # asked of a request without a body: an empty one

@@ -569,7 +569,8 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
             sent = await self._reply_later(request, response, keep_alive, ctx, sent)
         elif self.server.access_enabled:
             self.log_access(request, sent[0], sent[1], ctx.received_at, ctx.alloc)
-        ctx.after_reply(sent[0])  # the page's work after the reply starts (conn.after)
+        if ctx.after_reply is not None:  # the page's work after the reply starts (conn.after)
+            ctx.after_reply(sent[0])
         keep_alive = sent[2]
         if keep_alive and body is not None and body.must_drain:
             keep_alive = await body.drain()
