@@ -214,10 +214,8 @@ class Connection(ConnectionCore):
                 if abort.sent is not None and log_access:
                     self.log_access(request, abort.sent[0], abort.sent[1], ctx.received_at)
                 raise
-            if ctx.after_reply is not None:  # the page's work after the reply starts
-                ctx.after_reply(status)  # (conn.after)
-            if self.watch is not None:
-                self.stop_watching()
+            if ctx.after_reply is not None or self.watch is not None:
+                self.replied(ctx, status)  # the page's work after the reply, the watch's end
             if log_access:
                 self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
             if not keep_alive or (body is not None and body.must_drain and not await body.drain()):
@@ -439,6 +437,14 @@ class Connection(ConnectionCore):
             # own budget, not a request slot (slots.py).
             self.server.slots.to_streams(self)
         return self.watch
+
+    def replied(self, ctx: RequestContext, status: int) -> None:
+        """The reply is out: the page's work after it starts (``conn.after``), and nobody
+        watches for the client to hang up any more."""
+        if ctx.after_reply is not None:
+            ctx.after_reply(status)
+        if self.watch is not None:
+            self.stop_watching()
 
     def stop_watching(self) -> None:
         """The reply is out: nobody waits for this request's client to hang up any more,
