@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pyweb.testing import TestResponse
+from pyweb.testing.client import CSRF_FIELD
 
 __all__ = [
     "CheckFailed",
@@ -104,6 +105,17 @@ def explain_error(response: TestResponse) -> str:
     if detail:
         return f"the server said: {html.unescape(detail.group(1)).strip()}"
     return "the page gave no further detail"
+
+
+def no_token_sentence(what: str) -> str:
+    """Why a POST form without the CSRF field fails, and what to write (shared by
+    :func:`expect_form` and :meth:`NotebookServer.submit`)."""
+    return (
+        f"{what[:1].upper()}{what[1:]} is sent with method=post but carries no CSRF token, so "
+        f"the server refuses it (403 Forbidden), here as under `make run`: another site "
+        f"could post it in the visitor's name. Put the hidden field inside the <form>: "
+        f"{{csrf_field()}} in the quotation (from pyweb import csrf_field)."
+    )
 
 
 def _visible_text(page: str) -> str:
@@ -358,9 +370,12 @@ def expect_form(response: TestResponse, fields: list[str], *, message: str = "")
         )
     for form in forms:
         if all(f in form["fields"] for f in fields):
+            if form["method"] == "post" and CSRF_FIELD not in form["fields"]:
+                raise CheckFailed(lead + no_token_sentence("the form"))
             return form
     have = "; ".join(
-        ", ".join(repr(f) for f in form["fields"]) or "no named fields" for form in forms
+        ", ".join(repr(f) for f in form["fields"] if f != CSRF_FIELD) or "no named fields"
+        for form in forms
     )
     raise CheckFailed(
         f"{lead}We expected a form with fields {wanted}; the page's form has {have}. "

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import html
 import io
 import os
@@ -52,8 +53,15 @@ from urllib.parse import urljoin
 
 import trio
 
-from pyweb.notebook.checks import CheckFailed, _shorten, _visible_text, forms_on
+from pyweb.notebook.checks import (
+    CheckFailed,
+    _shorten,
+    _visible_text,
+    forms_on,
+    no_token_sentence,
+)
 from pyweb.testing import Client, TestResponse
+from pyweb.testing.client import CSRF_FIELD
 
 __all__ = ["NotebookServer", "serve", "current", "stop_all"]
 
@@ -118,7 +126,7 @@ class NotebookServer:
         dev: bool,
         config: dict[str, Any],
         owns_site_dir: bool,
-        csrf: bool = False,
+        csrf: bool = True,
     ) -> None:
         self.site_dir = site_dir
         self.mode = mode
@@ -152,11 +160,15 @@ class NotebookServer:
         return options
 
     def _site(self) -> Any:
-        """The Site served; CSRF checks only with ``serve(csrf=True)`` (see :func:`serve`)."""
+        """The Site served, built from the settings as ``pyweb serve`` (``make run``) builds
+        it: CSRF checks on, unless ``serve(csrf=False)`` (see :func:`serve`)."""
         from pyweb.app.site import Site
+        from pyweb.server import ServerConfig
 
-        exempt = () if self.csrf else ("/*",)
-        return Site(str(self.site_dir), dev=self.dev, csrf_exempt=exempt)
+        config = ServerConfig(**self._options())
+        if not self.csrf:
+            config = dataclasses.replace(config, csrf_exempt=("/*",))
+        return Site.from_settings(str(self.site_dir), config)
 
     def _start_thread(self) -> None:
         import pyweb.testing
@@ -283,10 +295,13 @@ class NotebookServer:
         self._check_usable("get")
         return self._count(self.client.get(path, **kwargs))
 
-    def post(self, path: str, data: Any = None, **kwargs: Any) -> TestResponse:
-        """POST ``data`` (a dict is sent as a form) to ``path``."""
+    def post(self, path: str, data: Any = None, *, csrf: bool = False, **kwargs: Any) -> TestResponse:
+        """POST ``data`` (a dict is sent as a form) to ``path``: exactly what is given, so a
+        POST without a token is refused (403) as ``make run`` refuses it. ``csrf=True``
+        adds the CSRF token of the last form this client received, as a browser that
+        loaded that form would (to send a form as it is, use :meth:`submit`)."""
         self._check_usable("post")
-        return self._count(self.client.post(path, data, **kwargs))
+        return self._count(self.client.post(path, data, csrf=csrf, **kwargs))
 
     def request(self, method: str, path: str, **kwargs: Any) -> TestResponse:
         """Any method (``body=``, ``headers=``)."""
@@ -313,9 +328,14 @@ class NotebookServer:
         form = forms[0]
         values = {**form["values"], **data}
         action = urljoin(path, form["action"]) if form["action"] else path
-        if form["method"] == "post":
-            return self.post(action, values)
-        return self.get(action.split("?")[0], params=values)
+        if form["method"] != "post":
+            return self.get(action.split("?")[0], params=values)
+        answer = self.post(action, values)
+        if answer.status == 403 and CSRF_FIELD not in form["values"]:
+            # A browser sends the form as it is: without the hidden token, the server
+            # refuses it, as `make run` would. Say so in words, not as a bare 403.
+            raise CheckFailed(no_token_sentence(f"the form on {path}"))
+        return answer
 
     async def aget(self, path: str = "/", **kwargs: Any) -> TestResponse:
         """``await srv.aget(path)``: the client runs in a worker thread, so the event loop
@@ -492,7 +512,7 @@ def serve(
     dev: bool = True,
     port: int = 0,
     mode: str = "thread",
-    csrf: bool = False,
+    csrf: bool = True,
     loop: str | None = None,
     **config: Any,
 ) -> NotebookServer:
@@ -505,9 +525,11 @@ def serve(
     (several students on one machine never collide). Other keywords are
     :class:`pyweb.server.ServerConfig` fields. ``mode``: ``"thread"`` (default) or
     ``"guest"`` (trio guest mode on the kernel's asyncio loop; see the module docstring).
-    ``csrf``: the CSRF check of POSTs (on by default in ``pyweb serve``) is off here unless
-    ``csrf=True``: this server answers one student on 127.0.0.1, and the tutorials' cells
-    post to their pages directly; the "Login and sessions" tutorial turns it on.
+    ``csrf``: the CSRF check of POSTs is on, as in ``pyweb serve`` and ``make run``: a page
+    that works here works there, and a form without ``csrf_field()`` is refused (403) here
+    as it would be there. ``csrf=False`` turns it off (every path exempt), for a
+    demonstration that needs it off; the site is otherwise built from the settings exactly
+    as ``pyweb serve`` builds it (:meth:`pyweb.app.site.Site.from_settings`).
     ``loop``: ``"trio"`` or ``"asyncio"`` (the server of ``pyweb serve --loop asyncio``);
     default ``pyweb.testing.default_loop()``, trio unless ``PYWEB_TESTING_LOOP`` says
     otherwise. Guest mode is trio's own.
