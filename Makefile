@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade
+.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade test-notebooks-extra
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -36,6 +36,18 @@ lab: install
 	@echo "JupyterLab: open the URL with ?token=... printed below (tutorials/ and notebook/ are in the file browser); Ctrl-C stops it"
 	$(PY) -m jupyter lab --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) \
 	  --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/tutorials $(if $(filter 0,$(shell id -u)),--allow-root)
+
+## every tutorial and exercise solution run on a real kernel in a fresh venv that has the
+## `notebooks` extra alone (no dev packages): what a student's `make lab` or a JupyterHub
+## image has is enough (scripts/run_notebooks.py; a few minutes with the install)
+NB_VENV := build/nb-venv
+NB_ARGS ?=
+test-notebooks-extra:
+	rm -rf $(NB_VENV)
+	$(PYTHON) -m venv $(NB_VENV)
+	$(NB_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(NB_VENV)/bin/python -m pip install --quiet -e '.[notebooks]'
+	$(NB_VENV)/bin/python scripts/run_notebooks.py $(NB_ARGS)
 
 ## make test: every test (unit, property-based, integration over real sockets), the server
 ## tests on both loops (trio and asyncio). Two parts: most tests spread over TEST_JOBS

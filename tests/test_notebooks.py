@@ -15,6 +15,7 @@ servers listen on port 0, so the tests share nothing and can run in parallel
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import nbformat
@@ -114,9 +115,12 @@ def test_checks_are_recorded_for_pyweb_grade(path):
     from pyweb.notebook.grade import mark_checks
 
     nb = nbformat.read(path, as_version=4)
-    recorded = nb.metadata["pyweb"]["checks"]
+    recorded = copy.deepcopy(nb.metadata["pyweb"]["checks"])
     assert mark_checks(nb) == [(c["id"], c["name"]) for c in recorded]
     assert all(name.startswith("Check ") for _, name in mark_checks(nb))
+    # the grader runs the recorded source, not the cell's: a check edited without
+    # `mark` again would be graded as it was
+    assert nb.metadata["pyweb"]["checks"] == recorded, "run: python -m pyweb.notebook.grade mark"
 
 
 # --- executed -------------------------------------------------------------------------------
