@@ -45,7 +45,14 @@ class Point:
     """Requests that failed: no reply within the timeout, a refused or reset connection."""
     median_ms: float | None
     """The median time from sending a request to the end of its reply (None: no reply)."""
+    elapsed: float = 0.0
+    """Seconds from the first connection to the last reply (at least the offered time)."""
     times_ms: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def ok_per_s(self) -> float:
+        """Pages served (2xx replies) per second of the run."""
+        return self.ok / self.elapsed if self.elapsed else 0.0
 
 
 @dataclass
@@ -125,6 +132,7 @@ async def _offer(url: str, path: str, rate: float, seconds: float, calls: int,
         ok=tally.ok,
         errors=tally.errors,
         median_ms=statistics.median(tally.times) if tally.times else None,
+        elapsed=elapsed,
         times_ms=tally.times,
     )
 
