@@ -30,6 +30,7 @@ def test_a_low_rate_is_answered_in_full(site):
     with pyweb.testing.serve(site) as client:
         point = offer(client.base_url, "/hello", rate=20, seconds=0.5, timeout=5)
     assert (point.offered, point.replies, point.ok, point.errors) == (20, 10, 10, 0)
+    assert 0 < point.achieved <= 20
     assert point.median_ms is not None and len(point.times_ms) == 10
     assert point.elapsed >= 0.5 and point.ok_per_s == 10 / point.elapsed
 

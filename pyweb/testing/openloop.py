@@ -34,7 +34,11 @@ class Point:
     """What one offered rate gave."""
 
     offered: float
-    """Requests per second offered (``calls`` per connection)."""
+    """Requests per second asked for (``calls`` per connection)."""
+    achieved: float
+    """Requests per second the generator managed to offer: below ``offered`` when it fell
+    behind its schedule (a Python client shares the machine, and maybe the process, with
+    the server), so a plot against it shows the server, not the client."""
     replies_per_s: float
     """Replies received per second of the run (from the first connection to the last reply)."""
     replies: int
@@ -118,15 +122,18 @@ async def _offer(url: str, path: str, rate: float, seconds: float, calls: int,
     sessions = max(1, round(rate * seconds / calls))
     gap = calls / rate
     tally = _Tally()
-    start = time.monotonic()
+    start = last_start = time.monotonic()
     async with trio.open_nursery() as nursery:
         for i in range(sessions):
             # on schedule, not after the previous one: that is what makes the loop open
             await trio.sleep_until(start + i * gap)
+            last_start = time.monotonic()
             nursery.start_soon(_session, host, port, path, calls, timeout, tally)
+    offered_for = max(last_start - start + gap, seconds)
     elapsed = max(tally.last - start, seconds) if tally.replies else seconds
     return Point(
         offered=rate,
+        achieved=sessions * calls / offered_for,
         replies_per_s=tally.replies / elapsed,
         replies=tally.replies,
         ok=tally.ok,
