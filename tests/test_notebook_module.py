@@ -482,8 +482,10 @@ def test_a_failing_page_is_explained_with_its_line(shell):
 
 
 FORM_PAGE = """
+from pyweb import csrf_field
+
 n = conn.form.get("n", "7")
-conn.return_(f'''<form action="answer" method="post">
+conn.return_(f'''<form action="answer" method="post">{csrf_field()}
   <input type="hidden" name="n" value="{n}">
   <input type="text" name="guess" value="">
   <input type="checkbox" name="sure">
@@ -492,7 +494,7 @@ conn.return_(f'''<form action="answer" method="post">
 """
 
 ANSWER_PAGE = """
-items = sorted((k, conn.form[k]) for k in conn.form)
+items = sorted((k, conn.form[k]) for k in conn.form if k != "csrf_token")
 conn.return_(f"{conn.method} {items}", content_type="text/plain")
 """
 
@@ -503,13 +505,14 @@ def test_forms_on_and_submit_like_a_browser():
         nb.page_magic("answer", ANSWER_PAGE)
         page = srv.get("/ask")
         [form] = nb.forms_on(page)
+        assert form.pop("values").pop("csrf_token")  # the CSRF field, a random token
         assert form == {
             "action": "answer",
             "method": "post",
-            "fields": ["n", "guess", "sure", "go"],
-            "values": {"n": "7", "guess": ""},
+            "fields": ["csrf_token", "n", "guess", "sure", "go"],
         }
-        # The hidden field goes back by itself; the action is relative to /ask.
+        # The hidden fields go back by themselves (the CSRF token too, or the POST would
+        # be refused); the action is relative to /ask.
         r = srv.submit("/ask", {"guess": "3"})
         assert r.text == "POST [('guess', '3'), ('n', '7')]"
         r = srv.submit(srv.get("/ask", params={"n": "9"}), {"guess": "4"}, path="/ask")
@@ -535,6 +538,48 @@ def test_expect_form_messages():
         )
         with pytest.raises(nb.CheckFailed, match="the page has no form. The page says: 'nothing'"):
             nb.expect_form(srv.get("/none"), ["c"])
+
+
+NO_TOKEN_PAGE = """
+conn.return_('<form action="answer" method="post"><input name="guess"></form>')
+"""
+
+
+def test_a_post_form_without_the_csrf_field_fails_as_under_make_run():
+    # The notebook's server checks CSRF as `pyweb serve` does: the form's POST is refused,
+    # and both the form check and the submission say what to add.
+    with nb.serve() as srv:
+        nb.page_magic("bare", NO_TOKEN_PAGE)
+        nb.page_magic("answer", ANSWER_PAGE)
+        with pytest.raises(nb.CheckFailed) as info:
+            nb.expect_form(srv.get("/bare"), ["guess"], message="Asking for /bare")
+        assert str(info.value).startswith(
+            "Asking for /bare. The form is sent with method=post but carries no CSRF token"
+        )
+        assert "{csrf_field()}" in str(info.value)
+        with pytest.raises(nb.CheckFailed, match=r"The form on /bare is sent with method=post "
+                           r"but carries no CSRF token, so the server refuses it \(403"):  # fmt: skip
+            srv.submit("/bare", {"guess": "3"})
+        request, status = srv.log[-1].split('"')[1:3]
+        assert (request, status.split()[0]) == ("POST /answer HTTP/1.1", "403")
+
+
+def test_post_sends_the_token_only_when_asked():
+    with nb.serve() as srv:
+        nb.page_magic("ask", FORM_PAGE)
+        nb.page_magic("answer", ANSWER_PAGE)
+        assert srv.post("/answer", {"guess": "1"}).status == 403  # no form seen, no token
+        srv.get("/ask")  # the form, with its token, as a browser loads it
+        assert srv.post("/answer", {"guess": "1"}).status == 403  # exactly what is given
+        r = srv.post("/answer", {"guess": "1"}, csrf=True)
+        assert (r.status, r.text) == (200, "POST [('guess', '1')]")
+
+
+def test_csrf_false_turns_the_check_off():
+    with nb.serve(csrf=False) as srv:
+        nb.page_magic("answer", ANSWER_PAGE)
+        r = srv.post("/answer", {"guess": "1"})
+        assert (r.status, r.text) == (200, "POST [('guess', '1')]")
 
 
 def test_tables_and_expect_table():
@@ -563,8 +608,10 @@ def test_tables_and_expect_table():
 
 def test_show_a_response_from_a_post(capsys):
     with nb.serve() as srv:
+        nb.page_magic("ask", FORM_PAGE)
         nb.page_magic("answer", ANSWER_PAGE)
-        view = srv.view(srv.post("/answer", {"a": "<1>"}))
+        srv.get("/ask")  # a form, so that the POST can carry its token
+        view = srv.view(srv.post("/answer", {"a": "<1>"}, csrf=True))
         assert "response → 200 OK (text/plain)" in view.data
         srcdoc = html.unescape(re.search(r'srcdoc="([^"]*)"', view.data).group(1))
         assert srcdoc == "<pre>" + html.escape("POST [('a', '<1>')]") + "</pre>"
