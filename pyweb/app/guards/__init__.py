@@ -23,11 +23,12 @@ decisions, the marked lines, for every kind of route.
 
 from __future__ import annotations
 
-from . import csrf, deadline, headers, methods, regions, sessions, traps, unawaited, watchdog
+from . import cors, csrf, deadline, headers, methods, regions, sessions, traps, unawaited, watchdog
 
 __all__ = ["GUARDS"]
 
 GUARDS = (
+    cors,  # a CORS preflight answered (204 or 403); after: Access-Control-Allow-*, Vary: Origin
     methods,  # a method the route does not take: 405 with Allow
     sessions,  # the browser's session loaded; after: stored, with its cookie and cache headers
     csrf,  # any method but GET, HEAD, OPTIONS, TRACE without the session's token: 403
