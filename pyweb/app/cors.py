@@ -79,7 +79,9 @@ class CORS:
         if max_age is not None and (
             isinstance(max_age, bool) or not isinstance(max_age, int) or max_age < 0
         ):
-            raise ValueError(f"CORS max_age is a whole number of seconds, 0 or more, got {max_age!r}")
+            raise ValueError(
+                f"CORS max_age is a whole number of seconds, 0 or more, got {max_age!r}"
+            )
         set_ = object.__setattr__  # (a frozen dataclass with its own __init__)
         set_(self, "origins", found)
         set_(self, "methods", None if methods is None else _methods(methods))

@@ -196,13 +196,22 @@ def _responses(
     errors = {"application/json": {"schema": _ERROR}, "text/html": {"schema": {"type": "string"}}}
     responses: dict[str, Any] = {"200": answer}
     if reads_input:
-        responses["400"] = {"description": "a bad parameter or field: each is listed", "content": errors}
+        responses["400"] = {
+            "description": "a bad parameter or field: each is listed",
+            "content": errors,
+        }
     if svc.login_required:
         responses["401"] = {"description": "not logged in", "content": errors}
     if svc.csrf and method not in SAFE_METHODS:
-        responses["403"] = {"description": f"no valid CSRF token ({CSRF_HEADER})", "content": errors}
+        responses["403"] = {
+            "description": f"no valid CSRF token ({CSRF_HEADER})",
+            "content": errors,
+        }
     if has_path:
-        responses["404"] = {"description": "no such resource (a path parameter that does not parse)", "content": errors}
+        responses["404"] = {
+            "description": "no such resource (a path parameter that does not parse)",
+            "content": errors,
+        }
     responses["default"] = {
         "description": "an error the service answers on purpose (pyweb.HTTPError), or the "
         "server's (413, 500, 503)",
@@ -313,7 +322,8 @@ class _Schemas:
             return name
         name = annotation.__name__
         if name in self.found or name == "Error":  # two types of one name: the longer one
-            name = f"{annotation.__module__}.{annotation.__qualname__}".replace("<", "").replace(">", "")
+            qualified = f"{annotation.__module__}.{annotation.__qualname__}"
+            name = qualified.replace("<", "").replace(">", "")  # (<locals>: not allowed)
         self._names[annotation] = name
         self.found[name] = {}  # (taken before its fields: a type may refer to itself)
         self.found[name] = self._object(annotation)

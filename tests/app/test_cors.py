@@ -10,8 +10,9 @@ import pytest
 from pyweb.app.cors import CORS
 from pyweb.app.site import Site
 from pyweb.server.config import ServerConfig
-from pyweb.testing import serve
+from pyweb.testing import Client, serve
 from tests.helpers import write_site
+from tests.security.conftest import _uvicorn
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
 
@@ -170,9 +171,32 @@ def test_any_origin(site_dir) -> None:
 
 
 def test_a_vary_the_answer_has_is_kept(tmp_path) -> None:
-    root = write_site(tmp_path / "site", {"v.py": "conn.return_('v', headers=[('Vary', 'Accept')])"})
+    root = write_site(
+        tmp_path / "site", {"v.py": "conn.return_('v', headers=[('Vary', 'Accept')])"}
+    )
     with serve(root, cors_origins=(APP,)) as client:
         assert client.get("/v", headers={"Origin": APP}).headers["vary"] == "Accept, Origin"
+
+
+def test_under_an_asgi_server(site_dir, loop) -> None:
+    """The same guard under uvicorn (pyweb.asgi serves the same Site)."""
+    if loop != "asyncio":
+        pytest.skip("an ASGI server runs the application on asyncio")
+    servers = _uvicorn(site_dir, f"cors_origins=[{APP!r}], cors_headers=['Content-Type']")
+    base = next(servers)
+    try:
+        client = Client(base)
+        asked = preflight(client, "/items", APP, "PUT", "content-type")
+        assert asked.status == 204
+        assert asked.headers["access-control-allow-origin"] == APP
+        assert preflight(client, "/items", OTHER, "PUT").status == 403
+        for path in ("/items", "/nowhere"):
+            answer = client.get(path, headers={"Origin": APP})
+            assert answer.headers["access-control-allow-origin"] == APP, path
+            assert "Origin" in answer.headers["vary"]
+        client.close()
+    finally:
+        servers.close()  # (the generator's finally stops uvicorn)
 
 
 def test_settings_reach_the_site(site_dir) -> None:

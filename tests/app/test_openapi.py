@@ -116,8 +116,12 @@ def test_the_document_is_valid_openapi_3_1(doc) -> None:
 def test_one_operation_per_service(doc) -> None:
     operations = {(path, m) for path, item in doc["paths"].items() for m in item}
     assert operations == {
-        ("/todos", "get"), ("/todos", "post"), ("/todos/{id}", "get"),
-        ("/todos/{id}", "patch"), ("/subscribe", "post"), ("/mine", "get"),
+        ("/todos", "get"),
+        ("/todos", "post"),
+        ("/todos/{id}", "get"),
+        ("/todos/{id}", "patch"),
+        ("/subscribe", "post"),
+        ("/mine", "get"),
     }  # fmt: skip  (HEAD is a GET without the body; a page is not a service)
     ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
     assert len(set(ids)) == len(ids)
@@ -136,7 +140,12 @@ def test_query_and_path_parameters(doc) -> None:
     assert params["colour"]["schema"] == {"type": "string", "enum": ["red", "blue"]}
     one = doc["paths"]["/todos/{id}"]["get"]
     assert one["parameters"] == [
-        {"name": "id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}}
+        {
+            "name": "id",
+            "in": "path",
+            "required": True,
+            "schema": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+        }
     ]
     assert "404" in one["responses"]
     assert one["responses"]["200"]["content"] == {"text/html": {"schema": {"type": "string"}}}
@@ -157,7 +166,10 @@ def test_json_bodies_from_dataclasses_and_typeddicts(doc) -> None:
     assert props["due"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
     assert props["tags"] == {"type": "array", "items": {"$ref": "#/components/schemas/Tag"}}
     assert props["kind"] == {"type": "string", "enum": ["work", "home"]}
-    assert schemas["Patch"]["properties"] == {"title": {"type": "string"}, "weight": {"type": "number"}}
+    assert schemas["Patch"]["properties"] == {
+        "title": {"type": "string"},
+        "weight": {"type": "number"},
+    }
     assert "required" not in schemas["Patch"]  # total=False
     assert post["responses"]["200"]["content"]["application/json"]["schema"] == {
         "type": "object", "additionalProperties": {"type": "integer"},
@@ -201,7 +213,13 @@ def test_the_readable_page(site_dir) -> None:
         text = page.text
         assert "<script" not in text.lower()
         assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)  # nothing from elsewhere
-        for needle in ("<code>/todos/{id}</code>", "The to-do list.", "NewTodo", ">PATCH<", "openapi.json"):
+        for needle in (
+            "<code>/todos/{id}</code>",
+            "The to-do list.",
+            "NewTodo",
+            ">PATCH<",
+            "openapi.json",
+        ):
             assert needle in text, needle
         assert page.headers["x-content-type-options"] == "nosniff"  # a page like the others
 

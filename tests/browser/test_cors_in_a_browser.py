@@ -60,7 +60,9 @@ CALL = """async (url) => {
 
 
 async def page_of_origin_a(ctx):
-    return Response(200, [("Content-Type", "text/html; charset=utf-8")], b"<!doctype html><title>A</title>")
+    return Response(
+        200, [("Content-Type", "text/html; charset=utf-8")], b"<!doctype html><title>A</title>"
+    )
 
 
 @pytest.fixture
@@ -77,7 +79,9 @@ def test_an_allowed_origin_calls_the_service(browser, tmp_path):
     log = io.StringIO()
     with serve(page_of_origin_a) as a:
         root = write_site(tmp_path / "api", API)
-        with serve(root, cors_origins=(a.base_url,), cors_headers=("Content-Type",), access_log=log) as b:
+        with serve(
+            root, cors_origins=(a.base_url,), cors_headers=("Content-Type",), access_log=log
+        ) as b:
             browser.goto(a.base_url + "/")
             result = browser.evaluate(CALL, b.base_url + "/api/items")
             assert result == {"status": 200, "body": {"stored": "tea"}}
@@ -90,7 +94,9 @@ def test_another_origin_is_refused(browser, tmp_path):
     with serve(page_of_origin_a) as a:
         root = write_site(tmp_path / "api", API)
         allowed = "https://somewhere-else.example"
-        with serve(root, cors_origins=(allowed,), cors_headers=("Content-Type",), access_log=log) as b:
+        with serve(
+            root, cors_origins=(allowed,), cors_headers=("Content-Type",), access_log=log
+        ) as b:
             browser.goto(a.base_url + "/")
             result = browser.evaluate(CALL, b.base_url + "/api/items")
             assert "error" in result and "fetch" in result["error"].lower(), result
