@@ -53,14 +53,24 @@ _ERROR_SCHEMA = {
 }
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
+_TEXT = "[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]"
+"""A character a form's text may hold: no C0 control but tab, LF and CR (formdata.py)."""
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_EMAIL = (  # forms.parse_email's rules (the last label not all digits)
+    "^(?=[^@]{1,64}@)[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    f"@(?:{_LABEL}\\.)+(?![0-9]+$){_LABEL}$"
+)
+_URL = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s\\x00-\\x1f\\x7f]+$"  # (parse_url checks the host too)
+
 _GETTER_SCHEMAS: dict[Any, dict[str, Any]] = {
     forms.get_nat: {"type": "integer", "minimum": 0, "maximum": forms.NAT_MAX},
     forms.get_int: {"type": "integer", "minimum": forms.INT_MIN, "maximum": forms.INT_MAX},
     forms.get_real: {"type": "number"},
-    forms.get_string: {"type": "string", "minLength": 1, "pattern": "\\S"},
+    # not blank: one character that is neither space nor control, no control elsewhere
+    forms.get_string: {"type": "string", "pattern": f"^{_TEXT}*[^\\s\\x00-\\x1f\\x85]{_TEXT}*$"},
     forms.get_bool: {"type": "boolean"},
-    forms.get_email: {"type": "string", "format": "email"},
-    forms.get_url: {"type": "string", "format": "uri"},
+    forms.get_email: {"type": "string", "format": "email", "maxLength": 254, "pattern": _EMAIL},
+    forms.get_url: {"type": "string", "format": "uri", "pattern": _URL},
     forms.get_date: {"type": "string", "format": "date"},
 }
 """What each of pyweb's getters accepts, as a JSON Schema (forms.py's parse_* functions)."""
@@ -180,7 +190,8 @@ def _request_body(
         }
     if not fields:
         return None
-    schema: dict[str, Any] = {"type": "object", "properties": fields}
+    # (fields it does not read are dropped, but their text is checked as the others')
+    schema: dict[str, Any] = {"type": "object", "properties": fields, "additionalProperties": False}
     if required:
         schema["required"] = required
     return {"required": bool(required), "content": {t: {"schema": schema} for t in _FORM_TYPES}}

@@ -181,10 +181,13 @@ def test_json_bodies_from_dataclasses_and_typeddicts(doc) -> None:
 def test_form_bodies_and_errors(doc) -> None:
     post = doc["paths"]["/subscribe"]["post"]
     form = post["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
-    assert form == {
-        "type": "object", "properties": {"email": {"type": "string", "format": "email"}},
-        "required": ["email"],
-    }  # fmt: skip
+    assert form["required"] == ["email"] and form["additionalProperties"] is False
+    email = form["properties"]["email"]
+    assert email["type"] == "string" and email["format"] == "email"
+    pattern = re.compile(email["pattern"])  # (the same in Python's re as in ECMA-262 here)
+    assert pattern.search("ann@example.com") and not pattern.search("ann@example.123")
+    text = doc["paths"]["/todos"]["get"]["parameters"][1]["schema"]["pattern"]
+    assert re.search(text, " a ") and not re.search(text, "   ") and not re.search(text, "a\x01")
     bad = post["responses"]["400"]["content"]["application/json"]["schema"]
     assert bad == {"$ref": "#/components/schemas/Error"}
     assert doc["paths"]["/mine"]["get"]["security"] == [{"session": []}]
@@ -242,3 +245,31 @@ def test_only_the_operator_sees_it(site_dir) -> None:
         assert raw_get(port, "/%5Fpyweb/openapi", visitor)[0] == 403
         if OUTSIDE is not None:  # a real non-loopback client
             assert raw_get(port, "/_pyweb/openapi", source=OUTSIDE)[0] == 403
+
+
+def test_schemathesis_finds_the_site_as_the_document_says(site_dir) -> None:
+    """schemathesis makes requests from the document (valid ones, each parameter and field
+    of its type) and checks each answer against it: its status documented, its media type
+    and its JSON schema, no 5xx, and a valid request not refused with a 400."""
+    schemathesis = pytest.importorskip("schemathesis")
+    from hypothesis import HealthCheck, given, settings
+
+    with serve(site_dir, dev=True) as client:
+        schema = schemathesis.openapi.from_url(client.base_url + "/_pyweb/openapi.json")
+        tried = []
+        for result in schema.get_all_operations():
+            operation = result.ok()
+
+            @given(case=operation.as_strategy())
+            @settings(
+                max_examples=25,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
+            def check(case) -> None:  # type: ignore[no-untyped-def]
+                case.call_and_validate(base_url=client.base_url)
+
+            check()  # raises schemathesis's report of what disagreed
+            tried.append(operation.label)
+    assert len(tried) == 6, tried
