@@ -25,7 +25,6 @@ from typing import Annotated, Any, Literal
 
 from pyweb import forms
 
-from .csrf import HEADER as CSRF_HEADER
 from .csrf import SAFE_METHODS
 from .jsonbody import is_json_type
 from .services import Service
@@ -215,7 +214,7 @@ def _responses(
         responses["401"] = {"description": "not logged in", "content": errors}
     if svc.csrf and method not in SAFE_METHODS:
         responses["403"] = {
-            "description": f"no valid CSRF token ({CSRF_HEADER})",
+            "description": "no valid CSRF token (X-CSRF-Token)",
             "content": errors,
         }
     if has_path:
@@ -252,7 +251,7 @@ def form_schema(annotation: Any) -> dict[str, Any]:
     reads it)."""
     inner, optional = forms._split_optional(annotation)
     if optional:
-        return form_schema(inner)  # missing or invalid is None: not required, any text
+        return form_schema(inner)  # (missing or invalid is None: not required)
     if typing.get_origin(inner) is Annotated:
         base, *metadata = typing.get_args(inner)
         for item in reversed(metadata):

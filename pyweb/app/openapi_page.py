@@ -28,6 +28,12 @@ code{background:#f4f4f4;padding:0 .2rem}ul.schema{margin:.2rem 0}
 """
 
 
+_NEEDS = {
+    "csrf": "the session's CSRF token (X-CSRF-Token)",
+    "session": "a logged-in session (its cookie)",
+}
+
+
 def openapi_json(doc: dict[str, Any]) -> Response:
     """``/_pyweb/openapi.json``: the document as JSON."""
     return Response(
@@ -72,8 +78,8 @@ def _operation(path: str, method: str, op: dict[str, Any], schemas: dict[str, An
     if op.get("description"):
         out.append(f"<p>{_e(op['description'])}</p>")
     if op.get("security"):
-        needs = ", ".join(sorted(op["security"][0]))
-        out.append(f"<p>Needs: {_e(needs)}.</p>")
+        needs = " and ".join(_NEEDS.get(name, name) for name in sorted(op["security"][0]))
+        out.append(f"<p>Needs {_e(needs)}.</p>")
     if op.get("parameters"):
         out.append("<table><tr><th>parameter</th><th>in</th><th>required</th><th>type</th></tr>")
         for p in op["parameters"]:
@@ -99,7 +105,7 @@ def _operation(path: str, method: str, op: dict[str, Any], schemas: dict[str, An
             out.append(f" ({media})")
         ok = answer.get("content", {}).get("application/json", {}).get("schema")
         if ok and status.startswith("2"):
-            out.append(_schema(ok, schemas))
+            out.append(": " + _schema(ok, schemas))
         out.append("</li>")
     out.append("</ul>")
     return "".join(out)
