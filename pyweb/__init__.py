@@ -8,7 +8,7 @@ real-HTTP client for tests and notebooks).
 What a page needs is importable from here::
 
     from pyweb import qq, safe, service, websocket, trap, forms, html, auth, csrf_field, to_thread
-    from pyweb import HTTPError
+    from pyweb import HTTPError, CORS
 
 The names are loaded on first use, so ``import pyweb`` stays cheap for the server itself.
 """
@@ -40,6 +40,7 @@ __all__ = [
     "weekly",
     "mail",
     "HTTPError",
+    "CORS",
 ]
 
 _EXPORTS = {
@@ -57,6 +58,7 @@ _EXPORTS = {
     "daily": ("pyweb.jobs.job", "daily"),
     "weekly": ("pyweb.jobs.job", "weekly"),
     "HTTPError": ("pyweb.app.apierrors", "HTTPError"),
+    "CORS": ("pyweb.app.cors", "CORS"),
 }
 _MODULES = ("forms", "html", "auth", "signing", "mail")
 
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
     from pyweb.app.apierrors import HTTPError
     from pyweb.app.blocking import to_thread
     from pyweb.app.conn import current_conn
+    from pyweb.app.cors import CORS
     from pyweb.app.csrf import csrf_field, csrf_token
     from pyweb.app.services import service
     from pyweb.app.traps import trap

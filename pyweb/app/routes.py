@@ -109,6 +109,10 @@ class Router:
     def __bool__(self) -> bool:
         return bool(self._routes)
 
+    def routes(self) -> list[tuple[Pattern, Any]]:
+        """Every ``(pattern, target)``, the most specific first."""
+        return list(self._routes)
+
     def match(self, path: str) -> tuple[Pattern, Any, dict[str, str]] | None:
         """``(pattern, target, params)`` of the most specific route for ``path``, or ``None``."""
         segments = path.split("/")

@@ -1,7 +1,8 @@
 """Routing: which script, service, template, file or WebSocket answers a URL (SMLserver
 §2.1, Hop §2.1; docs/pages.md and docs/routing.md have the full story).
 
-First match wins, in this order (:meth:`Routing._route`):
+First match wins, in this order (:meth:`Routing._route`), after the operator pages
+(``/_pyweb/stats``, ``/_pyweb/openapi``: :mod:`pyweb.app.stats`, :mod:`pyweb.app.openapi`):
 
 1. a **WebSocket** URL (``@pyweb.websocket``), its handshake run as a page;
 2. a **service** bound to exactly this path (``@service("/mul")``);
@@ -23,16 +24,19 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import quote, unquote
 
 from pyweb.handler import Context
 from pyweb.protocol.response import Response
 
-from . import pages
+from . import openapi, pages
 from .conn import Conn
 from .loader import Problem
+from .openapi_page import openapi_json, openapi_page
 from .routes import Pattern
 from .runner import Runner, _Page, _ready, _script_page, _service_page
+from .services import Service
 from .static import StaticFiles
 from .stats import stats_json, stats_page
 from .traps import Trap, canonical
@@ -52,6 +56,16 @@ def _hidden(decoded: str) -> bool:
         return True
     segments = decoded.split("/", 2)
     return len(segments) > 1 and segments[1] in ("templates", "data")
+
+
+def _for_request(svc: Service, request: Any) -> Service:
+    """The service of ``svc``'s path that answers the request's method, else ``svc``. A
+    CORS preflight (``OPTIONS`` naming ``Access-Control-Request-Method``) is answered by
+    the policy of the service that the method it names would reach."""
+    method = request.method
+    if method == "OPTIONS" and method not in svc.by_method:
+        method = request.header("access-control-request-method") or method
+    return svc.for_method(method) or svc
 
 
 def _wins(first: Pattern, second: Pattern) -> bool:
@@ -98,6 +112,7 @@ class Routing(Runner):
     ROUTES = (
         "_server_route",  # "OPTIONS *": the server itself, no page
         "_stats_route",  # /_pyweb/stats (development mode, --profile-alloc)
+        "_openapi_route",  # /_pyweb/openapi.json and its page (development mode, --openapi)
         "_websocket_route",  # @pyweb.websocket("/path"): the handshake
         "_service_route",  # @service("/path")
         "_script_route",  # /NAME runs NAME.py; /NAME.py is redirected to /NAME
@@ -135,6 +150,14 @@ class Routing(Runner):
         page = stats_page if target.decoded == "/_pyweb/stats" else stats_json
         return self._answer(ctx, lambda _ctx: page(regions), target.decoded, [])
 
+    def _openapi_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
+        if target.decoded not in ("/_pyweb/openapi.json", "/_pyweb/openapi"):
+            return None
+        if not (self.dev or self.openapi):
+            return None
+        show = openapi_json if target.decoded.endswith(".json") else openapi_page
+        return self._answer(ctx, lambda _ctx: show(openapi.document(self)), target.decoded, [])
+
     def _websocket_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
         route = self.websockets.get(target.decoded)
         return None if route is None else self._upgrade(ctx, route, target.traps)
@@ -147,7 +170,7 @@ class Routing(Runner):
             return self._answer(ctx, self._clash_page(target.decoded), target.decoded, target.traps)
         # One service per (path, method); none for this method: the first one's page,
         # which the methods guard answers 405 with every method of the path in Allow.
-        page = _service_page(svc.for_method(ctx.request.method) or svc, target.traps)
+        page = _service_page(_for_request(svc, ctx.request), target.traps)
         self._remember(target.path, page)
         return self._run_service(ctx, page)
 
@@ -281,7 +304,7 @@ class Routing(Runner):
         by_service = self.service_routes.match(decoded) if self.service_routes else None
         by_script = self.script_routes.match("/" + name) if self.script_routes else None
         if by_service is not None and (by_script is None or _wins(by_service[0], by_script[0])):
-            svc = by_service[1].for_method(ctx.request.method) or by_service[1]  # (as above)
+            svc = _for_request(by_service[1], ctx.request)  # (as above)
             return self._run_service(ctx, _service_page(svc, traps), by_service[2])
         if by_script is None:
             return None

@@ -27,9 +27,11 @@ from pyweb.protocol.response import Response
 
 from . import blocking, csrf, interrupt, pages
 from .conn import Conn, PageExit, RequestError, _current
+from .cors import CORS
 from .csrf import SAFE_METHODS
 from .errorpages import ErrorPages, _log, _refusal
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body, read_form
+from .guards import cors as cors_guard
 from .guards import csrf as csrf_guard
 from .guards import deadline, headers, methods, regions, sessions, traps, unawaited, watchdog
 from .services import JSONFieldErrors, Service
@@ -54,6 +56,8 @@ class Runner(ErrorPages):
     sessions: SessionStore
     login_url: str
     csrf_exempt: tuple[str, ...]
+    cors: CORS | None
+    openapi: bool
     _security_headers: tuple[tuple[str, str, bool], ...]
     _html_extra: list[tuple[str, str]]
     _other_extra: list[tuple[str, str]]
@@ -82,7 +86,7 @@ class Runner(ErrorPages):
         return self._run_page(ctx, spec, params)
 
     async def _run_page(
-        self, ctx: Context, page: _Page, params: dict[str, str] | None = None
+        self, ctx: Context, page: _Page, params: dict[str, str] | None = None, cors: bool = True
     ) -> Response:
         """Run ``page`` for one request inside the guards, in the order of
         :data:`pyweb.app.guards.GUARDS`: the ``before`` steps here and in :meth:`_prepare`
@@ -93,7 +97,10 @@ class Runner(ErrorPages):
         Every guard decides on every request, on the line marked ``# guard: NAME``; a guard
         with nothing to do is decided by a test written there (an attribute, a method
         name) and costs no call (tests/security/test_pipeline_table.py records these
-        decisions for every kind of route)."""
+        decisions for every kind of route). ``cors``: False when the CORS guard, which
+        wraps the rest, calls this again for the page."""
+        if cors and (page.cors is not None or self.cors is not None):  # guard: cors
+            return await cors_guard.around(self, ctx, page, params)
         request = ctx.request
         allowed = page.methods
         if allowed is not None and request.method not in allowed:  # guard: methods
@@ -452,6 +459,8 @@ class _Page:
     """A service's methods (another one is a 405); None: a script answers any method."""
     allow: str | None = None
     """A service's 405 ``Allow``: every method some service of its path answers."""
+    cors: CORS | None = None
+    """A service's own CORS policy; None: the site's (:mod:`pyweb.app.guards.cors`)."""
 
 
 def _script_page(script: pages.Script, traps: Sequence[Trap]) -> _Page:
@@ -470,6 +479,7 @@ def _service_page(svc: Service, traps: Sequence[Trap]) -> _Page:
         svc.csrf,
         svc.methods,
         svc.allow,
+        svc.cors,
     )
 
 

@@ -34,7 +34,8 @@ A path may have parameters (:mod:`pyweb.app.routes`): ``@service("/todo/{id}")``
 ``id: Nat`` gets the segment parsed by the getter for ``Nat``; a segment that does not
 parse is a 404 (there is no such to-do), not a 400. A parameter annotated with a dataclass or
 a TypedDict is read from a JSON body (:mod:`pyweb.app.jsonbody`). POSTs need the CSRF token
-(:mod:`pyweb.app.csrf`) unless the service says ``csrf=False``.
+(:mod:`pyweb.app.csrf`) unless the service says ``csrf=False``. Pages of other origins may
+call it when its ``cors=`` policy or the site's settings allow them (:mod:`pyweb.app.cors`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from pyweb import forms
 
 from . import pages
 from .conn import RequestError
+from .cors import CORS
 from .jsonbody import check_json_type, is_json_type, read_json
 from .results import to_response
 from .routes import service_pattern
@@ -72,6 +74,7 @@ class Service:
         methods: Iterable[str] | None = None,
         *,
         csrf: bool = True,
+        cors: CORS | None = None,
     ) -> None:
         if not path.startswith("/"):
             raise ValueError(f"a service path starts with '/', got {path!r} for {func.__name__}")
@@ -81,6 +84,12 @@ class Service:
         """The path's parameters (``/todo/{id}``), or ``None`` for a fixed path."""
         self.csrf = csrf
         """Whether unsafe methods need the CSRF token (``csrf=False``: a token-authenticated API)."""
+        if cors is not None and not isinstance(cors, CORS):
+            raise TypeError(
+                f"service {path}: cors is a pyweb.CORS(...) policy or None, got {cors!r}"
+            )
+        self.cors = cors
+        """This service's own CORS policy (None: the site's settings decide)."""
         self.login_required = False
         """Set by ``@login_required`` written above ``@service``."""
         parameters = inspect.signature(func).parameters
@@ -311,16 +320,19 @@ def service(
     *,
     methods: Iterable[str] | None = None,
     csrf: bool = True,
+    cors: CORS | None = None,
 ) -> Any:
     """Bind a function to a URL: ``@service`` (at ``/<name>``) or ``@service("/path")``.
 
     ``methods=["POST"]`` names the methods it answers (default GET and HEAD; POST for a
     service that reads a JSON body). ``csrf=False`` lets POSTs in without the CSRF token
-    (an API authenticated otherwise)."""
+    (an API authenticated otherwise). ``cors=pyweb.CORS(origins=[...])`` lets pages of
+    other origins call it (instead of the site's ``cors_*`` settings; docs/cors.md)."""
     if callable(path):
-        return Service(path, "/" + path.__name__, methods, csrf=csrf)
+        return Service(path, "/" + path.__name__, methods, csrf=csrf, cors=cors)
 
     def bind(func: Callable[..., Any]) -> Service:
-        return Service(func, path if path is not None else "/" + func.__name__, methods, csrf=csrf)
+        where = path if path is not None else "/" + func.__name__
+        return Service(func, where, methods, csrf=csrf, cors=cors)
 
     return bind

@@ -27,6 +27,7 @@ from pyweb.protocol.response import Response
 from pyweb.regions import SiteRegions
 
 from . import pages, unawaited
+from .cors import CORS
 from .formdata import FormLimits
 from .guards import headers
 from .loader import Problem, SiteError
@@ -70,6 +71,13 @@ class Site(Routing):
         frame_options: str | None = "SAMEORIGIN",
         referrer_policy: str | None = "same-origin",
         hsts: int | None = None,
+        cors_origins: Sequence[str] = (),
+        cors_methods: Sequence[str] = (),
+        cors_headers: Sequence[str] = (),
+        cors_expose_headers: Sequence[str] = (),
+        cors_credentials: bool = False,
+        cors_max_age: int | None = None,
+        openapi: bool = False,
     ) -> None:
         if not os.path.isdir(root):
             raise NotADirectoryError(f"site directory {os.fspath(root)!r} does not exist")
@@ -94,6 +102,22 @@ class Site(Routing):
         self._security_headers = headers.security_headers(
             content_type_options, frame_options, referrer_policy
         )
+        self.cors = (
+            CORS(
+                cors_origins,
+                methods=cors_methods or None,
+                headers=cors_headers,
+                expose=cors_expose_headers,
+                credentials=cors_credentials,
+                max_age=cors_max_age,
+            )
+            if cors_origins
+            else None
+        )
+        """The site's CORS policy (``cors_*`` settings; None: no origin allowed), for every
+        route but a service with its own (docs/cors.md)."""
+        self.openapi = openapi
+        """Answer ``/_pyweb/openapi.json`` and ``/_pyweb/openapi`` in production too."""
         self._hsts = headers.hsts_header(hsts)
         """``Strict-Transport-Security``, sent over https only (RFC 6797 §7.2: a browser
         ignores it over http, and a site reached over http must not claim https)."""
@@ -171,6 +195,13 @@ class Site(Routing):
         "frame_options",
         "referrer_policy",
         "hsts",
+        "cors_origins",
+        "cors_methods",
+        "cors_headers",
+        "cors_expose_headers",
+        "cors_credentials",
+        "cors_max_age",
+        "openapi",
     )
     """The server settings (``ServerConfig`` fields, ``pyweb.toml`` keys) a Site takes."""
 

@@ -518,6 +518,56 @@ class ServerConfig:
         group="site",
     )
 
+    cors_origins: tuple[str, ...] = setting(
+        (),
+        "origins whose pages may read this site's answers (CORS), comma-separated: "
+        "https://app.example, or * for any (default: none)",
+        parse=text_list,
+        metavar="ORIGINS",
+        group="site",
+    )
+    cors_methods: tuple[str, ...] = setting(
+        (),
+        "methods those origins may use, comma-separated (default: a service's own, "
+        "else GET, HEAD, POST)",
+        parse=text_list,
+        metavar="METHODS",
+        group="site",
+    )
+    cors_headers: tuple[str, ...] = setting(
+        (),
+        "request headers those origins may send beyond the always-allowed ones, "
+        "comma-separated (Content-Type, Authorization)",
+        parse=text_list,
+        metavar="NAMES",
+        group="site",
+    )
+    cors_expose_headers: tuple[str, ...] = setting(
+        (),
+        "response headers their scripts may read beyond the basic ones, comma-separated",
+        parse=text_list,
+        metavar="NAMES",
+        group="site",
+    )
+    cors_credentials: bool = setting(
+        False,
+        "let those origins send cookies and read the answers (never with origins *)",
+        group="site",
+    )
+    cors_max_age: int | None = setting(
+        None,
+        "seconds a browser may keep a CORS preflight's answer (default: the browser's)",
+        parse=max_age,
+        metavar="S",
+        group="site",
+    )
+    openapi: bool = setting(
+        False,
+        "answer /_pyweb/openapi.json and /_pyweb/openapi in production too (always in "
+        "--dev; to loopback clients and status-token holders only)",
+        group="site",
+    )
+
     # ---- beside the requests: scheduled jobs, work after the reply, mail ----------------
     job_timeout: float = setting(
         300.0, "seconds a scheduled job may run before it is stopped (default: {default:g})",

@@ -116,10 +116,12 @@ def server(request: pytest.FixtureRequest, loop: str, site_dir: Path) -> Iterato
     yield from _uvicorn(site_dir)
 
 
-def _uvicorn(site_dir: Path) -> Iterator[str]:
+def _uvicorn(site_dir: Path, options: str = "hsts=3600") -> Iterator[str]:
+    """uvicorn serving ``pyweb.asgi.Site(site_dir, OPTIONS)`` (by default the settings of
+    the pyweb server above); the base URL."""
     uvicorn = Path(sys.executable).parent / "uvicorn"
-    app = site_dir.parent / "security_asgi.py"  # the site with the same settings as above
-    app.write_text(f"import pyweb.asgi\napp = pyweb.asgi.Site({str(site_dir)!r}, hsts=3600)\n")
+    app = site_dir.parent / "security_asgi.py"
+    app.write_text(f"import pyweb.asgi\napp = pyweb.asgi.Site({str(site_dir)!r}, {options})\n")
     env = dict(os.environ)
     for _attempt in range(3):  # a free port may be taken before uvicorn binds it
         with socket.socket() as s:

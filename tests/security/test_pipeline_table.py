@@ -8,7 +8,8 @@ notes each marked line of pyweb/app/runner.py as it runs (on the server's thread
 and the guards' steps are wrapped (monkeypatch) to note the ones that act. Then a request
 of each kind of route is served for real: a script, a service, a template, a static file,
 a WebSocket handshake, an error page (404), the notebook's server, and the site under
-ASGI. The request gives most guards something to do: it carries a session cookie
+ASGI. The request gives most guards something to do: it comes from an origin the
+site's CORS settings allow (cors), it carries a session cookie
 (sessions, CSRF), its path is under a trap (traps, and the deadline of the awaiting page
 the traps make), and the site has regions (regions). The guards that decided must be all
 of them, begun in the order of :data:`pyweb.app.guards.GUARDS`, and a guard's step runs
@@ -69,6 +70,9 @@ def login(user: str):
     "templates/tpl.html": "template",
     "file.txt": "file",
 }
+
+ORIGIN = "https://app.example"
+"""An origin the site's CORS settings allow, which the requests name (cors has work)."""
 
 KINDS = {
     "page": ("GET", "/page", 200),
@@ -153,12 +157,14 @@ def _logged_in(base: str) -> Served:
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_each_guard_runs_for_each_route(site_dir: Path, trace: list[str], kind: str) -> None:
     method, path, status = KINDS[kind]
-    with serve(site_dir) as plain:
+    with serve(site_dir, cors_origins=(ORIGIN,)) as plain:
         client = _logged_in(f"http://127.0.0.1:{plain.server.port}")  # type: ignore[attr-defined]
         trace.clear()
-        answer = client.request(method, path)
+        answer = client.request(method, path, headers={"Origin": ORIGIN})
         assert answer.status == status, (kind, answer.status, answer.text[:200])
+        assert answer.headers["access-control-allow-origin"] == ORIGIN
     assert _decided(trace) == NAMES, kind
+    assert "cors" in _ran(trace)  # the site allows the request's origin: the guard acts
 
 
 def test_each_guard_runs_for_a_websocket_handshake(site_dir: Path, trace: list[str]) -> None:

@@ -14,20 +14,21 @@ two equal; another proves each guard runs for each kind of route.
 Every guard decides on every request, but a guard with nothing to do costs a test, not a
 call: the runner makes each guard's cheap test itself (an attribute, the method's name),
 on a line marked ``# guard: NAME``, and calls the guard's step only when the test says it
-has work. A GET without a query, cookie or body loads no session and checks no token, a
-service that takes the method refuses nothing, a site without traps runs none, a page that
-never awaits gets no deadline, a page that dropped no coroutine and held no loop is not
+has work. A route no CORS policy covers is not looked at for one, a GET without a query,
+cookie or body loads no session and checks no token, a service that takes the method
+refuses nothing, a site without traps runs none, a page that never awaits gets no deadline, a page that dropped no coroutine and held no loop is not
 looked at again (docs/performance.md has the measurement). The table test records these
 decisions, the marked lines, for every kind of route.
 """
 
 from __future__ import annotations
 
-from . import csrf, deadline, headers, methods, regions, sessions, traps, unawaited, watchdog
+from . import cors, csrf, deadline, headers, methods, regions, sessions, traps, unawaited, watchdog
 
 __all__ = ["GUARDS"]
 
 GUARDS = (
+    cors,  # a CORS preflight answered (204 or 403); after: Access-Control-Allow-*, Vary: Origin
     methods,  # a method the route does not take: 405 with Allow
     sessions,  # the browser's session loaded; after: stored, with its cookie and cache headers
     csrf,  # any method but GET, HEAD, OPTIONS, TRACE without the session's token: 403
