@@ -16,6 +16,19 @@ left to the ASGI server. ``lifespan`` loads the site at start-up (a site that do
 compile fails the start-up with its errors) and, at shutdown, enables every page's
 ``conn.shutdown_evt()``.
 
+What runs beside the requests runs here as under ``pyweb serve`` (:mod:`pyweb.background`):
+
+* ``conn.after`` work starts once the reply is out: after the last ``http.response.body``
+  message has been sent (dropped when the reply is a 5xx or was never sent);
+* the scheduled jobs (``@pyweb.every``..., ``[[schedule]]`` in the site's ``pyweb.toml``)
+  start with the lifespan's start-up and stop at its shutdown, after the pending
+  ``conn.after`` work has had its ``after_grace``. The same exactly-once rules hold: with a
+  Redis cache (``cache`` in ``pyweb.toml`` or ``PYWEB_CACHE``) every process takes part
+  and Redis's leases let one run each due job; with the in-memory cache each process
+  claims the run in the site's ``data/jobs.json`` under a lock, so two processes on one
+  site still run a job once. An ASGI server started without lifespan
+  (``uvicorn --lifespan off``) runs no jobs.
+
 The server's loop may be asyncio (uvicorn, granian, hypercorn) or trio (hypercorn's trio
 worker): the pages reach it through :mod:`pyweb.runtime` either way. What an ASGI server
 does not give pyweb: its access log format, timeouts and limits (those are the ASGI
@@ -33,13 +46,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import quote
 
+import anyio
+
 from pyweb import runtime
+from pyweb.background import Background
 from pyweb.app.site import Site as _Site
 from pyweb.asgi_websocket import refuse, serve_websocket
 from pyweb.events import Event, Latch, guard
 from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import Request
+from pyweb.protocol.negotiation import prefers_json
 from pyweb.protocol.response import FileBody, Fragments, Response, frame_response
 
 __all__ = ["Site", "app"]
@@ -60,17 +77,27 @@ class Site:
     """``Site(root, dev=False, **options)``: the site in directory ``root`` as an ASGI 3
     application. ``options`` are those of :class:`pyweb.app.site.Site` (``regions``,
     ``page_timeout``, ...). The site is loaded at once unless ``lazy=True`` (then at the
-    lifespan start-up, or at the first request)."""
+    lifespan start-up, or at the first request). ``jobs=False``: the lifespan starts no
+    scheduled jobs (another process runs them)."""
 
     def __init__(
-        self, root: str | os.PathLike[str], *, dev: bool = False, lazy: bool = False, **options: Any
+        self,
+        root: str | os.PathLike[str],
+        *,
+        dev: bool = False,
+        lazy: bool = False,
+        jobs: bool = True,
+        **options: Any,
     ) -> None:
         self.root = os.fspath(root)
         self.dev = dev
+        self.jobs = jobs
         self.options = options
         self.stopping = Latch()
         """Set when the ASGI server shuts down (lifespan): ``conn.shutdown_evt()``."""
         self.site: _Site | None = None
+        self.background: Background | None = None
+        """The scheduler and the after-work's drain, from the lifespan start-up on."""
         if not lazy:
             self.load()
 
@@ -92,19 +119,40 @@ class Site:
             raise ValueError(f"pyweb.asgi cannot serve an ASGI scope of type {kind!r}")
 
     async def lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    self.load()
-                except Exception as exc:
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                self.stopping.set()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        """Start-up: load the site, start its jobs. Shutdown: ``conn.shutdown_evt()``, the
+        pending ``conn.after`` work gets its grace, the jobs stop."""
+        message = await receive()
+        if message["type"] != "lifespan.startup":  # (ASGI: start-up comes first)
+            raise RuntimeError(f"lifespan began with {message['type']!r}, not lifespan.startup")
+        try:
+            self.load()
+            background = self.background = self._background()
+        except Exception as exc:  # a site that does not compile, a bad [[schedule]] entry
+            await send({"type": "lifespan.startup.failed", "message": str(exc)})
+            return
+        async with anyio.create_task_group() as tasks:
+            if self.jobs:
+                tasks.start_soon(background.run)
+            await send({"type": "lifespan.startup.complete"})
+            while message["type"] != "lifespan.shutdown":
+                message = await receive()
+            self.stopping.set()
+            await background.drain()  # conn.after work: its grace, then cancelled
+            tasks.cancel_scope.cancel()  # the scheduler (a job running now is cancelled)
+        await send({"type": "lifespan.shutdown.complete"})
+
+    def _background(self) -> Background:
+        """The site's jobs and after-work settings, from its ``pyweb.toml`` as under
+        ``pyweb serve`` (``cache``, ``job_timeout``, ``missed_jobs``, ``after_limit``,
+        ``after_grace``; the cache also from ``PYWEB_CACHE``)."""
+        from pyweb.server.config import ServerConfig
+        from pyweb.server.configfile import find_config_file, read_config_file
+
+        path = find_config_file(self.root, None)
+        settings = read_config_file(path) if path is not None else {}
+        wanted = ("cache", "job_timeout", "missed_jobs", "after_limit", "after_grace")
+        config = ServerConfig(**{k: v for k, v in settings.items() if k in wanted})
+        return Background(self.root, config, path)
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         site = self.load()
@@ -113,14 +161,22 @@ class Site:
         try:
             response = await site(ctx)
         except ProtocolError as err:  # a body too large, a malformed upload
-            response = error_response(err.status, dev=self.dev, detail=err.message)
+            response = error_response(
+                err.status, dev=self.dev, detail=err.message, as_json=_wants_json(request)
+            )
         except Exception as exc:  # pyweb's own bug: never leave the client without an answer
             ctx.log_error(f"{request.method} {request.target} failed", exc)
-            response = error_response(500, dev=self.dev, detail=repr(exc), exc=exc)
+            response = error_response(
+                500, dev=self.dev, detail=repr(exc), exc=exc, as_json=_wants_json(request)
+            )
         try:
             await send_response(send, request, response)
         finally:
             ctx.finish()
+        # The last http.response.body message is sent: the page's work after the reply
+        # starts now (conn.after; a reply that was not sent raised above, and its work
+        # is dropped with the batch).
+        ctx.after_reply(response.status)
 
     async def websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A WebSocket handshake: the site answers it as under pyweb's own server (the
@@ -138,6 +194,15 @@ class Site:
                 await refuse(send, response, extensions)
         finally:
             ctx.finish()
+
+
+def _wants_json(request: Request) -> bool:
+    """Whether this request's errors are JSON (an API client: negotiation.py decides)."""
+    return prefers_json(request.header("content-type"), request.header("accept"))
+
+
+def _no_work_after(status: int) -> None:
+    """The default ``after_reply``: the page handed over no ``conn.after`` work."""
 
 
 def _request(scope: Scope) -> Request:
@@ -172,10 +237,11 @@ def _request(scope: Scope) -> Request:
 class AsgiContext:
     """One ASGI request as a page runner sees it: the same contract as the server's
     ``RequestContext`` (request, peer, dev, body, stream, client-gone and shutdown events,
-    error log)."""
+    error log; ``after_reply``, which the page's ``conn.after`` sets and :meth:`Site.http`
+    calls once the reply is sent)."""
 
     __slots__ = ("request", "peer", "scheme", "_server_port", "dev", "received_at", "alloc", "body_done",
-                 "_receive", "_site", "_buffered", "_gone", "_watch")  # fmt: skip
+                 "after_reply", "_receive", "_site", "_buffered", "_gone", "_watch")  # fmt: skip
 
     def __init__(self, scope: Scope, receive: Receive, site: Site) -> None:
         self.request = _request(scope)
@@ -188,6 +254,7 @@ class AsgiContext:
         self.received_at = time.time()
         self.alloc: tuple[int, int] | None = None
         self.body_done = False
+        self.after_reply: Callable[[int], None] = _no_work_after
         self._receive = receive
         self._site = site
         self._buffered: bytes | None = None

@@ -28,6 +28,7 @@ import pyweb_regions
 from pyweb import heap, signing
 from pyweb.app import interrupt
 from pyweb.app.sharing import workers_need_shared_cache
+from pyweb.app.loader import Problem
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.background import Background
 from pyweb.server import Server, ServerConfig
@@ -119,12 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="compile every page, library module and template of a site and list the errors",
         description="Load DIR as `pyweb serve` would (scripts compiled, service modules "
-        "imported, templates parsed) and report every error with its file and line "
-        "(SMLserver's compile step). Exit status 1 when there are errors.",
+        "imported, templates parsed, the settings file and its [[schedule]] entries read) "
+        "and report every error with its file and line (SMLserver's compile step). Exit "
+        "status 1 when there are errors.",
     )
     check.add_argument(
         "dir", nargs="?", default=".", metavar="DIR", help="site directory (default: .)"
     )
+    check.add_argument("--config", metavar="PATH", help="settings file (default: DIR/pyweb.toml)")
     from pyweb.testing import loadtest
 
     new = commands.add_parser(
@@ -172,6 +175,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def settings_problems(directory: str, config: str | None) -> list[Problem]:
+    """The problems of the site's settings file (``--config``, else ``DIR/pyweb.toml``): a
+    bad setting, and every bad ``[[schedule]]`` entry, read by the readers ``pyweb
+    serve`` uses (:func:`~pyweb.server.configfile.read_config_file`,
+    :func:`~pyweb.jobs.schedule_file.schedule_problems`)."""
+    from pyweb.jobs.schedule_file import schedule_problems
+
+    base = os.path.dirname(os.path.realpath(directory))  # (as the site's own problems)
+    try:
+        path = find_config_file(directory, config)
+    except ConfigFileError as err:
+        return [Problem(err.path, 0, err.reason)]
+    if path is None:
+        return []
+    shown = os.path.relpath(os.path.realpath(path), base)
+    try:
+        read_config_file(path)
+    except ConfigFileError as err:
+        if err.reason.startswith("not valid TOML"):  # the schedule cannot be read either
+            return [Problem(shown, err.line or 0, err.reason)]
+        found = [Problem(shown, err.line or 0, err.reason)]
+    else:
+        found = []
+    return found + [Problem(shown, n, why) for n, why in schedule_problems(path, directory)]
+
+
 def run_db_init(directory: str, url: str | None) -> int:
     """``pyweb db init DIR``: run the site's schema file on its database."""
     from pyweb import db
@@ -217,9 +246,10 @@ def run_new(name: str) -> int:
     return 0
 
 
-def run_check(directory: str) -> int:
+def run_check(directory: str, config: str | None = None) -> int:
     """``pyweb check DIR``: print every problem, then a one-line summary."""
     site, problems = check_site(directory)
+    problems += settings_problems(directory, config)
     for problem in problems:
         print(problem)
     summary = (
@@ -489,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pyweb: error: site directory {args.dir!r} does not exist", file=sys.stderr)
         return 2
     if args.command == "check":
-        return run_check(args.dir)
+        return run_check(args.dir, args.config)
     if args.command == "db":
         return run_db_init(args.dir, args.db)
     if args.command == "jobs":

@@ -310,23 +310,28 @@ def test_schedule_entries_become_script_jobs(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "entry, words",
+    "entry, words, line",
     [
-        ('script = "cleanup.py"\nevery = 60', "is a page too"),
-        ('script = "_cleanup.py"\nevery = 60\ndaily = "03:00"', "exactly one of"),
-        ('script = "_cleanup.py"\nhourly = 1', "unknown key 'hourly'"),
-        ('script = "_cleanup.py"\ndaily = "3 o\'clock"', "daily is a time \"HH:MM\""),
-        ('script = "_missing.py"\nevery = 60', "not a file in the site directory"),
+        ('script = "cleanup.py"\nevery = 60', "is a page too", 4),
+        ('script = "_cleanup.py"\nevery = 60\ndaily = "03:00"', "exactly one of", 6),
+        ('script = "_cleanup.py"\nhourly = 1', "unknown key 'hourly'", 5),
+        ('script = "_cleanup.py"\ndaily = "3 o\'clock"', "daily is a time \"HH:MM\"", 5),
+        ('script = "_cleanup.py"\ndaily = "25:00"', "hour is a whole number from 0 to 23", 5),
+        ('script = "_missing.py"\nevery = 60', "not a file in the site directory", 4),
+        ('every = 60', "script = \"FILE.py\" is required", 3),
     ],
 )
-def test_a_bad_schedule_entry_is_refused_with_its_line(tmp_path: Path, entry: str, words: str) -> None:
+def test_a_bad_schedule_entry_is_refused_with_its_line(
+    tmp_path: Path, entry: str, words: str, line: int
+) -> None:
+    """The line is the offending key's (the entry's own when no key is to blame)."""
     site = write_site(tmp_path / "site", {
         "cleanup.py": "conn.return_('hi')\n", "_cleanup.py": "pass\n",
         "pyweb.toml": 'port = 8123\n\n[[schedule]]\n' + entry + "\n",
     })  # fmt: skip
     with pytest.raises(ValueError, match=words) as info:
         read_schedule(str(site / "pyweb.toml"), str(site))
-    assert str(info.value).startswith(f"{site / 'pyweb.toml'}:3: ")
+    assert str(info.value).startswith(f"{site / 'pyweb.toml'}:{line}: ")
 
 
 def test_pyweb_serve_refuses_a_bad_schedule(tmp_path: Path) -> None:
@@ -337,7 +342,43 @@ def test_pyweb_serve_refuses_a_bad_schedule(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "pyweb", "serve", str(site), "--port", "0"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2
-    assert "pyweb.toml:1: script 'index.py' is a page too" in done.stderr
+    assert "pyweb.toml:2: script 'index.py' is a page too" in done.stderr
+
+
+def test_pyweb_check_lists_every_bad_schedule_entry_with_file_and_line(tmp_path: Path) -> None:
+    """``pyweb check`` reads ``[[schedule]]`` with the reader ``pyweb serve`` uses, and
+    names every bad entry (not only the first) at the line of its offending key."""
+    site = write_site(tmp_path / "site", {
+        "index.py": "conn.return_('hi')\n",
+        "_ok.py": "pass\n",
+        "pyweb.toml": (
+            'port = 8123\n'                                   # 1
+            '[[schedule]]\nscript = "index.py"\nevery = 60\n'  # 2-4: a page
+            '[[schedule]]\nscript = "_ok.py"\ndaily = "24:00"\n'  # 5-7: a bad time
+            '[[schedule]]\nscript = "_ok.py"\nhourly = 1\n'    # 8-10: an unknown key
+            '[[schedule]]\nscript = "_ok.py"\nevery = 3600\n'  # 11-13: good
+        ),
+    })  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "pyweb", "check", str(site)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines == [
+        "site/pyweb.toml:3: script 'index.py' is a page too (anyone could run it by opening "
+        "its URL): rename it to start with '_' (such as '_index.py')",
+        "site/pyweb.toml:7: daily: hour is a whole number from 0 to 23, got 24",
+        "site/pyweb.toml:10: unknown key 'hourly' (known: script, every, daily, weekly, timeout)",
+    ]
+    assert "3 error(s)" in done.stderr
+    # the same file, fixed: no errors; a bad setting is named too
+    (site / "pyweb.toml").write_text('port = "x"\n[[schedule]]\nscript = "_ok.py"\nevery = 60\n')
+    done = subprocess.run([sys.executable, "-m", "pyweb", "check", str(site)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1 and done.stdout.startswith("site/pyweb.toml:1: "), done.stdout
+    (site / "pyweb.toml").write_text('[[schedule]]\nscript = "_ok.py"\nevery = 60\n')
+    done = subprocess.run([sys.executable, "-m", "pyweb", "check", str(site)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # ---- pyweb jobs DIR ------------------------------------------------------------------------------

@@ -23,20 +23,16 @@ the client, so never put a secret in it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
-from pyweb.protocol.errorpage import reason
+from pyweb.protocol.errorpage import json_error_response, reason
+from pyweb.protocol.negotiation import accept_weights, prefers_html, prefers_json
 from pyweb.protocol.response import Response
 
 from .conn import RequestError
 
 __all__ = ["HTTPError", "wants_json", "wants_html", "json_error", "accept_weights"]
-
-_JSON_TYPES = ("application/json",)
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
-
 
 class HTTPError(RequestError):
     """Answer ``status`` (400 to 599) with ``message``: ``raise HTTPError(404, "no such item")``.
@@ -68,65 +64,17 @@ class HTTPError(RequestError):
                 raise ValueError(f"HTTPError header {name!r}: {value!r} holds CR, LF or NUL")
 
 
-def accept_weights(accept: str) -> dict[str, float]:
-    """``Accept``'s media ranges and their weights: ``"text/html;q=0.8, */*"`` →
-    ``{"text/html": 0.8, "*/*": 1.0}``. A malformed weight counts as 0 (not wanted)."""
-    found: dict[str, float] = {}
-    for item in accept.split(","):
-        media, *params = item.split(";")
-        media = media.strip().lower()
-        if not media:
-            continue
-        weight = 1.0
-        for param in params:
-            key, _, value = param.partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    weight = float(value.strip())
-                except ValueError:
-                    weight = 0.0
-                if not 0.0 <= weight <= 1.0:
-                    weight = 0.0
-        found[media] = max(weight, found.get(media, 0.0))
-    return found
-
-
-def _best(weights: dict[str, float], types: tuple[str, ...]) -> float:
-    return max(weights.get(t, 0.0) for t in types)
-
-
-def _json_body(request: Any) -> bool:
-    content_type = request.header("content-type") or ""
-    mime = content_type.split(";", 1)[0].strip().lower()
-    return mime in _JSON_TYPES or mime.endswith("+json")
-
-
 def wants_json(request: Any) -> bool:
     """Whether errors for this request should be JSON: a JSON body, or ``Accept`` ranks
-    JSON above HTML (``+json`` types count as JSON)."""
-    if _json_body(request):
-        return True
-    accept = request.header("accept")
-    if not accept:
-        return False
-    weights = accept_weights(accept)
-    as_json = max(
-        [_best(weights, _JSON_TYPES)] + [w for m, w in weights.items() if m.endswith("+json")]
-    )
-    return as_json > 0 and as_json > _best(weights, _HTML_TYPES)
+    JSON above HTML (``+json`` types count as JSON). The decision is
+    :func:`pyweb.protocol.negotiation.prefers_json`'s, the server's own errors' too."""
+    return prefers_json(request.header("content-type"), request.header("accept"))
 
 
 def wants_html(request: Any) -> bool:
     """Whether the client is a browser showing pages: no ``Accept`` at all, or one that
     names ``text/html`` (or XHTML), and no JSON body."""
-    if _json_body(request):
-        return False
-    accept = request.header("accept")
-    if not accept:
-        return True
-    weights = accept_weights(accept)
-    html = _best(weights, _HTML_TYPES)
-    return html > 0 and not wants_json(request)
+    return prefers_html(request.header("content-type"), request.header("accept"))
 
 
 def json_error(
@@ -136,14 +84,7 @@ def json_error(
     errors: list[dict[str, Any]] | None = None,
     headers: Iterable[tuple[str, str]] = (),
 ) -> Response:
-    """The JSON answer to an error: ``{"error": message}`` with the status, and
-    ``"errors"`` (one object per bad field) when given. Never cached."""
-    data: dict[str, Any] = {"error": message, "status": status}
-    if errors is not None:
-        data["errors"] = errors
-    body = json.dumps(data, ensure_ascii=False).encode("utf-8")
-    return Response(
-        status,
-        [("Content-Type", "application/json"), ("Cache-Control", "no-store"), *headers],
-        body,
-    )
+    """The JSON answer to an error: ``{"error": message, "status": status}``, and
+    ``"errors"`` (one object per bad field) when given. Never cached. (The server's own
+    errors are drawn by the same :func:`~pyweb.protocol.errorpage.json_error_response`.)"""
+    return json_error_response(status, message, errors=errors, headers=headers)

@@ -44,13 +44,23 @@ class ErrorPages(Loader):
         body_html: str = "",
         public_detail: str = "",
         title: str | None = None,
+        request: Any = None,
+        as_json: bool = False,
     ) -> Response:
         """The page for an error ``status``: the site's own template if it has one
         (``templates/_404.html``, ..., or ``templates/_error.html`` for any status), else
         pyweb's styled page. In development mode a page with a traceback (``exc``) is always
         pyweb's, so the traceback shows. ``public_detail`` is detail fit for production (the
         list of bad form fields); ``detail`` is shown in development mode only. The server
-        calls this too, for the errors it answers itself (400, 408, 413, 414, 431, 505)."""
+        calls this too, for the errors it answers itself (400, 408, 413, 414, 431, 505).
+
+        An API client gets the error as JSON instead: ``as_json`` (the server decided), or
+        ``request`` given and :func:`~pyweb.app.apierrors.wants_json` of it."""
+        if as_json or (request is not None and wants_json(request)):
+            return error_response(
+                status, dev=self.dev, detail=detail or public_detail, sentence=sentence,
+                as_json=True,
+            )  # fmt: skip
         if self.templates is not None and not (self.dev and exc is not None):
             override = self._override(
                 status, detail if self.dev else public_detail, sentence, title, body_html
@@ -115,11 +125,12 @@ class ErrorPages(Loader):
             text.encode("utf-8"),
         )
 
-    def _not_found(self, path: str) -> Response:
+    def _not_found(self, path: str, request: Any = None) -> Response:
+        """404 (JSON for an API client, when the request is given)."""
         detail = f"no page, service, template or file for {path}"
         if self.dev and self.problems:
             detail += "; the site has errors: " + "; ".join(str(p) for p in self.problems)
-        return self.error_page(404, detail=detail)
+        return self.error_page(404, detail=detail, request=request)
 
     def _not_allowed(self, method: str, allow: str, request: Any = None) -> Response:
         """405 with ``Allow`` (JSON for an API client, when the request is given)."""
@@ -143,9 +154,7 @@ class ErrorPages(Loader):
     ) -> Response:
         """A page's failure: the error page, or for an API client JSON (the detail only
         in development mode, as on the page)."""
-        if wants_json(request):
-            return json_error(status, detail if self.dev else reason(status))
-        return self.error_page(status, detail=detail, exc=exc)
+        return self.error_page(status, detail=detail, exc=exc, request=request)
 
 
 def _refusal(conn: Conn, exc: RequestError | JSONFieldErrors) -> Response:

@@ -31,6 +31,7 @@ from pyweb.handler import Context
 from pyweb.protocol.response import Response
 
 from . import openapi, pages
+from .apierrors import wants_json
 from .conn import Conn
 from .loader import Problem
 from .openapi_page import openapi_json, openapi_page
@@ -292,7 +293,10 @@ class Routing(Runner):
                 script = pages.compile_script(script.path, script.name)
             except (OSError, SyntaxError) as err:
                 return _ready(
-                    self.error_page(500, detail=f"the page does not compile: {err}", exc=err)
+                    self.error_page(
+                        500, detail=f"the page does not compile: {err}", exc=err,
+                        request=ctx.request,
+                    )  # fmt: skip
                 )
         return self._run_page(ctx, _script_page(script, traps), params)
 
@@ -328,19 +332,22 @@ class Routing(Runner):
         return self.run_page(ctx, respond, name, None, False, traps=traps, check_csrf=False)
 
     def _not_found_page(self, path: str) -> Callable[[Context], Response]:
-        return lambda _ctx: self._not_found(path)
+        return lambda ctx: self._not_found(path, ctx.request)
 
     def _clash_page(self, path: str) -> Callable[[Context], Response]:
         """The 500 of a path two services claim for one method (development mode)."""
         problem = self._clashes[path]
-        return lambda _ctx: self.error_page(500, detail=f"the site has an error: {problem}")
+        return lambda ctx: self.error_page(
+            500, detail=f"the site has an error: {problem}", request=ctx.request
+        )
 
     def _broken_page(self, name: str, problem: Problem) -> Callable[[Context], Response]:
         """The 500 of a script that does not compile (development mode shows where)."""
         path = os.path.join(self.root, *name.split("/")) + ".py"
-        return lambda _ctx: self.error_page(
-            500, detail=f"the page does not compile: {problem}", exc=self._syntax_errors.get(path)
-        )
+        return lambda ctx: self.error_page(
+            500, detail=f"the page does not compile: {problem}",
+            exc=self._syntax_errors.get(path), request=ctx.request,
+        )  # fmt: skip
 
     def _static(self, ctx: Context) -> Response:
         request = ctx.request
@@ -348,16 +355,20 @@ class Routing(Runner):
         if method == "GET" or method == "HEAD":
             response = self.static.respond(request)
             if response is not None:
-                if response.status in (400, 403, 404) and self.templates is not None:
-                    if self.templates.error_template(response.status):  # the site's own page
+                if response.status in (400, 403, 404):
+                    if wants_json(request):  # an API client: the refusal as JSON
+                        return self.error_page(response.status, request=request)
+                    if self.templates is not None and self.templates.error_template(
+                        response.status
+                    ):  # the site's own page
                         return self.error_page(response.status)
                 return response
-            return self._not_found(request.path)
+            return self._not_found(request.path, request)
         # Would a GET find something here? Then the resource exists and only the method is
         # wrong (405, RFC 9110 §15.5.6, with Allow); otherwise there is nothing here (404).
         probe = self.static.respond(dataclasses.replace(request, method="GET"))
         if probe is not None and probe.status < 400:
-            return self._not_allowed(method, "GET, HEAD")
+            return self._not_allowed(method, "GET, HEAD", request)
         if probe is not None:  # the path itself is bad (400) or refused (404)
             return probe
-        return self._not_found(request.path)
+        return self._not_found(request.path, request)

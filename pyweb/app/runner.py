@@ -29,6 +29,7 @@ from . import blocking, csrf, interrupt, pages
 from .conn import Conn, PageExit, RequestError, _current
 from .cors import CORS
 from .csrf import SAFE_METHODS
+from .apierrors import wants_json
 from .errorpages import ErrorPages, _log, _refusal
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body, read_form
 from .guards import cors as cors_guard
@@ -230,7 +231,7 @@ class Runner(ErrorPages):
                 return self._form_errors_page(
                     [forms.FormError(err.field, err.value, CONTROL_EXPECTED)]
                 )
-            return self.error_page(err.status, detail=str(err))
+            return self.error_page(err.status, detail=str(err), request=request)
         if params:  # the getters read path parameters too; the path wins (the last value)
             form = MultiDict([*form.multi_items(), *params.items()])
         conn = self._conn(ctx, page, form, files, body, params)
@@ -254,6 +255,7 @@ class Runner(ErrorPages):
         return error_response(
             413,
             dev=self.dev,
+            as_json=wants_json(request),
             detail=f"an url-encoded form body of {length} bytes; at most {limit} are accepted "
             "(FormLimits.max_urlencoded; files go in multipart/form-data)",
         )
@@ -355,6 +357,7 @@ class Runner(ErrorPages):
             return self.error_page(
                 500,
                 detail=pages.no_response(page.name, page.filename),
+                request=ctx.request,
             )
         return response
 
@@ -431,7 +434,7 @@ class Runner(ErrorPages):
                 "goes on (Ctrl-C in the terminal is what stops the server)"
             )
         _log(ctx, why, None)
-        return self.error_page(500, detail=why)
+        return self.error_page(500, detail=why, request=ctx.request)
 
     def _secure(self, response: Response) -> Response:
         """The security headers guard's ``after`` (:func:`pyweb.app.guards.headers.after`)."""

@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 from .database import CANCEL_GRACE, Database, Folder, Query, Row, make_driver
 from .driver import parse_url
 from .errors import DbError, DbUnavailable, NestingError, PoolTimeout, RowCountError, SqlError
+from .writes import WriteInGet
 
 __all__ = [
     "CANCEL_GRACE",
@@ -57,6 +58,7 @@ __all__ = [
     "Row",
     "RowCountError",
     "SqlError",
+    "WriteInGet",
     "configure",
     "database",
     "default_url",

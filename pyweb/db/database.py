@@ -26,6 +26,7 @@ from pyweb.quot import Quot
 from .driver import Connection, Driver, Url, parse_url
 from .errors import DbError, DbUnavailable, NestingError, RowCountError
 from .pools import Pool, PoolSet, RunPools
+from .writes import check_write
 
 __all__ = ["Database", "Row", "Query", "Folder", "CANCEL_GRACE", "make_driver"]
 
@@ -313,8 +314,10 @@ class Database:
     # -- NS_DB ------------------------------------------------------------------------------
 
     async def dml(self, q: Query) -> int:
-        """Run an insert/update/delete (or DDL); the number of rows changed (-1 if unknown)."""
+        """Run an insert/update/delete (or DDL); the number of rows changed (-1 if unknown).
+        In a page answering a GET: refused in development mode (:mod:`pyweb.db.writes`)."""
         sql, params = self._sql(q)
+        check_write(sql)
         lease = await self._lend()
         try:
             changed = await lease.conn.execute(sql, params)

@@ -7,6 +7,10 @@ and, in development mode, adds what a programmer needs: the detail message, the 
 input and the traceback. Everything interpolated goes through :func:`html.escape`, because
 the offending input is whatever a client sent.
 
+An API client (:func:`pyweb.protocol.negotiation.prefers_json`) gets the same error as JSON
+instead, ``{"error": "...", "status": 404}`` (:func:`json_error_response`), with the same
+rule: the detail in development mode only.
+
 Whether the connection closes after the page is the caller's decision (a protocol error
 closes it, a 404 doesn't), so this module sets no ``Connection`` header.
 """
@@ -14,13 +18,15 @@ closes it, a 404 doesn't), so this module sets no ``Connection`` header.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable
 from http import HTTPStatus
+from typing import Any
 
 from pyweb.protocol.errorhtml import page, traceback_html
 from pyweb.protocol.response import Response
 
-__all__ = ["error_response", "reason", "SENTENCES"]
+__all__ = ["error_response", "json_error_response", "reason", "SENTENCES"]
 
 SENTENCES: dict[int, str] = {
     400: "The server could not understand the request.",
@@ -64,13 +70,18 @@ def error_response(
     display: Callable[[str], str] = str,
     body_html: str = "",
     title: str | None = None,
+    as_json: bool = False,
 ) -> Response:
-    """A short styled HTML page for ``status`` (:func:`pyweb.protocol.errorhtml.page`).
+    """A short styled HTML page for ``status`` (:func:`pyweb.protocol.errorhtml.page`), or
+    with ``as_json`` the same error as JSON for an API client (:func:`json_error_response`:
+    the detail in development mode, else ``sentence`` or the reason phrase).
     ``detail``, ``offending`` and the traceback of ``exc`` appear only when ``dev`` is true
     (they may reveal paths, code or other users' data, so production pages never carry
     them; a production 500 says the details are in the error log). ``own(filename)`` says
     which frames are the site's (shown first, with source); ``body_html`` is extra HTML
     (already escaped) shown in both modes."""
+    if as_json:
+        return json_error_response(status, detail if dev and detail else sentence or _reason(status))
     parts = [body_html]
     if dev:
         if detail:
@@ -103,4 +114,29 @@ def error_response(
             ("X-Content-Type-Options", "nosniff"),
         ],
         text.encode("utf-8"),
+    )
+
+
+def json_error_response(
+    status: int,
+    message: str,
+    *,
+    errors: list[dict[str, Any]] | None = None,
+    headers: Iterable[tuple[str, str]] = (),
+) -> Response:
+    """An error for an API client: ``{"error": message, "status": status}``, and
+    ``"errors"`` (one object per bad field) when given. Never cached, never sniffed."""
+    data: dict[str, Any] = {"error": message, "status": status}
+    if errors is not None:
+        data["errors"] = errors
+    body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+    return Response(
+        status,
+        [
+            ("Content-Type", "application/json"),
+            ("Cache-Control", "no-store"),
+            ("X-Content-Type-Options", "nosniff"),
+            *headers,
+        ],
+        body,
     )

@@ -31,6 +31,12 @@ class ProtocolError(Exception):
     """
 
     status: int = 400
+    accept: str = ""
+    """The request's ``Accept`` value when its head could be read that far, else ``""``:
+    the server answers the error as JSON to an API client
+    (:func:`pyweb.protocol.negotiation.prefers_json`)."""
+    content_type: str = ""
+    """The request's ``Content-Type`` value, likewise."""
 
     def __init__(self, message: str, *, offending: bytes | str = b"", status: int | None = None):
         super().__init__(message)

@@ -201,6 +201,8 @@ class RequestParser:
                 return ConnectionClosed()
             return self._next_chunked()
         except ProtocolError as exc:
+            if self._state == _HEAD and self._buf:  # a head refused before it was whole
+                _note_wishes(exc, self._buf)
             self._error = exc
             self._buf = bytearray()
             raise
@@ -212,53 +214,57 @@ class RequestParser:
         raw = self._take_head()
         if type(raw) is not bytearray:
             return raw  # NEED_DATA or ConnectionClosed
-        head = raw.decode("latin-1")
-        limits = self.limits
-        head_len = len(head) + 4
-        lines = head.split("\r\n")
-        line = lines[0]
-        if len(line) > limits.max_request_line:
-            raise TargetTooLong(
-                f"request line longer than {limits.max_request_line} bytes", offending=line[:100]
+        try:  # (free in Python 3.11 when nothing is raised)
+            head = raw.decode("latin-1")
+            limits = self.limits
+            head_len = len(head) + 4
+            lines = head.split("\r\n")
+            line = lines[0]
+            if len(line) > limits.max_request_line:
+                raise TargetTooLong(
+                    f"request line longer than {limits.max_request_line} bytes", offending=line[:100]
+                )
+            if head_len > limits.max_header_bytes:
+                raise HeadersTooLarge(
+                    f"request head larger than {limits.max_header_bytes} bytes", offending=head[:100]
+                )
+            method, target, version = _request_line(line)
+            del lines[0]
+            if len(lines) > limits.max_headers:
+                raise HeadersTooLarge(
+                    f"more than {limits.max_headers} header fields", offending=head[:100]
+                )
+            headers, special = (_fastpath.known_lines(lines) or _learn_fields(raw, lines)
+                                if lines else ([], []))  # fmt: skip
+            host, content_length, te, keep_alive, expect_continue, forwarded = _read_fields(
+                special, version
             )
-        if head_len > limits.max_header_bytes:
-            raise HeadersTooLarge(
-                f"request head larger than {limits.max_header_bytes} bytes", offending=head[:100]
-            )
-        method, target, version = _request_line(line)
-        del lines[0]
-        if len(lines) > limits.max_headers:
-            raise HeadersTooLarge(
-                f"more than {limits.max_headers} header fields", offending=head[:100]
-            )
-        headers, special = (_fastpath.known_lines(lines) or _learn_fields(raw, lines)
-                            if lines else ([], []))  # fmt: skip
-        host, content_length, te, keep_alive, expect_continue, forwarded = _read_fields(
-            special, version
-        )
-        if target[0] == "/" and host is not None and method != "CONNECT":
-            path, _, query = target.partition("?")  # origin-form and Host: the everyday case
-        else:
-            path, query, host = _target(method, target, version, host, line)
-        chunked = False  # no framing field: no body, the everyday case
-        if te is not None or content_length is not None:
-            chunked = _framing(version, te, content_length, line, limits)
-        # What comes next: a chunked body, a Content-Length body, or the EndOfMessage.
-        self._keep_alive = keep_alive
-        self._head_bytes = head_len
-        self._head_fields = len(headers)
-        if chunked:
-            self._state = _CHUNK_SIZE
-            self._body_total = 0
-        elif content_length:
-            self._state = _CL_BODY
-            self._remaining = content_length
-        else:
-            self._state = _EOM
-        return Request(
-            method, target, version, headers, path, query, host, keep_alive, content_length,
-            chunked, expect_continue, forwarded,
-        )  # fmt: skip
+            if target[0] == "/" and host is not None and method != "CONNECT":
+                path, _, query = target.partition("?")  # origin-form and Host: the everyday case
+            else:
+                path, query, host = _target(method, target, version, host, line)
+            chunked = False  # no framing field: no body, the everyday case
+            if te is not None or content_length is not None:
+                chunked = _framing(version, te, content_length, line, limits)
+            # What comes next: a chunked body, a Content-Length body, or the EndOfMessage.
+            self._keep_alive = keep_alive
+            self._head_bytes = head_len
+            self._head_fields = len(headers)
+            if chunked:
+                self._state = _CHUNK_SIZE
+                self._body_total = 0
+            elif content_length:
+                self._state = _CL_BODY
+                self._remaining = content_length
+            else:
+                self._state = _EOM
+            return Request(
+                method, target, version, headers, path, query, host, keep_alive, content_length,
+                chunked, expect_continue, forwarded,
+            )  # fmt: skip
+        except ProtocolError as exc:  # the fields may still say what the client wants
+            _note_wishes(exc, raw)
+            raise
 
     def _take_head(self) -> bytearray | ConnectionClosed | object:
         """The request head's bytes (without its final CRLF CRLF), taken out of the
@@ -677,6 +683,23 @@ def _framing(
 
 
 # -- helpers (cold paths: only run for unusual or bad input) ---------------------------
+
+_WISH = re.compile(rb"^(accept|content-type)[ \t]*:[ \t]*([^\r\n]*?)[ \t]*\r?$", re.I | re.M)
+
+
+def _note_wishes(exc: ProtocolError, head: bytes | bytearray) -> None:
+    """Keep on a refused request's error its ``Accept`` and ``Content-Type`` values (the
+    first of each), read from the raw head: the server answers an API client's error as
+    JSON (:mod:`pyweb.protocol.negotiation`) even when the head could not be parsed."""
+    if exc.accept or exc.content_type:
+        return
+    for match in _WISH.finditer(head):
+        name = match.group(1).lower()
+        value = match.group(2).decode("latin-1")
+        if name == b"accept" and not exc.accept:
+            exc.accept = value
+        elif name == b"content-type" and not exc.content_type:
+            exc.content_type = value
 
 
 def _content_length(value: str) -> int:

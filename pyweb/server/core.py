@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyweb.protocol.negotiation import prefers_json
 from pyweb.protocol.response import Response
 
 from .budget import BUDGET
@@ -71,7 +72,7 @@ class ConnectionCore:
             self.log.error(
                 f"handler error for {self.peer}", request_line=request_line(request), exc=exc
             )
-        return self.error_page(500, detail=str(exc), exc=exc)
+        return self.error_page(500, detail=str(exc), exc=exc, as_json=_wants_json(request))
 
     def reject_page(self, err: ProtocolError, request: Request | None) -> Response:
         """Marlow's ``Left resp``: log a request that cannot be served, and its page."""
@@ -79,7 +80,13 @@ class ConnectionCore:
             f"{err.status} for {self.peer}: {err.message}",
             request_line=(request_line(request) if request else ""),
         )
-        return self.error_page(err.status, detail=err.message, offending=err.offending)
+        if request is not None:
+            as_json = _wants_json(request)
+        else:  # refused before its head was whole: what the raw head said (parser.py)
+            as_json = prefers_json(err.content_type, err.accept)
+        return self.error_page(
+            err.status, detail=err.message, offending=err.offending, as_json=as_json
+        )
 
     def error_page(self, status: int, **details: Any) -> Response:
         """The page for an error the server answers itself, through the server: a site may
@@ -127,3 +134,8 @@ class ConnectionCore:
         is ``None`` when none could be parsed. ``alloc``: what the request's page allocated
         (``ctx.alloc``), ``None`` when nothing was counted (the log then says ``alloc=-``)."""
         self.log.access(access_record(self.client, request, status, sent, received_at, alloc))
+
+
+def _wants_json(request: Request) -> bool:
+    """Whether this request's errors are JSON (an API client: negotiation.py decides)."""
+    return prefers_json(request.header("content-type"), request.header("accept"))

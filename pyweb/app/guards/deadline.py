@@ -45,7 +45,9 @@ def after(site: Any, ctx: Context, conn: Conn, name: str, scope: Any) -> Respons
         "events: conn.client_gone_evt() / conn.shutdown_evt()"
     )
     _log(ctx, why, None)
-    page_503: Response = site.error_page(503, detail=why, sentence=_TOO_LONG)
+    page_503: Response = site.error_page(
+        503, detail=why, sentence=_TOO_LONG, request=ctx.request
+    )
     page_503.headers.append(("Retry-After", "1"))
     return page_503
 
@@ -61,6 +63,8 @@ def interrupted(
     why = interrupt.describe(exc, site.display)
     _log(ctx, why, None)
     _from_the_page(exc, filename)
-    page_503: Response = site.error_page(503, detail=why, exc=exc, sentence=_TOO_LONG)
+    page_503: Response = site.error_page(
+        503, detail=why, exc=exc, sentence=_TOO_LONG, request=ctx.request
+    )
     page_503.headers.append(("Retry-After", "1"))
     return page_503
