@@ -13,7 +13,7 @@
 * :class:`ReadAlong` reads a process's stderr while it runs, so a test can wait for a
   line (a reload's verdict) instead of sleeping;
 * :func:`raw_get` is the raw client: one GET over a plain socket, the reply's bytes as
-  they came (for tests about the bytes themselves);
+  they came (for tests about the bytes themselves); :func:`raw_exchange` sends any bytes;
 * :func:`chat_in_two_workers` serves the example chat in two worker processes that share
   Redis (the ``chat_workers`` fixture of tests/conftest.py).
 
@@ -42,7 +42,8 @@ import trio
 from pyweb.testing import default_loop, reachable
 
 __all__ = ["until", "until_async", "until_settled", "write_site", "reachable",
-           "serve_command", "start_serve", "stop_serve", "http_request", "raw_get", "ReadAlong", "BANNER",
+           "serve_command", "start_serve", "stop_serve", "http_request", "raw_get", "raw_exchange",
+           "ReadAlong", "BANNER",
            "chat_in_two_workers"]  # fmt: skip
 
 
@@ -185,11 +186,22 @@ class ReadAlong:
 
 def raw_get(port: int, target: str) -> bytes:
     """``GET target`` with ``Connection: close`` on a new socket; every byte of the reply."""
+    return raw_exchange(
+        port, f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+    )
+
+
+def raw_exchange(port: int, data: bytes) -> bytes:
+    """Send ``data`` as it is on a new socket; every byte of the reply, until the server
+    closes (the request should say ``Connection: close``, or be one the server refuses)."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        sock.sendall(data)
         out = b""
-        while data := sock.recv(65536):
-            out += data
+        try:
+            while piece := sock.recv(65536):
+                out += piece
+        except ConnectionResetError:  # a refused request's unread bytes: what came is kept
+            pass
     return out
 
 
