@@ -11,8 +11,10 @@ Two measurements:
   and in Redis (``--redis URL``, skipped when Redis does not answer), and with the lease
   already taken (what every other worker pays for a due job).
 
-Wall clock, the median of ``--rounds`` rounds of ``--n`` calls each, in µs per call; on a
-shared machine compare the rows of one run, not runs.
+Wall clock, the median of ``--rounds`` rounds of ``--n`` calls each, in µs per call, and
+beside each its ratio to ``page-hello`` measured in the same run on the same loop (what
+a due job or a handed-over piece of work costs counted in hello pages): on a shared
+machine compare ratios of one run, not runs.
 
 Usage: .venv/bin/python benchmarks/bench_jobs.py [--loop trio|asyncio|both] [--n 5000]
            [--rounds 5] [--redis redis://127.0.0.1:6379/0]
@@ -173,14 +175,27 @@ def main() -> None:
     redis = args.redis if args.redis and reachable("127.0.0.1", 6379, timeout=0.5) else None
     loops = ("trio", "asyncio") if args.loop == "both" else (args.loop,)
     table = {loop: run(loop, args.n, args.rounds, redis) for loop in loops}
+    print(report(table, loops))
+
+
+def report(table: dict[str, dict[str, float]], loops: tuple[str, ...]) -> str:
+    """Each row in µs per call and as a ratio to page-hello of the same loop and run."""
     names = list(next(iter(table.values())))
     width = max(len(name) for name in names)
-    print(f"{'µs per call':<{width}}  " + "  ".join(f"{loop:>8}" for loop in loops))
+    lines = [f"{'per call':<{width}}  " + "  ".join(f"{loop + ' µs':>11}  {'x hello':>7}"
+                                                     for loop in loops)]  # fmt: skip
     for name in names:
-        print(f"{name:<{width}}  " + "  ".join(f"{table[loop][name]:8.1f}" for loop in loops))
+        cells = []
+        for loop in loops:
+            value = table[loop][name]
+            cells.append(f"{value:11.1f}  {value / table[loop]['page-hello']:7.2f}")
+        lines.append(f"{name:<{width}}  " + "  ".join(cells))
     for loop in loops:
         extra = table[loop]["page-hello + conn.after"] - table[loop]["page-hello"]
-        print(f"conn.after adds {extra:.1f} µs per request on {loop}")
+        share = extra / table[loop]["page-hello"]
+        lines.append(f"conn.after adds {extra:.1f} µs per request on {loop} "
+                     f"({share:.0%} of a hello page)")  # fmt: skip
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

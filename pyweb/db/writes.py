@@ -12,7 +12,8 @@ came: this check does, at the one place every write passes, ``db.dml``.
 * production: the write runs (refusing it would break a site that worked yesterday), and
   the error log says so once per page and process, with the same sentence.
 
-Work after the reply (``conn.after``) and scheduled jobs are not a request: they may write.
+Work after the reply (``conn.after``) and scheduled jobs run outside the request: they may
+write.
 The page being served is :data:`pyweb.forms.current_page` (set by the app for every
 request); outside a request (a notebook, a job, a test) there is none and nothing is checked.
 """
@@ -66,6 +67,5 @@ def why_not(page: str, method: str) -> str:
         "prefetch, a crawler), and a GET carries no CSRF token. Make the change a POST: "
         "start the page with conn.require_method(\"POST\") and send it from a "
         "<form method=\"post\"> holding {csrf_field()} (from pyweb import csrf_field); the form's variables are read "
-        "the same way (a GET's form is its query, a POST's its body). Something recorded "
-        "on the side of a GET (a visit counter) goes in conn.after(...), after the reply."
+        "the same way (a GET's form is its query, a POST's its body)."
     )
