@@ -49,9 +49,9 @@ from urllib.parse import quote
 import anyio
 
 from pyweb import runtime
-from pyweb.background import Background
 from pyweb.app.site import Site as _Site
 from pyweb.asgi_websocket import refuse, serve_websocket
+from pyweb.background import Background
 from pyweb.events import Event, Latch, guard
 from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError

@@ -27,8 +27,8 @@ import trio
 import pyweb_regions
 from pyweb import heap, signing
 from pyweb.app import interrupt
-from pyweb.app.sharing import workers_need_shared_cache
 from pyweb.app.loader import Problem
+from pyweb.app.sharing import workers_need_shared_cache
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.background import Background
 from pyweb.server import Server, ServerConfig

@@ -26,10 +26,10 @@ from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
 
 from . import blocking, csrf, interrupt, pages
+from .apierrors import wants_json
 from .conn import Conn, PageExit, RequestError, _current
 from .cors import CORS
 from .csrf import SAFE_METHODS
-from .apierrors import wants_json
 from .errorpages import ErrorPages, _log, _refusal
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body, read_form
 from .guards import cors as cors_guard

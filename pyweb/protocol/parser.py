@@ -201,11 +201,15 @@ class RequestParser:
                 return ConnectionClosed()
             return self._next_chunked()
         except ProtocolError as exc:
-            if self._state == _HEAD and self._buf:  # a head refused before it was whole
-                _note_wishes(exc, self._buf)
-            self._error = exc
-            self._buf = bytearray()
+            self._failed(exc)
             raise
+
+    def _failed(self, exc: ProtocolError) -> None:
+        """Keep ``exc`` to raise again, and drop the input (it can no longer be trusted)."""
+        if self._state == _HEAD and self._buf:  # a head refused before it was whole
+            _note_wishes(exc, self._buf)
+        self._error = exc
+        self._buf = bytearray()
 
     # -- the request head: found, then parsed in four steps (as h11 reads it) -----------
     #    request line (RFC 9112 §3) → fields (§5) → target (§3.2) → framing (§6)

@@ -10,7 +10,6 @@ when it refuses the head (431, a malformed field), so those errors are JSON too.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -89,8 +89,7 @@ def test_outside_a_request_nothing_is_checked(tmp_path: Path, loop: str) -> None
         database = db.Database(f"sqlite:///{tmp_path / 'x.sqlite3'}")
         try:
             await database.dml("create table t (n int)")
-            n = 1
-            return await database.dml(qq("insert into t (n) values ({n})"))
+            return await database.dml(qq("insert into t (n) values ({n})", n=1))
         finally:
             database.close()
 
