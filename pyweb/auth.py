@@ -50,7 +50,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from pyweb import cache, runtime
-from pyweb.app.apierrors import HTTPError, wants_html
+from pyweb.app.apierrors import HTTPError, wants_html, wants_json
 from pyweb.app.conn import Conn, PageExit, current_conn
 from pyweb.protocol.errorpage import error_response
 
@@ -262,7 +262,9 @@ def _refuse_if_locked(conn: Conn, key: str, user: str | None) -> None:
     retry_after = max(1, math.ceil(FAILURE_WINDOW - (time.time() - min(failures))))
     message = f"too many failed logins for {user!r}: try again in {retry_after} s"
     if conn.response is None:  # the page has not answered: the 429 is its answer
-        response = error_response(429, dev=conn.dev, detail=message)
+        response = error_response(
+            429, dev=conn.dev, detail=message, as_json=wants_json(conn.request)
+        )
         response.headers.append(("Retry-After", str(retry_after)))
         conn.response = conn._made = response
     raise TooManyAttempts(message, retry_after)
