@@ -176,7 +176,8 @@ class Site:
         # The last http.response.body message is sent: the page's work after the reply
         # starts now (conn.after; a reply that was not sent raised above, and its work
         # is dropped with the batch).
-        ctx.after_reply(response.status)
+        if ctx.after_reply is not None:
+            ctx.after_reply(response.status)
 
     async def websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A WebSocket handshake: the site answers it as under pyweb's own server (the
@@ -199,10 +200,6 @@ class Site:
 def _wants_json(request: Request) -> bool:
     """Whether this request's errors are JSON (an API client: negotiation.py decides)."""
     return prefers_json(request.header("content-type"), request.header("accept"))
-
-
-def _no_work_after(status: int) -> None:
-    """The default ``after_reply``: the page handed over no ``conn.after`` work."""
 
 
 def _request(scope: Scope) -> Request:
@@ -254,7 +251,8 @@ class AsgiContext:
         self.received_at = time.time()
         self.alloc: tuple[int, int] | None = None
         self.body_done = False
-        self.after_reply: Callable[[int], None] = _no_work_after
+        self.after_reply: Callable[[int], None] | None = None
+        """Set by the page's first ``conn.after``: called once the reply is sent."""
         self._receive = receive
         self._site = site
         self._buffered: bytes | None = None
