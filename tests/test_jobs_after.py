@@ -85,6 +85,22 @@ PAGES = {
         runtime.spawn_background(oops)
         conn.return_("spawned")
     """,
+    # the site's own database (no --db): the work finds it as the page would
+    "counted.py": """
+        from pyweb import db
+
+        async def count():
+            await db.dml(db.qq("CREATE TABLE IF NOT EXISTS visits (n INTEGER)"))
+            await db.dml(db.qq("INSERT INTO visits VALUES (1)"))
+
+        conn.after(count)
+        conn.return_("counted")
+    """,
+    "visits.py": """
+        from pyweb import db
+
+        conn.return_(str(await db.one_field(db.qq("SELECT count(*) FROM visits"))))
+    """,
     "index.py": "conn.return_('alive')\n",
 }
 
@@ -117,6 +133,16 @@ def test_the_page_globals_outlive_the_reply_for_the_work(site: Path, loop: str) 
         assert client.get("/globals").status == 200
         until(lambda: (site / "globals.txt").exists(), "the work")
     assert (site / "globals.txt").read_text() == "kept"
+
+
+def test_the_work_uses_the_site_database_of_its_page(site: Path, loop: str) -> None:
+    errors = io.StringIO()
+    with pyweb.testing.serve(site, error_log=errors) as client:
+        for _ in range(2):
+            assert client.get("/counted").text == "counted"
+        until(lambda: client.get("/visits").text == "2", "two visits counted after the replies")
+    assert "no database configured" not in errors.getvalue()
+    assert "failed" not in errors.getvalue()
 
 
 def test_a_failing_piece_of_work_is_logged_with_page_and_line(site: Path, loop: str) -> None:

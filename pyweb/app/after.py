@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from pyweb import runtime
+from pyweb import forms, runtime
 
 __all__ = ["AfterWork", "AfterWorkFull", "Batch", "WORK", "DEFAULT_LIMIT", "DEFAULT_GRACE"]
 
@@ -49,7 +49,7 @@ class AfterWorkFull(RuntimeError):
 
 
 class _Item:
-    __slots__ = ("fn", "args", "page", "line", "scope")
+    __slots__ = ("fn", "args", "page", "line", "scope", "conn")
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], page: str, line: int | None):
         self.fn = fn
@@ -57,6 +57,9 @@ class _Item:
         self.page = page
         self.line = line
         self.scope: Any = None  # its cancel scope while it runs
+        # The page's conn, as current_conn() gave it: the work runs as part of its page, so
+        # what a page finds through it (the site's default database) the work finds too.
+        self.conn = forms.current_page.get(None)
 
     def where(self) -> str:
         name = getattr(self.fn, "__qualname__", repr(self.fn))
@@ -130,6 +133,8 @@ class AfterWork:
     async def _run(self, item: _Item) -> None:
         rt = runtime.current()
         self.running.add(item)
+        if item.conn is not None:  # (this task's own context: no other task sees it)
+            forms.current_page.set(item.conn)
         try:
             with rt.CancelScope() as scope:
                 item.scope = scope
