@@ -31,6 +31,7 @@ __all__ = [
     "to_thread",
     "csrf_field",
     "csrf_token",
+    "static_url",
     "forms",
     "html",
     "auth",
@@ -53,6 +54,7 @@ _EXPORTS = {
     "trap": ("pyweb.app.traps", "trap"),
     "csrf_field": ("pyweb.app.csrf", "csrf_field"),
     "csrf_token": ("pyweb.app.csrf", "csrf_token"),
+    "static_url": ("pyweb.app.staticurl", "static_url"),
     "to_thread": ("pyweb.app.blocking", "to_thread"),
     "every": ("pyweb.jobs.job", "every"),
     "daily": ("pyweb.jobs.job", "daily"),
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
     from pyweb.app.cors import CORS
     from pyweb.app.csrf import csrf_field, csrf_token
     from pyweb.app.services import service
+    from pyweb.app.staticurl import static_url
     from pyweb.app.traps import trap
     from pyweb.app.websockets import websocket
     from pyweb.jobs.job import daily, every, weekly

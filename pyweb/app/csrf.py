@@ -26,6 +26,14 @@ Putting the token in a form:
 Exemptions: the setting ``csrf_exempt`` (URL patterns, as for traps: ``"/api/*"``) and
 ``@service(..., csrf=False)``, for APIs authenticated by a token rather than a cookie.
 
+Masked per response (BREACH): the session's token is a secret that never appears in a page
+as it is. Each :func:`csrf_token` (and so each hidden field) is the secret XOR-ed with a
+fresh random mask, the mask written before it (:func:`mask`), so no two pages carry the
+same token and a compressed page's size tells an attacker nothing about the secret
+(Django masks its tokens the same way). The check unmasks (:func:`unmask`); a token sent
+as the bare secret, the form of a page rendered before masking, is accepted too: it is
+the same secret, and accepting it leaks nothing.
+
 Where the token is kept (docs/csrf.md, "Where the token lives"): in the visitor's session
 when there is one (a stored session, or one the page stores now). A first visit with no
 session gets a random token in a cookie of its own instead, ``pyweb_csrf``, signed with the
@@ -37,6 +45,8 @@ session is checked against the session's token only, as before.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hmac
 import secrets
 from fnmatch import fnmatchcase
@@ -57,6 +67,8 @@ __all__ = [
     "is_unsafe",
     "matches",
     "missing_token",
+    "mask",
+    "unmask",
 ]
 
 FIELD = "csrf_token"
@@ -85,10 +97,42 @@ def is_unsafe(method: str) -> bool:
 
 
 def csrf_token(conn: Conn | None = None) -> str:
-    """The browser's CSRF token: its session's (made on first use), or, for a browser with
-    no session, the token of its ``pyweb_csrf`` cookie (made on first use, and the cookie
-    sent with the response unless the page stores a session after all)."""
-    conn = conn or current_conn()
+    """The browser's CSRF token, masked afresh on each call (see the module doc): what a
+    page writes into a form or hands to JavaScript. The secret under it is the session's
+    (made on first use), or, for a browser with no session, the token of its
+    ``pyweb_csrf`` cookie (made on first use, and the cookie sent with the response unless
+    the page stores a session after all)."""
+    return mask(_secret(conn or current_conn()))
+
+
+def mask(secret: str) -> str:
+    """``secret`` masked with fresh random bytes: URL-safe base64 of the mask followed by
+    the secret XOR the mask (twice the secret's length, before base64)."""
+    plain = secret.encode("ascii")
+    pad = secrets.token_bytes(len(plain))
+    masked = bytes(a ^ b for a, b in zip(plain, pad, strict=True))
+    return base64.urlsafe_b64encode(pad + masked).rstrip(b"=").decode("ascii")
+
+
+def unmask(sent: str) -> str:
+    """The secret under a token :func:`mask` made; any other string as it is (the bare
+    secret of a page rendered before tokens were masked, or a wrong token: the check
+    compares either with the secret)."""
+    if len(sent) < 80:  # a secret is 43 characters, its masked form 115
+        return sent
+    try:
+        raw = base64.urlsafe_b64decode(sent + "=" * (-len(sent) % 4))
+    except (binascii.Error, ValueError):
+        return sent
+    half, odd = divmod(len(raw), 2)
+    if odd:
+        return sent
+    pad, masked = raw[:half], raw[half:]
+    return bytes(a ^ b for a, b in zip(masked, pad, strict=True)).decode("latin-1")
+
+
+def _secret(conn: Conn) -> str:
+    """The session's (or the CSRF cookie's) token itself, unmasked."""
     session = conn.session
     token = session.get(_KEY)
     if isinstance(token, str):
@@ -176,7 +220,7 @@ def missing_token(conn: Conn) -> str | None:
     is read from the header or from the body's form only: on an unsafe method ``conn.form``
     holds the body alone (never the query string; see :class:`~pyweb.app.conn.Conn`)."""
     sent = conn.headers.get(HEADER) or conn.form.get(FIELD)
-    if not sent or not isinstance(sent, str):
+    if not sent or not isinstance(sent, str) or not sent.isascii():
         return (
             f"this {conn.method} carries no CSRF token (the form field {FIELD} or the "
             f"header X-CSRF-Token)"
@@ -191,7 +235,7 @@ def missing_token(conn: Conn) -> str | None:
             f"this {conn.method} carries a CSRF token but the browser has no session it "
             f"belongs to (no session or CSRF cookie, or the session expired)"
         )
-    if not hmac.compare_digest(sent.encode(), expected.encode()):
+    if not hmac.compare_digest(unmask(sent).encode("latin-1"), expected.encode()):
         return f"this {conn.method} carries a CSRF token that is not this session's"
     return None
 

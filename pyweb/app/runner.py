@@ -23,7 +23,7 @@ from pyweb import forms
 from pyweb.handler import Context
 from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
-from pyweb.protocol.response import Response
+from pyweb.protocol.response import Fragments, Response
 
 from . import blocking, csrf, interrupt, pages
 from .apierrors import wants_json
@@ -32,9 +32,19 @@ from .cors import CORS
 from .csrf import SAFE_METHODS
 from .errorpages import ErrorPages, _log, _refusal
 from .formdata import FormDataError, FormLimits, MultiDict, form_from, is_form_body, read_form
+from .guards import (
+    compress,
+    deadline,
+    headers,
+    methods,
+    regions,
+    sessions,
+    traps,
+    unawaited,
+    watchdog,
+)
 from .guards import cors as cors_guard
 from .guards import csrf as csrf_guard
-from .guards import deadline, headers, methods, regions, sessions, traps, unawaited, watchdog
 from .services import JSONFieldErrors, Service
 from .sessions import SessionStore
 from .traps import Trap
@@ -64,6 +74,8 @@ class Runner(ErrorPages):
     _other_extra: list[tuple[str, str]]
     _html_last: tuple[str, str] | None
     _other_last: tuple[str, str] | None
+    _compress_at: int
+    """``compress_min_size`` with compression on, 0 with it off: the runner's one test."""
 
     def run_page(
         self,
@@ -125,9 +137,8 @@ class Runner(ErrorPages):
         conn.watchdog = watchdog.before()  # guard: watchdog
         conn_token = _current.set(conn)
         site_regions = self.regions
-        slot = None
-        if site_regions is not None:  # guard: regions (a site served with regions=False has none)
-            slot = regions.before(site_regions)
+        # (a site served with regions=False has none; one expression keeps C901 at 12)
+        slot = None if site_regions is None else regions.before(site_regions)  # guard: regions
         try:
             response: Response
             if slot is None:
@@ -149,7 +160,10 @@ class Runner(ErrorPages):
             if conn.files is not _EMPTY and conn.files:
                 close_all(conn.files.multi_items())  # uploads not moved: their files go
             _current.reset(conn_token)
-        return self._page_answer(ctx, conn, page, response, found, scope)
+        answer = self._page_answer(ctx, conn, page, response, found, scope)
+        if type(answer) is CoroutineType:  # compressed in a worker thread (a large body, a file)
+            return await answer  # type: ignore[no-any-return]
+        return answer  # type: ignore[return-value]
 
     def _page_answer(
         self,
@@ -159,10 +173,11 @@ class Runner(ErrorPages):
         response: Response,
         found: Any,
         scope: dict[str, Any] | None,
-    ) -> Response:
+    ) -> Response | Coroutine[Any, Any, Response]:
         """The ``after`` steps of the guards, the inner ones first, once the page has left
         its region (``found``: what the region found, if anything). A script's globals
-        (``scope``) are emptied once its reply is done: they hold conn."""
+        (``scope``) are emptied once its reply is done: they hold conn. A coroutine when
+        the body is compressed in a worker thread."""
         if scope is not None:
             if type(response) is Response and type(response.body) is bytes:
                 scope.clear()  # (the usual reply: pages.end_scope's case without its call)
@@ -178,8 +193,15 @@ class Runner(ErrorPages):
             # Made by conn for this request, so no one else holds it: its security headers
             # go in place (no second Response per request).
             response.headers.extend(headers.missing(self, response.headers))
-            return response
-        return headers.after(self, response)
+        else:
+            response = headers.after(self, response)
+        body = response.body
+        at = self._compress_at
+        if at and (  # guard: compress (a small body, the usual page's, costs this test)
+            (type(body) is not bytes and type(body) is not Fragments) or len(body) >= at
+        ):
+            return compress.after(self, ctx.request, response)
+        return response
 
     def _conn(
         self,

@@ -30,6 +30,7 @@ from . import pages, unawaited
 from .cors import CORS
 from .formdata import FormLimits
 from .guards import headers
+from .guards.compress import FileCodings
 from .loader import Problem, SiteError
 from .routes import Router
 from .routing import _FILE, Routing, _hidden
@@ -78,6 +79,9 @@ class Site(Routing):
         cors_credentials: bool = False,
         cors_max_age: int | None = None,
         openapi: bool = False,
+        compress: bool = True,
+        compress_min_size: int = 1024,
+        static_cache_control: str | None = "no-cache",
     ) -> None:
         if not os.path.isdir(root):
             raise NotADirectoryError(f"site directory {os.fspath(root)!r} does not exist")
@@ -133,9 +137,23 @@ class Site(Routing):
         # _secure's lists: it is not looked at again (the page path secures in place).
         self._html_last = self._html_extra[-1] if self._html_extra else None
         self._other_last = self._other_extra[-1] if self._other_extra else None
+        if not isinstance(compress_min_size, int) or compress_min_size < 0:
+            raise ValueError(
+                f"compress_min_size is a number of bytes, 0 or more, got {compress_min_size!r}"
+            )
+        self.compress_min_size = compress_min_size
+        """Answers smaller than this are sent as they are (:mod:`pyweb.app.guards.compress`)."""
+        self._compress_at = max(compress_min_size, 1) if compress else 0
+        self.file_codings = FileCodings()
+        """Static files compressed on the fly, kept until they change."""
         # A file's answer ends with these lists' own fields, so _secure passes it as it is.
         self.static = StaticFiles(
-            self.root, hidden=_hidden, dev=dev, extra_headers=(self._html_extra, self._other_extra)
+            self.root,
+            hidden=_hidden,
+            dev=dev,
+            extra_headers=(self._html_extra, self._other_extra),
+            precompressed=compress,
+            cache_control=static_cache_control,
         )
         self._display_base = os.path.dirname(self.root)
         self.templates: Templates | None = None
@@ -202,6 +220,9 @@ class Site(Routing):
         "cors_credentials",
         "cors_max_age",
         "openapi",
+        "compress",
+        "compress_min_size",
+        "static_cache_control",
     )
     """The server settings (``ServerConfig`` fields, ``pyweb.toml`` keys) a Site takes."""
 

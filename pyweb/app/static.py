@@ -19,7 +19,18 @@ What it implements, with the RFC sections:
   several ranges are ignored (a full ``200``, which §14.2 allows); ``If-Range`` that does
   not match also gives the full ``200``;
 * directories: ``/dir/`` serves ``/dir/index.html``; ``/dir`` redirects (301) to ``/dir/``;
-  a directory without an index answers ``None`` (the caller 404s): no listings.
+  a directory without an index answers ``None`` (the caller 404s): no listings;
+* caching (RFC 9111 §5.2.2): every answer for a file carries ``Cache-Control`` (the
+  ``static_cache_control`` setting; ``no-cache`` by default: kept, revalidated with the
+  ETag on each use); an address made by :func:`pyweb.static_url` (``/style.css?v=HASH``,
+  :mod:`pyweb.app.staticurl`) whose hash is the file's content's gets
+  :data:`IMMUTABLE` instead: a changed file has a new address;
+* precompressed files (RFC 9110 §8.4): for a client whose ``Accept-Encoding`` allows it, a
+  ``style.css.br`` or ``style.css.gz`` beside ``style.css`` (a regular file, not a
+  symlink, no older than the file) is sent instead, with ``Content-Encoding``, ``Vary``
+  and an ETag of its coding (:mod:`pyweb.app.compression`); a ``304`` recognises those
+  tags too. Ranges are always served on the file itself. Everything else is compressed,
+  if at all, by the compression guard (:mod:`pyweb.app.guards.compress`).
 
 Safety, the part to read carefully. The URL path is percent-decoded exactly once and then:
 
@@ -57,6 +68,7 @@ query string is ignored.
 
 from __future__ import annotations
 
+import hashlib
 import mimetypes
 import os
 import re
@@ -70,7 +82,20 @@ from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.messages import Request
 from pyweb.protocol.response import FileBody, Response
 
-__all__ = ["StaticFiles", "content_type_for", "CONTENT", "NOT_CONTENT", "is_content_name"]
+from . import compression
+
+__all__ = [
+    "StaticFiles", "content_type_for", "content_hash", "CONTENT", "NOT_CONTENT",
+    "IMMUTABLE", "is_content_name",
+]  # fmt: skip
+
+IMMUTABLE = "public, max-age=31536000, immutable"
+"""``Cache-Control`` of an address whose hash names the content (RFC 8246): a year, and
+no revalidation on reload: the content of that address never changes."""
+
+_sites: dict[str, StaticFiles] = {}
+"""Real root → the latest StaticFiles serving it, for :func:`pyweb.static_url`."""
+_hashes: dict[tuple[str, int, int, int], str] = {}
 
 CONTENT: frozenset[str] = frozenset((
     # pages, styles, scripts
@@ -218,22 +243,46 @@ def _parse_http_date(value: str) -> int | None:
         return None
 
 
-def _etag_matches(header: str, etag: str) -> bool:
-    """Weak comparison of ``etag`` against an ``If-None-Match`` list (RFC 9110 §13.1.2).
+def _etag_matches(header: str, etag: str) -> str | None:
+    """Weak comparison of ``etag`` against an ``If-None-Match`` list (RFC 9110 §13.1.2):
+    the matching tag, or None.
 
     Weak comparison ignores the ``W/`` prefix on both sides; ``*`` matches any current
-    representation (the file exists, or we would not be here).
+    representation (the file exists, or we would not be here). A tag of one of the file's
+    codings (``"...-br"``, :func:`~pyweb.app.compression.coded_etag`) matches too, and is
+    the one returned: the client's copy is that coding's.
     """
     tag = etag[2:] if etag.startswith("W/") else etag
     for candidate in header.split(","):
         candidate = candidate.strip()
         if candidate == "*":
-            return True
+            return etag
         if candidate.startswith("W/"):
             candidate = candidate[2:]
         if candidate == tag:
-            return True
-    return False
+            return etag
+        if candidate.endswith('-br"') or candidate.endswith('-gzip"'):
+            uncoded, coding = compression.uncoded_etag(candidate)
+            if uncoded == tag and coding is not None:
+                return compression.coded_etag(etag, coding)
+    return None
+
+
+def content_hash(real: str, st: os.stat_result) -> str:
+    """The first 12 hex digits of the SHA-256 of the file at ``real`` (``st``: its stat),
+    computed once per version of the file."""
+    key = (real, st.st_ino, st.st_size, st.st_mtime_ns)
+    found = _hashes.get(key)
+    if found is None:
+        digest = hashlib.sha256()
+        with open(real, "rb") as f:
+            for block in iter(lambda: f.read(1 << 16), b""):
+                digest.update(block)
+        found = digest.hexdigest()[:12]
+        if len(_hashes) >= 4096:
+            _hashes.clear()
+        _hashes[key] = found
+    return found
 
 
 def _parse_range(header: str, size: int) -> tuple[int, int] | None | bool:
@@ -290,7 +339,7 @@ class StaticFiles:
 
     __slots__ = (
         "root", "index_files", "dev", "_prefix", "_resolved", "_validators", "_not_content",
-        "_content", "_hidden", "_html_extra", "_other_extra",
+        "_content", "_hidden", "_html_extra", "_other_extra", "_precompressed", "_cache_control",
     )  # fmt: skip
 
     def __init__(
@@ -303,6 +352,8 @@ class StaticFiles:
         content: frozenset[str] | set[str] = CONTENT,
         hidden: Callable[[str], bool] | None = None,
         extra_headers: tuple[list[tuple[str, str]], list[tuple[str, str]]] = ([], []),
+        precompressed: bool = True,
+        cache_control: str | None = None,
     ):
         """``content``: the suffixes served (:data:`CONTENT`, lower case, with the dot).
         ``not_content``: file-name patterns never served (:data:`NOT_CONTENT`).
@@ -310,7 +361,10 @@ class StaticFiles:
         places a caller keeps private (a site's ``templates/`` and ``data/``).
         ``extra_headers``: fields every answer for a file ends with, ``(for an HTML file,
         for any other answer)``: a site's security headers, added here to the list the
-        answer is built in rather than to a copy of it afterwards."""
+        answer is built in rather than to a copy of it afterwards.
+        ``precompressed``: serve ``NAME.br``/``NAME.gz`` beside ``NAME`` to a client that
+        accepts the coding. ``cache_control``: the ``Cache-Control`` of every file's answer
+        (None: none; a :func:`pyweb.static_url` address gets :data:`IMMUTABLE`)."""
         # Resolved once: every served path is compared against the real root.
         self.root = os.path.realpath(os.fspath(root))
         if not os.path.isdir(self.root):
@@ -323,6 +377,10 @@ class StaticFiles:
         self._content = frozenset(_suffix(s) for s in content)
         self._hidden = hidden
         self._html_extra, self._other_extra = extra_headers
+        self._precompressed = precompressed
+        if cache_control is not None and any(c in cache_control for c in "\r\n\x00"):
+            raise ValueError(f"cache_control cannot hold CR, LF or NUL: {cache_control!r}")
+        self._cache_control = cache_control
         self._prefix = self.root if self.root.endswith(os.sep) else self.root + os.sep
         # URL path on disk -> (path to stat, st_dev, st_ino, checked real path); see respond.
         self._resolved: dict[str, tuple[str, int, int, str]] = {}
@@ -330,6 +388,7 @@ class StaticFiles:
         # the strings that describe one version of a file, formatted once per version
         # instead of once per request (a changed file has a new key).
         self._validators: dict[tuple[str, int, int, int], tuple[str, int, str, str]] = {}
+        _sites[self.root] = self
 
     def respond(self, request: Request) -> Response | None:
         method = request.method
@@ -493,9 +552,14 @@ class StaticFiles:
             self._validators[key] = cached
         etag, mtime, last_modified, content_type = cached
         headers = [("ETag", etag), ("Last-Modified", last_modified)]
+        cache_control = self._cache_control
+        if request.query and _names_content(request.query, real, st):  # a static_url address
+            cache_control = IMMUTABLE
+        if cache_control is not None:
+            headers.append(("Cache-Control", cache_control))
 
-        # One pass over the header list instead of five request.header() scans.
-        if_none_match = if_modified_since = range_value = if_range = None
+        # One pass over the header list instead of six request.header() scans.
+        if_none_match = if_modified_since = range_value = if_range = accept_encoding = None
         for name, value in request.headers:
             if name == "if-none-match":
                 if_none_match = value
@@ -505,10 +569,16 @@ class StaticFiles:
                 range_value = value
             elif name == "if-range":
                 if_range = value
+            elif name == "accept-encoding":
+                accept_encoding = value
 
         # RFC 9110 §13.2.2: If-None-Match first; If-Modified-Since only without it.
         if if_none_match is not None:
-            if _etag_matches(if_none_match, etag):
+            matched = _etag_matches(if_none_match, etag)
+            if matched is not None:
+                if matched != etag:  # the client holds one of the file's codings
+                    headers[0] = ("ETag", matched)
+                    headers.append(("Vary", "Accept-Encoding"))
                 return Response(304, [*headers, *self._other_extra], b"")  # (no type: not HTML)
         elif if_modified_since is not None:
             since = _parse_http_date(if_modified_since)
@@ -534,8 +604,31 @@ class StaticFiles:
                 headers.append(("Content-Range", f"bytes {first}-{last}/{size}"))
                 headers.extend(extra)
                 return Response(206, headers, FileBody(real, first, last - first + 1))
+        if accept_encoding and self._precompressed and compression.compressible(content_type):
+            coded = _precompressed(real, st, accept_encoding)
+            if coded is not None:
+                path, length, coding = coded
+                headers[0] = ("ETag", compression.coded_etag(etag, coding))
+                headers[-1] = ("Content-Encoding", coding)  # (in place of Accept-Ranges)
+                headers.append(("Vary", "Accept-Encoding"))
+                headers.extend(extra)
+                return Response(200, headers, FileBody(path, 0, length))
         headers.extend(extra)
         return Response(200, headers, FileBody(real, 0, size))
+
+    def url_version(self, url_path: str) -> str:
+        """The content hash of the file a GET of ``url_path`` would serve (for
+        :func:`pyweb.static_url`); ValueError naming the path when none would be."""
+        request = Request("HEAD", url_path, "1.1", [], path=url_path)
+        response = self.respond(request)
+        body = response.body if response is not None else None
+        if response is None or response.status != 200 or not isinstance(body, FileBody):
+            raise ValueError(
+                f"static_url({url_path!r}): no static file is served at that address "
+                f"(from {self.root!r})"
+            )
+        real = os.path.realpath(body.path)
+        return content_hash(real, os.stat(real))
 
     @staticmethod
     def _if_range_ok(if_range: str | None, etag: str, mtime: int) -> bool:
@@ -546,3 +639,28 @@ class StaticFiles:
         if if_range.startswith('"') or if_range.startswith("W/"):
             return if_range == etag  # strong comparison: a weak tag never matches
         return _parse_http_date(if_range) == mtime
+
+
+def _names_content(query: str, real: str, st: os.stat_result) -> bool:
+    """Whether the query is a :func:`pyweb.static_url` address's ``v=HASH`` of this version
+    of the file (another hash is an old address: the file is served, but not immutable)."""
+    for item in query.split("&"):
+        if item.startswith("v="):
+            return item[2:] == content_hash(real, st)
+    return False
+
+
+def _precompressed(real: str, st: os.stat_result, accept_encoding: str) -> tuple[str, int, str] | None:
+    """``(path, size, coding)`` of a precompressed twin of the file at ``real`` in a coding
+    ``accept_encoding`` allows, best first, or None. A twin counts if it is a regular file
+    (``lstat``: a symlink could lead out of the site) no older than the file itself (an
+    older one is stale: the file was edited after it was compressed)."""
+    for coding in compression.accepted(accept_encoding):
+        path = real + compression.SUFFIXES[coding]
+        try:
+            twin = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(twin.st_mode) and twin.st_mtime_ns >= st.st_mtime_ns and twin.st_size:
+            return path, twin.st_size, coding
+    return None

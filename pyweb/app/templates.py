@@ -10,8 +10,9 @@ separate folder keeps them apart from static ``.html`` files, which are sent wit
 source stays private.
 
 Every template sees ``conn`` (the request, :mod:`pyweb.app.conn`), ``form`` (its form
-variables), ``files`` and ``csrf_field()`` (the hidden field a POST form must carry,
-:mod:`pyweb.app.csrf`). A script can render one too: ``conn.return_template("list.html",
+variables), ``files``, ``csrf_field()`` (the hidden field a POST form must carry,
+:mod:`pyweb.app.csrf`) and ``static_url(path)`` (a static file's content-hashed address,
+:mod:`pyweb.app.staticurl`). A script can render one too: ``conn.return_template("list.html",
 rows=rows)``. Two settings matter:
 
 * ``autoescape=True``: ``{{ name }}`` is HTML-escaped, so user input cannot inject markup;
@@ -66,12 +67,14 @@ class Templates:
     def render(self, name: str, conn: Any, context: dict[str, Any]) -> str:
         template = self.env.get_template(name)
         from .csrf import csrf_field
+        from .staticurl import static_url
 
         return template.render(
             conn=conn,
             form=conn.form,
             files=conn.files,
             csrf_field=lambda: csrf_field(conn),
+            static_url=lambda path: static_url(path, conn),
             **context,
         )
 

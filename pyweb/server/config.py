@@ -86,6 +86,17 @@ def header_value(text: str) -> str | None:
     return None if text in ("", "none") else text
 
 
+def byte_count(text: str) -> int:
+    """A size in bytes, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"not a whole number of bytes: {text!r}") from None
+    if value < 0:
+        raise ValueError(f"must be 0 or more bytes, got {value}")
+    return value
+
+
 def max_age(text: str) -> int | None:
     """HSTS max-age in seconds; 0 or ``none`` means no header."""
     if text.strip() == "none":
@@ -515,6 +526,27 @@ class ServerConfig:
         "send Strict-Transport-Security: max-age=S (only behind https; default: not sent)",
         parse=max_age,
         metavar="S",
+        group="site",
+    )
+    compress: bool = setting(
+        True,
+        "gzip or brotli for text answers and static files a client accepts (on by default; "
+        "--no-compress or false in pyweb.toml turns it off)",
+        group="site",
+    )
+    compress_min_size: int = setting(
+        1024,
+        "answers smaller than this many bytes are sent uncompressed (default: {default})",
+        parse=byte_count,
+        metavar="BYTES",
+        group="site",
+    )
+    static_cache_control: str | None = setting(
+        "no-cache",
+        "Cache-Control of static files (default: {default}: kept, revalidated on each use; "
+        "none: leave it out); a static_url() address is always immutable",
+        parse=header_value,
+        metavar="VALUE",
         group="site",
     )
 

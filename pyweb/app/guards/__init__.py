@@ -23,7 +23,19 @@ decisions, the marked lines, for every kind of route.
 
 from __future__ import annotations
 
-from . import cors, csrf, deadline, headers, methods, regions, sessions, traps, unawaited, watchdog
+from . import (
+    compress,
+    cors,
+    csrf,
+    deadline,
+    headers,
+    methods,
+    regions,
+    sessions,
+    traps,
+    unawaited,
+    watchdog,
+)
 
 __all__ = ["GUARDS"]
 
@@ -38,4 +50,5 @@ GUARDS = (
     deadline,  # the page stopped after page_timeout seconds: 503
     unawaited,  # after: a coroutine the page dropped without await: 500 naming the line
     headers,  # after: the security headers (HSTS over https only)
+    compress,  # after: the body gzip- or brotli-encoded for a client that accepts it
 )
