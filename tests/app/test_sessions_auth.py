@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pyweb import auth, signing
+from pyweb.app.csrf import unmask
 from pyweb.app.sessions import Session
 from pyweb.app.site import Site
 from pyweb.testing import serve
@@ -461,7 +462,9 @@ def test_token_from_form_field_header_html_form_and_template(site):
         token = csrf_token(client, "/form")  # pyweb.html.FORM(method="post") added it
         assert client.post("/echo", {"x": "a", "csrf_token": token}).text == "got a"
         assert client.post("/echo", {"x": "b"}, headers={"X-CSRF-Token": token}).text == "got b"
-        assert token_from(client.get("/tform").text) == token  # {{ csrf_field() }}
+        # {{ csrf_field() }}: the same secret, masked afresh for each page (BREACH)
+        again = token_from(client.get("/tform").text)
+        assert again != token and unmask(again) == unmask(token)
         wrong = client.post("/echo", {"x": "c", "csrf_token": token[:-1] + "x"})
         assert wrong.status == 403 and "not this session" in wrong.text
     with serve(root) as other:  # another browser's token is not this one's
@@ -479,15 +482,16 @@ def test_first_visit_token_is_a_signed_cookie_not_a_stored_session(site):
         assert response.headers["cache-control"] == "private, no-store"
         token = token_from(response.text)
         signed = client.cookies["pyweb_csrf"]
-        assert signing.signer("pyweb.csrf").unsign(signed).decode() == token
-        again = client.get("/form")  # the same token while the browser keeps the cookie
-        assert token_from(again.text) == token and again.headers.get_all("set-cookie") == []
+        assert signing.signer("pyweb.csrf").unsign(signed).decode() == unmask(token)
+        again = client.get("/form")  # the same secret while the browser keeps the cookie
+        assert unmask(token_from(again.text)) == unmask(token)
+        assert again.headers.get_all("set-cookie") == []
         assert client.post("/echo", {"x": "a", "csrf_token": token}).text == "got a"
         assert "pyweb_session" not in client.cookies
         # The cookie must be this site's signature for this use: a changed one, or a
         # session id's signed value, is no token.
         for cookie in (("B" if signed[0] == "A" else "A") + signed[1:],  # another value
-                       signing.signer("pyweb.session").sign(token).decode()):  # fmt: skip
+                       signing.signer("pyweb.session").sign(unmask(token)).decode()):  # fmt: skip
             refused = client.post(
                 "/echo", {"x": "b", "csrf_token": token}, headers={"Cookie": f"pyweb_csrf={cookie}"}
             )
