@@ -71,9 +71,17 @@ class Client:
             urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), _NoRedirect()
         )
 
-    def request(self, method: str, path: str, form: dict[str, str] | None = None):
+    def request(
+        self,
+        method: str,
+        path: str,
+        form: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         data = urllib.parse.urlencode(form).encode() if form is not None else None
         req = urllib.request.Request(self.base + path, data=data, method=method)
+        for name, value in (headers or {}).items():
+            req.add_header(name, value)
         try:
             with self.opener.open(req, timeout=10) as r:
                 return r.status, dict(r.headers), r.read()
@@ -183,6 +191,24 @@ def test_static_files_error_pages_head_and_form_errors(asgi_server: Client) -> N
     assert status == 400 and b"n" in body
     status, _, body = asgi_server.request("GET", "/svc/mul?n=3")
     assert status == 200 and b"<td>9</td>" in body
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br"])
+def test_compressed_files_and_pages_under_the_asgi_server(asgi_server: Client, coding: str) -> None:
+    """The compression guard runs in the pipeline the ASGI adapter serves too."""
+    import gzip
+
+    import brotli
+
+    decode = gzip.decompress if coding == "gzip" else brotli.decompress
+    css = (PAGES / "style.css").read_bytes()
+    status, headers, body = asgi_server.request("GET", "/style.css", headers={"Accept-Encoding": coding})
+    assert status == 200 and headers["content-encoding"] == coding and decode(body) == css
+    assert "Accept-Encoding" in headers["vary"]
+    _, plain, page = asgi_server.request("GET", "/svc/mul?n=30")  # a page of 30 rows
+    assert len(page) > 1024 and "content-encoding" not in plain
+    _, headers, body = asgi_server.request("GET", "/svc/mul?n=30", headers={"Accept-Encoding": coding})
+    assert headers["content-encoding"] == coding and decode(body) == page
 
 
 def test_a_page_waiting_on_client_gone_ends_when_the_client_leaves(asgi_server: Client) -> None:
