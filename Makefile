@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade test-notebooks-extra
+.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-compression bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade test-notebooks-extra
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -160,6 +160,11 @@ bench-regions: dev
 ## cache, or Redis with BENCH_SESSIONS_ARGS="--cache redis://127.0.0.1:6379/0")
 bench-sessions: dev
 	$(PY) benchmarks/bench_sessions.py $(BENCH_SESSIONS_ARGS)
+
+## what gzip and brotli cost per response size (1 KiB to 1 MiB), beside the same page
+## uncompressed and page-hello with and without Accept-Encoding (wrk, the same run)
+bench-compression: dev
+	$(PY) benchmarks/bench_compression.py $(BENCH_COMPRESSION_ARGS)
 
 ## scheduled jobs: the overhead per due job (file and Redis leases), and conn.after per request
 ## beside page-hello, in-process on trio and asyncio
