@@ -63,7 +63,7 @@ a small table remembers the checked real path for as long as a ``stat`` through 
 path reaches the same inode (docs/static-files.md, "Speed").
 
 Only GET and HEAD are handled; for any other method ``respond`` returns ``None``. The
-query string is ignored.
+query string is ignored, but for the ``v=`` of a :func:`pyweb.static_url` address.
 """
 
 from __future__ import annotations
