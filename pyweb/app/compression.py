@@ -36,6 +36,7 @@ __all__ = [
     "add_vary",
     "GZIP_LEVEL",
     "BROTLI_QUALITY",
+    "BROTLI_FROM",
 ]
 
 brotli: Any
@@ -53,9 +54,16 @@ SUFFIXES = {"br": ".br", "gzip": ".gz"}
 
 GZIP_LEVEL = 6
 """zlib's default: most of level 9's gain at a third of its cost."""
-BROTLI_QUALITY = 4
-"""Brotli's quality 4 is about as fast as gzip 6 and smaller; 11, the package's default,
-costs a hundred times more and belongs to files compressed once, ahead of time."""
+BROTLI_QUALITY = 2
+"""Brotli's quality 2: on a 100 KiB page smaller than gzip 6 by 45 % and faster. Its
+encoder allocates tables of 256 KiB and more per call, which the server's malloc setting
+(:func:`pyweb.server.budget.give_big_buffers_back`) maps and unmaps each time: about
+100 µs per call whatever the size, so a small body goes out in gzip (:data:`BROTLI_FROM`).
+11, the package's default, belongs to files compressed once, ahead of time."""
+BROTLI_FROM = 64 * 1024
+"""A body made per request is brotli-encoded from this size on when the client also takes
+gzip; below it gzip costs less CPU (docs/performance.md). A static file's coding is made
+once and kept, so it is brotli at any size."""
 
 # Media types that shrink, besides every text/* type. An allow-list: a type nobody
 # listed (image/png, application/zip, font/woff2) is already compressed or unknown.

@@ -16,8 +16,10 @@ call: the runner makes each guard's cheap test itself (an attribute, the method'
 on a line marked ``# guard: NAME``, and calls the guard's step only when the test says it
 has work. A route no CORS policy covers is not looked at for one, a GET without a query,
 cookie or body loads no session and checks no token, a service that takes the method
-refuses nothing, a site without traps runs none, a page that never awaits gets no deadline, a page that dropped no coroutine and held no loop is not
-looked at again (docs/performance.md has the measurement). The table test records these
+refuses nothing, a site without traps runs none, a page that never awaits gets no
+deadline, a page that dropped no coroutine and held no loop is not looked at again, a body
+under ``compress_min_size`` is not compressed (docs/performance.md has the measurement).
+The table test records these
 decisions, the marked lines, for every kind of route.
 """
 
