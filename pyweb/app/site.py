@@ -18,6 +18,7 @@ A site is three layers, one module each:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
@@ -143,7 +144,7 @@ class Site(Routing):
             )
         self.compress_min_size = compress_min_size
         """Answers smaller than this are sent as they are (:mod:`pyweb.app.guards.compress`)."""
-        self._compress_at = max(compress_min_size, 1) if compress else 0
+        self._compress_at = compress_min_size if compress else sys.maxsize
         self.file_codings = FileCodings()
         """Static files compressed on the fly, kept until they change."""
         # A file's answer ends with these lists' own fields, so _secure passes it as it is.

@@ -55,7 +55,11 @@ def after(
     when the work goes to a worker thread (a large body, a file)."""
     body = response.body
     size = _size(body) if response.status == 200 else None
-    if size is None or size < site.compress_min_size or not _may_encode(response.headers):
+    if (
+        size is None
+        or size < site._compress_at  # (larger than any body with compression off)
+        or not _may_encode(response.headers)
+    ):
         return response
     coding = _coding(request.header("accept-encoding"), size, type(body) is FileBody)
     if coding is None:  # (a cache must still know the answer depends on the header)
