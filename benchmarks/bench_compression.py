@@ -9,8 +9,14 @@ without ``Accept-Encoding`` (the page as it is: the baseline), with ``gzip``, an
 same size, and with the bytes each answer puts on the wire. ``page-hello`` is asked with
 and without ``Accept-Encoding`` too: a body under ``compress_min_size`` must cost nothing.
 
+``--cpu`` measures instead what each encoder costs in CPU time (``time.thread_time``, which
+a busy machine disturbs far less than wall time) inside a page of a running server, where
+its malloc setting holds (``pyweb.server.budget.give_big_buffers_back``): gzip 6 and brotli
+at qualities 1 to 5, per size. It is what chose ``BROTLI_QUALITY`` and ``BROTLI_FROM``
+(``pyweb.app.compression``).
+
 Usage: .venv/bin/python benchmarks/bench_compression.py [--seconds 5] [--rounds 3]
-       [--sizes 1024,10240,102400,1048576] [--short]
+       [--sizes 1024,10240,102400,1048576] [--short] [--cpu]
 """
 
 from __future__ import annotations
@@ -40,6 +46,46 @@ def site_files(sizes: list[int]) -> dict[str, str]:
     for size in sizes:
         files[f"p{size}.py"] = f"from _bodies import BODIES\nconn.return_(BODIES[{size}])\n"
     return files
+
+
+CPU_PAGE = """
+import gzip, time
+import brotli
+from _bodies import BODIES
+lines = []
+for size, data in BODIES.items():
+    data = data.encode()
+    window = max(10, min(22, (size - 1).bit_length()))
+    coders = [("gzip 6", lambda: gzip.compress(data, 6, mtime=0))] + [
+        (f"br {q}", lambda q=q: brotli.compress(data, quality=q, lgwin=window)) for q in (1, 2, 3, 4, 5)]
+    for name, code in coders:
+        n = max(3, 200_000 // size)
+        best = min(_time(code, n) for _ in range(3))
+        lines.append(f"{size} {name} {best * 1e6:.0f} {len(code())}")
+conn.return_("\\n".join(lines), content_type="text/plain")
+"""
+CPU_HELPER = """
+import time
+def _time(code, n):
+    start = time.thread_time()
+    for _ in range(n):
+        code()
+    return (time.thread_time() - start) / n
+"""
+
+
+def cpu_table(port: int) -> int:
+    """Print the encoders' CPU time per call, measured by a page of the server."""
+    conn = http.client.HTTPConnection(peers.HOST, port, timeout=600)
+    conn.request("GET", "/cpu")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    print("CPU time per call inside the server's page (time.thread_time, best of 3)")
+    print(f"{'size':>9} {'coder':<7} {'µs':>8} {'bytes':>9}")
+    for line in text.splitlines():
+        size, coder, q, micros, length = line.split()
+        print(f"{int(size):>9,} {coder + ' ' + q:<7} {int(micros):>8,} {int(length):>9,}")
+    return 0
 
 
 def wire_size(port: int, path: str, coding: str | None) -> tuple[int, str]:
@@ -73,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--sizes", default="1024,10240,102400,1048576")
     p.add_argument("--short", action="store_true", help="1 round of 1 s (CI)")
+    p.add_argument("--cpu", action="store_true", help="the encoders' CPU time in the server")
     args = p.parse_args(argv)
     if args.short:
         args.seconds, args.rounds = 1, 1
@@ -84,12 +131,16 @@ def main(argv: list[str] | None = None) -> int:
         site.mkdir()
         for name, text in site_files(sizes).items():
             (site / name).write_text(text)
+        (site / "cpu.py").write_text("from _timing import _time\n" + CPU_PAGE)
+        (site / "_timing.py").write_text(CPU_HELPER)
         command = [sys.executable, "-m", "pyweb", "serve", str(site), "--port", "{port}",
-                   "--access-log", "none"]  # fmt: skip
+                   "--access-log", "none", "--page-timeout", "600"]  # fmt: skip
         server = peers.RunningServer("pyweb", "0", tmp, Path(tmp) / "server.log",
                                      command=command, cwd=peers.ROOT)  # fmt: skip
         try:
             server.wait_ready()
+            if args.cpu:
+                return cpu_table(server.port)
             wire = {sc.name: wire_size(server.port, sc.path, header) for _, _, header, sc in kinds}
             rps: dict[str, list[float]] = {sc.name: [] for *_, sc in kinds}
             for _ in range(args.rounds):

@@ -61,7 +61,7 @@ def after(
         or not _may_encode(response.headers)
     ):
         return response
-    coding = _coding(request.header("accept-encoding"), size, type(body) is FileBody)
+    coding = _coding(request.header("accept-encoding"))
     if coding is None:  # (a cache must still know the answer depends on the header)
         return Response(200, compression.add_vary(response.headers), body)
     if type(body) is FileBody:
@@ -98,16 +98,12 @@ def _may_encode(fields: list[tuple[str, str]]) -> bool:
     return compression.compressible(content_type)
 
 
-def _coding(accept_encoding: str | None, size: int, kept: bool) -> str | None:
-    """The coding to make: the client's first choice this process can make, but gzip for a
-    body under :data:`~pyweb.app.compression.BROTLI_FROM` made per request (not ``kept``)
-    when the client takes gzip too (it costs less CPU there)."""
-    usable = [c for c in compression.accepted(accept_encoding) if c in compression.ENCODERS]
-    if not usable:
-        return None
-    if not kept and size < compression.BROTLI_FROM and "gzip" in usable:
-        return "gzip"
-    return usable[0]
+def _coding(accept_encoding: str | None) -> str | None:
+    """The best coding the client accepts that this process can make."""
+    for coding in compression.accepted(accept_encoding):
+        if coding in compression.ENCODERS:
+            return coding
+    return None
 
 
 def _encoded(response: Response, data: bytes, coding: str) -> Response:
