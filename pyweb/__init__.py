@@ -8,7 +8,7 @@ real-HTTP client for tests and notebooks).
 What a page needs is importable from here::
 
     from pyweb import qq, safe, service, websocket, trap, forms, html, auth, csrf_field, to_thread
-    from pyweb import HTTPError, CORS
+    from pyweb import HTTPError, CORS, WebSocketClosed
 
 The names are loaded on first use, so ``import pyweb`` stays cheap for the server itself.
 """
@@ -26,6 +26,7 @@ __all__ = [
     "safe",
     "service",
     "websocket",
+    "WebSocketClosed",
     "trap",
     "current_conn",
     "to_thread",
@@ -50,6 +51,7 @@ _EXPORTS = {
     "safe": ("pyweb.quot", "safe"),
     "service": ("pyweb.app.services", "service"),
     "websocket": ("pyweb.app.websockets", "websocket"),
+    "WebSocketClosed": ("pyweb.protocol.websocket", "WebSocketClosed"),
     "current_conn": ("pyweb.app.conn", "current_conn"),
     "trap": ("pyweb.app.traps", "trap"),
     "csrf_field": ("pyweb.app.csrf", "csrf_field"),
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
     from pyweb.app.traps import trap
     from pyweb.app.websockets import websocket
     from pyweb.jobs.job import daily, every, weekly
+    from pyweb.protocol.websocket import WebSocketClosed
     from pyweb.quot import Quot, qq, safe
 
 

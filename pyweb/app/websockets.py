@@ -21,8 +21,11 @@ The function receives a :class:`~pyweb.server.websocket.WebSocket` whose ``recv_
 CML event and ``send``/``close`` are calls (see there). The opening handshake is checked
 here (:mod:`pyweb.protocol.websocket`): a plain GET gets 426, a malformed handshake 400, a
 page of another site 403 unless its origin is allowed with ``origins=[...]`` (``"*"``:
-any). ``max_message`` (bytes, 1 MiB), ``ping_interval`` (20 s) and ``close_timeout`` (5 s)
-are per URL; ``headers`` are added to the ``101`` answer.
+any). ``max_message`` (bytes, 1 MiB), ``max_fragments`` (1024), ``ping_interval`` (20 s),
+``close_timeout`` (5 s) and the permessage-deflate ones (``compression``, on;
+``compression_window_bits``, 12; ``compression_no_context_takeover``, off:
+:class:`~pyweb.protocol.websocket.WebSocketOptions`) are per URL; ``headers`` are added to the
+``101`` answer.
 
 The handshake is a request like any other (Channels' ``AuthMiddlewareStack``): the site's
 traps run before it, so under a ``/members/*`` login trap a stranger is sent to the login
@@ -115,13 +118,26 @@ def websocket(
     max_message: int = 1 << 20,
     ping_interval: float = 20.0,
     close_timeout: float = 5.0,
+    max_fragments: int = 1024,
+    compression: bool = True,
+    compression_window_bits: int = 12,
+    compression_no_context_takeover: bool = False,
     headers: list[tuple[str, str]] | None = None,
 ) -> Callable[[Callable[[Any], Awaitable[None]]], WebSocketRoute]:
     """Bind an async function ``f(ws)`` to the WebSocket URL ``path`` (module doc)."""
     if not isinstance(path, str):
         raise TypeError(f"@websocket takes the URL path first, got {path!r}")
     allowed = origins if origins == "*" else tuple(origins)
-    options = WebSocketOptions(allowed, max_message, ping_interval, close_timeout)
+    options = WebSocketOptions(
+        allowed,
+        max_message,
+        ping_interval,
+        close_timeout,
+        max_fragments,
+        compression,
+        compression_window_bits,
+        compression_no_context_takeover,
+    )
 
     def bind(func: Callable[[Any], Awaitable[None]]) -> WebSocketRoute:
         return WebSocketRoute(func, path, options, headers)

@@ -23,7 +23,8 @@ request without one comes from a program, which has no visitor's cookies to abus
 accepted. With an ``Origin``, the handshake is accepted when the origin's host and port are
 the request's ``Host``, or the origin is in the allowed list (``"*"`` allows every origin).
 
-The frames after the handshake are wsproto's job (:mod:`pyweb.server.websocket`).
+The frames after the handshake are wsproto's job (:mod:`pyweb.server.websocket`), compressed
+when the client offers it (:mod:`pyweb.protocol.websocket_deflate`).
 """
 
 from __future__ import annotations
@@ -42,11 +43,22 @@ from .response import Response
 __all__ = [
     "HandshakeError",
     "WebSocketOptions",
+    "WebSocketClosed",
     "WebSocketUpgrade",
     "accept_head",
     "check_handshake",
     "same_origin",
 ]
+
+
+class WebSocketClosed(Exception):
+    """The WebSocket is closed: ``code`` and ``reason`` of the Close (1006: the connection
+    was lost without one). Raised by ``ws.recv()`` and ``ws.send()``; ``pyweb.WebSocketClosed``."""
+
+    def __init__(self, code: int, reason: str = "") -> None:
+        super().__init__(f"the WebSocket is closed ({code}{': ' + reason if reason else ''})")
+        self.code = code
+        self.reason = reason
 
 
 class HandshakeError(Exception):
@@ -158,16 +170,33 @@ class WebSocketOptions:
     origins: tuple[str, ...] | str = ()
     """Origins allowed besides the site's own (``"*"``: every origin)."""
     max_message: int = 1 << 20
-    """Largest message accepted, in bytes (after reassembly); a larger one closes with 1009."""
+    """Largest message accepted, in bytes (after reassembly, and after inflating a compressed
+    one); a larger one closes with 1009."""
     ping_interval: float = 20.0
     """Seconds between pings; a peer that answers nothing for two intervals is dropped."""
     close_timeout: float = 5.0
     """Seconds to wait for the peer's Close after ours, and for a handler to end after the
     peer's Close or a server shutdown (then it is cancelled)."""
+    max_fragments: int = 1024
+    """Most frames one message may come in; more closes with 1009 (empty fragments cost
+    the server work but count for nothing against ``max_message``)."""
+    compression: bool = True
+    """Accept a client's permessage-deflate offer (:mod:`.websocket_deflate`)."""
+    compression_window_bits: int = 12
+    """The largest compression window (2**bits bytes, 9..15) the server keeps per socket for
+    its own messages, and for the client's when the client lets the server choose."""
+    compression_no_context_takeover: bool = False
+    """Both sides start each message's compression afresh: no zlib state kept between
+    messages, worse compression of many small similar messages."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_message, int) or self.max_message < 1:
-            raise ValueError(f"max_message is a positive number of bytes, got {self.max_message!r}")
+        for name in ("max_message", "max_fragments"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} is a positive whole number, got {value!r}")
+        bits = self.compression_window_bits
+        if not isinstance(bits, int) or isinstance(bits, bool) or not 9 <= bits <= 15:
+            raise ValueError(f"compression_window_bits is from 9 to 15, got {bits!r}")
         for name in ("ping_interval", "close_timeout"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value > 0:

@@ -24,7 +24,8 @@ connection" become three cooperating ones):
 * the **handler** (``session(ws)``);
 * the **reader**: reads the socket, feeds wsproto, puts whole messages in the inbox (a
   :class:`~pyweb.events.Mailbox`: ``ws.recv_evt()`` is its receive event), answers pings,
-  and closes with 1009 when a message grows past ``max_message``;
+  and closes with 1009 when a message grows past ``max_message`` (counted after inflating,
+  with permessage-deflate) or comes in more than ``max_fragments`` frames;
 * the **keeper**: pings every ``ping_interval`` and drops a peer that has sent nothing for
   two intervals (a vanished laptop sends no FIN); on a graceful server shutdown it closes
   with 1001 (going away) once the handler has had ``close_timeout`` to finish by itself.
@@ -50,7 +51,13 @@ from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from pyweb.events import Event, Latch, Mailbox, select, timeout, wrap
 from pyweb.protocol.messages import Request
-from pyweb.protocol.websocket import WebSocketOptions, WebSocketUpgrade, accept_head
+from pyweb.protocol.websocket import (
+    WebSocketClosed,
+    WebSocketOptions,
+    WebSocketUpgrade,
+    accept_head,
+)
+from pyweb.protocol.websocket_deflate import Deflate, negotiate
 from pyweb.runtime import current
 
 if TYPE_CHECKING:
@@ -70,20 +77,16 @@ _END = object()
 """The last item of a WebSocket's inbox: nothing more can arrive."""
 
 
-class WebSocketClosed(Exception):
-    """The WebSocket is closed: ``code`` and ``reason`` of the Close (1006: the connection
-    was lost without one)."""
-
-    def __init__(self, code: int, reason: str = "") -> None:
-        super().__init__(f"the WebSocket is closed ({code}{': ' + reason if reason else ''})")
-        self.code = code
-        self.reason = reason
-
-
 class WebSocket:
     """The socket a ``@pyweb.websocket`` handler receives (module doc)."""
 
-    def __init__(self, conn: ServerConnection, request: Request, options: WebSocketOptions) -> None:
+    def __init__(
+        self,
+        conn: ServerConnection,
+        request: Request,
+        options: WebSocketOptions,
+        deflate: Deflate | None = None,
+    ) -> None:
         self.request = request
         self.path = request.path
         self.query = request.query
@@ -95,11 +98,12 @@ class WebSocket:
         """The code the WebSocket closed with, once it has (``None`` while open)."""
         self.close_reason = ""
         self._conn = conn
-        self._ws = WSConnection(ConnectionType.SERVER)
+        self._ws = WSConnection(ConnectionType.SERVER, extensions=[deflate] if deflate else None)
         self._inbox: Mailbox[Any] = Mailbox()  # messages, then _END
         self._closed = Latch()  # set once no more messages can arrive
         self._partial: list[Any] = []
         self._partial_size = 0
+        self._fragments = 0  # frames of the message being reassembled
         rt = current()  # trio's lock and cancel scope, or asyncio's (pyweb.runtime)
         self._send_lock = rt.Lock()
         self._heard = time.monotonic()
@@ -249,26 +253,18 @@ class WebSocket:
             return False
         for event in events:
             if isinstance(event, Message):
-                self._partial.append(event.data)
-                self._partial_size += len(event.data)
-                if self._partial_size > self.options.max_message:
-                    limit = self.options.max_message
-                    await self._fail(TOO_BIG, f"message larger than {limit} bytes")
+                too_big = self._add_to_message(event)
+                if too_big:
+                    await self._fail(TOO_BIG, too_big)
                     return False
-                if event.message_finished:
-                    joined: str | bytes = (
-                        "".join(self._partial)
-                        if isinstance(event, TextMessage)
-                        else b"".join(self._partial)
-                    )
-                    self._partial, self._partial_size = [], 0
-                    self._inbox.send(joined)
             elif isinstance(event, Ping):
                 await self._quietly(event.response())
             elif isinstance(event, Pong):
                 pass  # _heard was updated when the bytes arrived
             elif isinstance(event, CloseConnection):
                 reason = event.reason or ""
+                if event.code == TOO_BIG:  # the inflater's limit (wsproto says no more)
+                    reason = f"message larger than {self.options.max_message} bytes"
                 if self.close_code is None:
                     self.close_code, self.close_reason = event.code, reason
                 if self._ws.state is ConnectionState.REMOTE_CLOSING:
@@ -280,6 +276,24 @@ class WebSocket:
                 self._end()
                 return False
         return True
+
+    def _add_to_message(self, event: Message[Any]) -> str:
+        """Add a piece of a message; a whole one goes to the inbox. Returns why the message
+        is refused (over ``max_message`` or ``max_fragments``), or ""."""
+        self._partial.append(event.data)
+        self._partial_size += len(event.data)
+        self._fragments += event.frame_finished
+        if self._partial_size > self.options.max_message:
+            return f"message larger than {self.options.max_message} bytes"
+        if self._fragments > self.options.max_fragments:
+            return f"message in more than {self.options.max_fragments} fragments"
+        if event.message_finished:
+            joined: str | bytes = (
+                "".join(self._partial) if isinstance(event, TextMessage) else b"".join(self._partial)
+            )
+            self._partial, self._partial_size, self._fragments = [], 0, 0
+            self._inbox.send(joined)
+        return ""
 
     async def _quietly(self, event: Any) -> None:
         try:
@@ -324,9 +338,17 @@ class WebSocket:
 async def run_session(conn: ServerConnection, request: Request, upgrade: WebSocketUpgrade) -> None:
     """Complete the handshake on ``conn`` and run ``upgrade.session(ws)`` to the end, with
     the reader, the keeper and the watch beside it (one task group, on either loop)."""
-    head = accept_head(upgrade.accept, upgrade.headers)
-    await conn.send_all(head)
-    ws = WebSocket(conn, request, upgrade.options)
+    options, deflate, headers = upgrade.options, None, list(upgrade.headers)
+    params = options.compression and negotiate(
+        request.header("sec-websocket-extensions"),
+        options.compression_window_bits,
+        options.compression_no_context_takeover,
+    )
+    if params:
+        deflate = Deflate(params, options.max_message)
+        headers.append(("Sec-WebSocket-Extensions", params.header()))
+    await conn.send_all(accept_head(upgrade.accept, headers))
+    ws = WebSocket(conn, request, options, deflate)
     # Frames a client sent right behind its handshake are already in the HTTP parser.
     # (the parser has no public way to hand them over: protocol/ is not this module's)
     first = bytes(conn.parser._buf)
