@@ -2,7 +2,7 @@
 
 Run:  .venv/bin/python benchmarks/bench_push.py [--messages 1000] [--echoes 5000] [--runs 3]
 
-Three measurements, each side by side in one run:
+Four measurements, each side by side in one run (``--parts 4`` runs only the fourth):
 
 1. **Cost per message of the shared multicast**: one ``trio.run``, one port; ``await
    ch.send(m)`` then wait for the port to deliver it, ``--messages`` times; on the
@@ -20,6 +20,11 @@ Three measurements, each side by side in one run:
    connection, a 32-byte text message sent and its echo awaited, ``--echoes`` times; the
    client is a raw socket with a pre-masked frame, so it costs the same for both. Median
    of the per-run median round trip, runs alternating between the servers.
+4. **WebSocket echo with and without compression** (permessage-deflate) on pyweb's server,
+   pinned as in 3: one connection per arm, a 1.6 KB JSON text message (twenty records,
+   different in each message) sent and its echo awaited, ``--echoes`` times; the client is wsproto on both
+   arms, offering compression or not. Median µs per round trip and bytes on the wire per
+   echo (both ways), the arms alternating within each run on the same server process.
 """
 
 from __future__ import annotations
@@ -304,6 +309,86 @@ def wait_port(port: int) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
+# --- 4. WebSocket echo with and without compression --------------------------------------------
+
+
+def deflate_message(n: int) -> str:
+    """The ``n``-th message: twenty records alike in shape, different in ids and numbers (an
+    identical message each time would flatter the compression kept between messages)."""
+    return json.dumps(
+        [
+            {"id": n * 20 + i, "user": f"user{(n + i) % 7}", "score": (n * 7919 + i) % 1000,
+             "text": "the same few words, again"}
+            for i in range(20)
+        ]
+    )  # fmt: skip
+
+
+def deflate_round_trips(port: int, echoes: int, compress: bool) -> tuple[float, float]:
+    """Median µs per round trip and bytes on the wire per echo, offering compression or not."""
+    from wsproto.connection import Connection, ConnectionType
+    from wsproto.events import TextMessage
+    from wsproto.extensions import PerMessageDeflate
+
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    offer = b"Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
+    sock.sendall(
+        b"GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: MDEyMzQ1Njc4OWFiY2RlZg==\r\nSec-WebSocket-Version: 13\r\n"
+        + (offer if compress else b"")
+        + b"\r\n"
+    )
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head = data.split(b"\r\n\r\n")[0].decode("latin-1")
+    answer = re.search(r"(?im)^sec-websocket-extensions: *(.+?) *$", head)
+    assert bool(answer) == compress, head
+    extensions = []
+    if answer:
+        deflate = PerMessageDeflate()
+        deflate.finalize(answer.group(1))
+        extensions.append(deflate)
+    ws = Connection(ConnectionType.CLIENT, extensions=extensions)
+    times, wire = [], 0
+    messages = [deflate_message(n) for n in range(echoes)]
+    for message in messages:
+        start = time.perf_counter()
+        frame = ws.send(TextMessage(data=message))
+        sock.sendall(frame)
+        wire += len(frame)
+        done = False
+        while not done:
+            chunk = sock.recv(65536)
+            wire += len(chunk)
+            ws.receive_data(chunk)
+            done = any(getattr(e, "message_finished", False) for e in ws.events())
+        times.append(time.perf_counter() - start)
+    sock.close()
+    return statistics.median(times) * 1e6, wire / echoes
+
+
+def deflate_echo(echoes: int, runs: int) -> dict[str, list[tuple[float, float]]]:
+    work = Path(tempfile.mkdtemp(prefix="pyweb-ws-deflate-bench-"))
+    (work / "site").mkdir()
+    (work / "site" / "echo_ws.py").write_text(PYWEB_ECHO)
+    results: dict[str, list[tuple[float, float]]] = {"plain": [], "deflate": []}
+    try:
+        for run in range(runs):
+            proc, port = start_pyweb(work / "site", cpu="1" if shutil.which("taskset") else None)
+            try:
+                arms = [False, True] if run % 2 == 0 else [True, False]
+                for compress in arms:
+                    result = deflate_round_trips(port, echoes, compress)
+                    results["deflate" if compress else "plain"].append(result)
+            finally:
+                stop(proc)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
 # --- report ---------------------------------------------------------------------------------
 
 
@@ -317,10 +402,16 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--echoes", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--parts", default="1,2,3,4", help="which measurements, e.g. 3,4")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     if shutil.which("taskset"):
         os.sched_setaffinity(0, {0})  # this client on core 0, servers on core 1
 
+    if "4" in parts:
+        deflate_report(args.echoes, args.runs)
+    if not parts & {"1", "2", "3"}:
+        return
     print(f"1. SharedMulticast: send + delivery to a port, µs per message (median of {args.runs})")
     memory = [multicast_cost(args.messages, "memory") for _ in range(args.runs)]
     redis_ = [multicast_cost(args.messages, "redis") for _ in range(args.runs)]
@@ -343,6 +434,19 @@ def main() -> None:
         u = statistics.median(echo[f"uvicorn+{ws}"])
         print(f"   uvicorn --ws {ws:17} {u:7.1f} µs   pyweb/uvicorn {p / u:.2f}")
     print(json.dumps({"multicast_us": {"memory": memory, "redis": redis_}, "echo_us": echo}))
+
+
+def deflate_report(echoes: int, runs: int) -> None:
+    print(f"4. WebSocket echo, {len(deflate_message(0))} B of JSON, plain and compressed "
+          f"(median of {runs} runs)")  # fmt: skip
+    got = deflate_echo(echoes, runs)
+    us = {arm: statistics.median(t for t, _ in values) for arm, values in got.items()}
+    wire = {arm: statistics.median(b for _, b in values) for arm, values in got.items()}
+    for arm in ("plain", "deflate"):
+        print(f"   {arm:8} {us[arm]:7.1f} µs   {wire[arm]:7.0f} B on the wire per echo")
+    print(f"   deflate/plain: time {us['deflate'] / us['plain']:.2f}, "
+          f"bytes {wire['deflate'] / wire['plain']:.2f}")  # fmt: skip
+    print(json.dumps({"deflate_echo": got}))
 
 
 if __name__ == "__main__":

@@ -289,7 +289,9 @@ class WebSocket:
             return f"message in more than {self.options.max_fragments} fragments"
         if event.message_finished:
             joined: str | bytes = (
-                "".join(self._partial) if isinstance(event, TextMessage) else b"".join(self._partial)
+                "".join(self._partial)
+                if isinstance(event, TextMessage)
+                else b"".join(self._partial)
             )
             self._partial, self._partial_size, self._fragments = [], 0, 0
             self._inbox.send(joined)
