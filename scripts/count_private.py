@@ -41,7 +41,8 @@ class Finding:
 
 
 def _files(folder: Path) -> Iterator[Path]:
-    yield from sorted(p for p in folder.rglob("*.py") if ".venv" not in p.parts)
+    # (not installed packages: .venv, and tests/autobahn/py27, the Autobahn suite's Python 2)
+    yield from sorted(p for p in folder.rglob("*.py") if not {".venv", "py27"} & set(p.parts))
 
 
 def _defined_privates(tree: ast.AST) -> set[str]:
