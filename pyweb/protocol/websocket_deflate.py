@@ -39,7 +39,9 @@ from dataclasses import dataclass
 from wsproto.extensions import PerMessageDeflate
 from wsproto.frame_protocol import CloseReason, FrameDecoder, FrameProtocol, Opcode, RsvBits
 
-__all__ = ["Deflate", "DeflateParams", "negotiate", "parse_offers"]
+from .websocket import WebSocketOptions
+
+__all__ = ["Deflate", "DeflateParams", "negotiate", "parse_offers", "server_deflate"]
 
 NAME = "permessage-deflate"
 MEM_LEVEL = 5
@@ -222,3 +224,14 @@ class Deflate(PerMessageDeflate):
                 zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -self.server_max_window_bits, MEM_LEVEL
             )
         return super().frame_outbound(proto, opcode, rsv, data, fin)
+
+
+def server_deflate(header: str | None, options: WebSocketOptions) -> Deflate | None:
+    """The extension a socket uses, from its handshake's ``Sec-WebSocket-Extensions`` and its
+    URL's options; None when the URL does not compress or no offer can be honoured."""
+    if not options.compression:
+        return None
+    params = negotiate(
+        header, options.compression_window_bits, options.compression_no_context_takeover
+    )
+    return None if params is None else Deflate(params, options.max_message)

@@ -57,7 +57,7 @@ from pyweb.protocol.websocket import (
     WebSocketUpgrade,
     accept_head,
 )
-from pyweb.protocol.websocket_deflate import Deflate, negotiate
+from pyweb.protocol.websocket_deflate import Deflate, server_deflate
 from pyweb.runtime import current
 
 if TYPE_CHECKING:
@@ -263,7 +263,8 @@ class WebSocket:
                 pass  # _heard was updated when the bytes arrived
             elif isinstance(event, CloseConnection):
                 reason = event.reason or ""
-                if event.code == TOO_BIG:  # the inflater's limit (wsproto says no more)
+                if event.code == TOO_BIG and self._ws.state is ConnectionState.OPEN:
+                    # not the peer's Close but wsproto's, for the inflater's limit
                     reason = f"message larger than {self.options.max_message} bytes"
                 if self.close_code is None:
                     self.close_code, self.close_reason = event.code, reason
@@ -340,17 +341,12 @@ class WebSocket:
 async def run_session(conn: ServerConnection, request: Request, upgrade: WebSocketUpgrade) -> None:
     """Complete the handshake on ``conn`` and run ``upgrade.session(ws)`` to the end, with
     the reader, the keeper and the watch beside it (one task group, on either loop)."""
-    options, deflate, headers = upgrade.options, None, list(upgrade.headers)
-    params = options.compression and negotiate(
-        request.header("sec-websocket-extensions"),
-        options.compression_window_bits,
-        options.compression_no_context_takeover,
-    )
-    if params:
-        deflate = Deflate(params, options.max_message)
-        headers.append(("Sec-WebSocket-Extensions", params.header()))
+    headers = list(upgrade.headers)
+    deflate = server_deflate(request.header("sec-websocket-extensions"), upgrade.options)
+    if deflate is not None:
+        headers.append(("Sec-WebSocket-Extensions", deflate.params.header()))
     await conn.send_all(accept_head(upgrade.accept, headers))
-    ws = WebSocket(conn, request, options, deflate)
+    ws = WebSocket(conn, request, upgrade.options, deflate)
     # Frames a client sent right behind its handshake are already in the HTTP parser.
     # (the parser has no public way to hand them over: protocol/ is not this module's)
     first = bytes(conn.parser._buf)

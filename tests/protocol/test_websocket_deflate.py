@@ -16,7 +16,7 @@ from wsproto.extensions import Extension, PerMessageDeflate
 from wsproto.frame_protocol import FrameProtocol, Opcode, RsvBits
 
 from pyweb.protocol.websocket import WebSocketOptions
-from pyweb.protocol.websocket_deflate import Deflate, negotiate, parse_offers
+from pyweb.protocol.websocket_deflate import Deflate, negotiate, parse_offers, server_deflate
 
 
 def answer(header: str | None, window: int = 15, no_context: bool = False) -> str | None:
@@ -94,6 +94,22 @@ def test_no_offer_no_compression():
 def test_negotiate_never_raises(header):
     params = negotiate(header, 12)
     assert params is None or 9 <= params.server_window <= 12
+
+
+def test_the_url_options_decide():
+    offer = "permessage-deflate; client_max_window_bits"
+    assert server_deflate(offer, WebSocketOptions(compression=False)) is None
+    assert server_deflate("x-other", WebSocketOptions()) is None
+    deflate = server_deflate(offer, WebSocketOptions(max_message=5000))
+    assert deflate is not None and deflate.max_message == 5000
+    assert deflate.params.header() == "permessage-deflate; client_max_window_bits=12"
+    lean = server_deflate(
+        offer, WebSocketOptions(compression_window_bits=10, compression_no_context_takeover=True)
+    )
+    assert lean is not None and lean.params.header() == (
+        "permessage-deflate; client_max_window_bits=10; server_no_context_takeover; "
+        "client_no_context_takeover"
+    )
 
 
 def test_options_name_the_bad_value():
