@@ -90,7 +90,8 @@ test-cluster: dev
 ## installed by tests/autobahn/install.sh) against the echo of tests/autobahn/echo_site served by
 ## pyweb on trio, on asyncio and under uvicorn (pyweb.asgi); a summary per server, and a
 ## non-zero exit on any FAILED case. The whole suite (517 cases) takes about 70 s on pyweb's
-## server, longer where permessage-deflate (sections 12-13) runs; the short one (sections 1-7,
+## server for sections 1-11 and many minutes more for permessage-deflate (sections 12-13: 216
+## cases of 1,000 compressed messages each); the short one (sections 1-7,
 ## 10, a few cases of 12-13) 20-40 s a server. AUTOBAHN_ARGS="--servers pyweb-trio" picks servers.
 AUTOBAHN_ARGS ?=
 .PHONY: test-autobahn test-autobahn-short

@@ -10,7 +10,8 @@ UNIMPLEMENTED or FAILED and writes a JSON report. This script:
    ``pyweb serve`` on trio and on asyncio, and ``uvicorn pyweb.asgi:app``;
 2. runs the suite (installed by install.sh for Python 2.7) against it, one server at a time,
    with a spec naming the cases (``--cases short``: sections 1-7 and 10 and a few cases of
-   12 and 13; ``--cases all``: every case: about 70 s on pyweb's server);
+   12 and 13; ``--cases all``: every case: about 70 s on pyweb's server for sections 1-11,
+   many minutes more for the compressed echoes of 12 and 13);
 3. reads the suite's report (reports/AGENT/index.json) and prints, per server, how many
    cases of each section got each verdict, then the FAILED cases with what the report says.
 
