@@ -20,11 +20,19 @@ if TYPE_CHECKING:
     from pyweb.protocol.response import Response
 
     from .config import ServerConfig
+    from pyweb.protocol.messages import Request
+
     from .logging import ServerLog
     from .proxy import TrustedProxies
     from .slots import Slots
 
-__all__ = ["Host"]
+__all__ = ["Host", "RequestCounter"]
+
+
+class RequestCounter(Protocol):
+    """What a connection asks of the metrics (``metrics.py``): count a finished request."""
+
+    def observe(self, request: Request | None, status: int, seconds: float) -> None: ...
 
 
 @runtime_checkable
@@ -49,6 +57,10 @@ class Host(Protocol):
 
     @property
     def slots(self) -> Slots: ...
+
+    @property
+    def metrics(self) -> RequestCounter | None:
+        """The counts of ``/_pyweb/metrics``, or None when metrics are off."""
 
     @property
     def proxies(self) -> TrustedProxies | None:
