@@ -17,11 +17,10 @@ if TYPE_CHECKING:
 
     from pyweb.events import Latch
     from pyweb.handler import Handler
+    from pyweb.protocol.messages import Request
     from pyweb.protocol.response import Response
 
     from .config import ServerConfig
-    from pyweb.protocol.messages import Request
-
     from .logging import ServerLog
     from .proxy import TrustedProxies
     from .slots import Slots
