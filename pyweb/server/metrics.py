@@ -24,8 +24,10 @@ cannot blow the number of series up.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Iterator
@@ -232,10 +234,18 @@ def _source_failed(name: str, exc: Exception) -> Sample:
 
 
 def _write_file(path: str, text: str) -> None:
-    temporary = f"{path}.new"
-    with open(temporary, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(temporary, path)
+    """Replace ``path`` with ``text`` whole. A failure (the supervisor's folder is gone, a
+    full disk) costs the other workers this update, never the server."""
+    # A name of the writing thread's own: the last write at shutdown may overlap the
+    # periodic one, and two writers of one temporary file could mix their bytes.
+    temporary = f"{path}.{threading.get_ident()}.new"
+    try:
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
 
 
 async def _ready_value(response: Response) -> Response:

@@ -118,6 +118,21 @@ def test_counters_add_over_every_worker_gauges_over_the_live_ones():
     assert found["pyweb_workers", ()] == 1
 
 
+def test_a_worker_whose_folder_is_gone_keeps_serving(tmp_path):
+    """The supervisor's folder removed under a worker (the supervisor died): writing its
+    counts fails quietly, and nothing is left behind."""
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    metrics = Metrics(Server(ServerConfig(port=0), _ok), folder=str(folder))
+    metrics.observe(_Req("/a"), 200, 0.01)
+    metrics.write()
+    assert [p.name for p in folder.iterdir()] == [f"{os.getpid()}.json"]
+    folder.joinpath(f"{os.getpid()}.json").unlink()
+    folder.rmdir()
+    metrics.write()  # no exception
+    assert not folder.exists()
+
+
 # -- pyweb serve, one process, each loop ----------------------------------------------------
 
 
