@@ -11,8 +11,8 @@ for every version of the server, so two versions compare by their difference.
 request, its deadline); ``--batch 50`` keeps requests in the parser's buffer (the
 parse/handler/reply path alone); ``--close`` opens a connection per request
 (``Connection: close``: the accept, the connection's task, its slot and its close);
-``--no-metrics`` serves without the request counting of ``/_pyweb/metrics`` (on by
-default, as in ``pyweb serve``). To compare two checkouts, run the script with each on ``PYTHONPATH``, in
+``--metrics`` serves with the request counting of ``/_pyweb/metrics`` (off by default,
+as in ``pyweb serve``). To compare two checkouts, run the script with each on ``PYTHONPATH``, in
 turns, pinned to one core, and keep the best of several runs::
 
     for i in 1 2 3 4 5; do for tree in /tmp/before .; do
@@ -80,7 +80,7 @@ async def one_connection(port: int) -> None:
             pass
 
 
-async def measure(requests: int, batch: int, close: bool = False, metrics: bool = True) -> float:
+async def measure(requests: int, batch: int, close: bool = False, metrics: bool = False) -> float:
     config = ServerConfig(port=0, access_log=None, error_log=None)
     if hasattr(config, "metrics"):  # (a checkout from before metrics has none to turn off)
         config = dataclasses.replace(config, metrics=metrics)
@@ -119,10 +119,10 @@ def callgrind(args: argparse.Namespace) -> None:
             command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}",
                        sys.executable, __file__, "--requests", str(n), "--batch", str(args.batch),
                        *(["--close"] if args.close else []),
-                       *(["--no-metrics"] if args.no_metrics else [])]  # fmt: skip
+                       *(["--metrics"] if args.metrics else [])]  # fmt: skip
             done = subprocess.run(command, capture_output=True, text=True, check=True)
             counts.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))  # type: ignore[union-attr]
-    metrics = "off" if args.no_metrics else "on"
+    metrics = "on" if args.metrics else "off"
     print(f"batch {args.batch} (metrics {metrics}): "
           f"{(counts[1] - counts[0]) / args.requests:,.0f} instructions per request")
 
@@ -132,13 +132,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--close", action="store_true", help="a connection per request")
-    parser.add_argument("--no-metrics", action="store_true", help="request counting off")
+    parser.add_argument("--metrics", action="store_true", help="request counting on")
     parser.add_argument("--callgrind", action="store_true", help="instructions per request")
     args = parser.parse_args()
     if args.callgrind:
         callgrind(args)
         return
-    seconds = trio.run(measure, args.requests, args.batch, args.close, not args.no_metrics)
+    seconds = trio.run(measure, args.requests, args.batch, args.close, args.metrics)
     how = "a connection each" if args.close else f"batch {args.batch}"
     print(f"{seconds * 1e6:.2f} µs CPU per request ({how}, {args.requests} requests)")
 

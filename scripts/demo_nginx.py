@@ -4,8 +4,8 @@ What a first deployment does, end to end, in a temporary folder that is removed 
 
 1. ``pyweb new demo``, plus two files a site grows soon: ``note.py`` (a form that POSTs,
    with its CSRF token, into the session) and ``echo_ws.py`` (a WebSocket);
-2. ``pyweb serve site --config pyweb.toml --workers 2 --cache redis://...`` (a Redis
-   database of its own, ``--redis-db``, its keys removed at the end);
+2. ``pyweb serve site --config pyweb.toml --workers 2 --cache redis://... --metrics`` (a
+   Redis database of its own, ``--redis-db``, its keys removed at the end);
 3. nginx in the foreground (``daemon off``) with the configuration
    :func:`nginx_site` writes, the one docs/production.md shows;
 4. requests through nginx from 127.0.0.2 (another loopback address, so that the visitor
@@ -313,9 +313,10 @@ def main() -> int:
         env = dict(os.environ, PYWEB_SECRET_KEY=os.environ.get(
             "PYWEB_SECRET_KEY", "demo-only-key-" + os.urandom(16).hex()))  # fmt: skip
         command = [sys.executable, "-m", "pyweb", "serve", "site", "--config", "pyweb.toml",
-                   "--port", "0", "--workers", "2", "--cache", cache,
+                   "--port", "0", "--workers", "2", "--cache", cache, "--metrics",
                    "--access-log", str(folder / "access.log")]  # fmt: skip
-        print(f"$ cd demo && pyweb serve site --config pyweb.toml --port 0 --workers 2 --cache {cache}")
+        print(f"$ cd demo && pyweb serve site --config pyweb.toml --port 0 --workers 2 "
+              f"--cache {cache} --metrics")
         with running(command, cwd=project, env=env, stdout=subprocess.PIPE) as pyweb:
             pyweb_port = wait_for_pyweb(pyweb, 2)
             port = free_port()

@@ -358,10 +358,10 @@ class ServerConfig:
     """A secret that lets non-loopback clients read the status page (``Bearer`` token); giving
     one turns ``status`` on."""
     metrics: bool = setting(
-        True,
-        "answer /_pyweb/metrics (Prometheus text: requests by route and status, latency, "
-        "connections, slots, cache, database pools; summed over --workers) to loopback "
-        "clients and --status-token holders (on by default; --no-metrics turns counting off)",
+        False,
+        "count requests and answer /_pyweb/metrics (Prometheus text: requests by route and "
+        "status, latency, connections, slots, cache, database pools; summed over --workers) "
+        "to loopback clients and --status-token holders; needs pyweb[metrics]",
         restart=True,
     )
     """Count requests and answer ``/_pyweb/metrics`` (:mod:`pyweb.server.metrics`), behind

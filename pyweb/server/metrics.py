@@ -5,10 +5,11 @@ every few seconds (Prometheus, or anything that reads its format) and keeps the 
 requests by route and status, a latency histogram per route, open connections, the
 connection slots, the log's losses and what the site's cache and database pools report.
 
-Counting costs every request a few plain integer additions (:meth:`Metrics.observe`, called
-where the access record is made); ``prometheus_client`` runs only when the page is asked
-for, to write the text out. So the price of having metrics on is paid by the scraper, not by
-the pages (docs/metrics.md has the measurement).
+It is on with ``--metrics``. Counting costs every request a clock read and a few plain
+dictionary and integer updates (:meth:`Metrics.observe`, called where the access record is
+made); ``prometheus_client`` runs only when the page is asked for, to write the text out.
+That is about a tenth of what the server itself spends on a constant answer, which is why it
+is off by default (docs/metrics.md, docs/performance.md).
 
 With ``--workers N`` each worker counts its own requests, and any one of them may answer the
 scrape (the kernel picks). So every worker writes its counts to a small file in a folder the

@@ -73,6 +73,11 @@ class _Req:
         self.path = path
 
 
+def test_the_setting_is_off_by_default():
+    assert ServerConfig().metrics is False
+    assert Server(ServerConfig(port=0), _ok).metrics is None
+
+
 def test_counts_by_route_and_status_and_histogram_buckets():
     metrics = Metrics(Server(ServerConfig(port=0), _ok), folder=None)
     metrics.observe(_Req("/a"), 200, 0.003)
@@ -139,7 +144,7 @@ def test_a_worker_whose_folder_is_gone_keeps_serving(tmp_path):
 @pytest.mark.loops("trio", "asyncio")
 def test_the_page_counts_requests_and_is_guarded(tmp_path, loop):
     site = write_site(tmp_path / "site", SITE)
-    proc, port = start_serve(site, "--status-token", "s3cret")
+    proc, port = start_serve(site, "--metrics", "--status-token", "s3cret")
     try:
         for _ in range(3):
             assert http_request(port, "/hello")[0] == 200
@@ -163,9 +168,9 @@ def test_the_page_counts_requests_and_is_guarded(tmp_path, loop):
 
 
 @pytest.mark.loops("trio", "asyncio")
-def test_no_metrics_turns_the_page_and_the_counting_off(tmp_path, loop):
+def test_metrics_are_off_unless_asked_for(tmp_path, loop):
     site = write_site(tmp_path / "site", SITE)
-    proc, port = start_serve(site, "--no-metrics")
+    proc, port = start_serve(site)
     try:
         assert scrape(port)[0] == 404
     finally:
@@ -188,7 +193,8 @@ def test_two_workers_are_summed(tmp_path, loop):
     site = write_site(tmp_path / "site", SITE)
     prefix = f"pyweb-test:{uuid.uuid4().hex[:8]}:"
     proc, port = start_serve(
-        site, "--workers", "2", "--cache", f"redis://127.0.0.1:6379/0?prefix={prefix}"
+        site, "--metrics", "--workers", "2",
+        "--cache", f"redis://127.0.0.1:6379/0?prefix={prefix}",
     )
     try:
         pids: dict[str, int] = {}
