@@ -86,6 +86,16 @@ test-cluster: dev
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx)
 	PATH="$$PATH:/usr/sbin" $(PY) tests/cluster/cluster.py $(CLUSTER_ARGS)
 
+## a new site from `pyweb new` behind nginx: pyweb serve --workers 2 with a Redis cache, nginx in
+## the foreground with the configuration docs/production.md shows; a page, a POST with its CSRF
+## token, a WebSocket and a forged address through it; prints a transcript (installs nginx if
+## missing; needs Redis on 127.0.0.1:6379)
+.PHONY: demo-nginx
+demo-nginx: dev
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx)
+	PATH="$$PATH:/usr/sbin" $(PY) scripts/demo_nginx.py
+
 ## the Autobahn WebSocket test suite (an independent RFC 6455 client, Python 2.7 from pyenv,
 ## installed by tests/autobahn/install.sh) against the echo of tests/autobahn/echo_site served by
 ## pyweb on trio, on asyncio and under uvicorn (pyweb.asgi); a summary per server, and a

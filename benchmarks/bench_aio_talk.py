@@ -12,10 +12,13 @@ connection per request, ``Connection: close``: ``connection_made`` to ``connecti
 page gives it: str ``Fragments``).
 
 ``--callgrind`` runs the scenario under valgrind twice (``--n`` and ``2 * --n``
-requests) and prints the difference per request: start-up cancels out.
+requests) and prints the difference per request: start-up cancels out. ``--metrics``
+serves with the request counting of ``/_pyweb/metrics`` on (off by default, as in
+``pyweb serve``): run both to see what counting costs a request.
 
 Usage: PYTHONPATH=. .venv/bin/python benchmarks/bench_aio_talk.py [--scenario hello]
                                                                   [--n 2000] [--callgrind]
+                                                                  [--metrics]
 """
 
 from __future__ import annotations
@@ -92,8 +95,10 @@ class Transport:
         pass
 
 
-async def run(scenario: str, n: int) -> float:
+async def run(scenario: str, n: int, metrics: bool = False) -> float:
     config = ServerConfig(access_log=None, error_log=None)
+    if hasattr(config, "metrics"):  # (a checkout from before metrics has none to turn off)
+        config.metrics = metrics
     server = AsyncioServer(config, handler)
     server.log = ServerLog(None, None)
     server.loop = asyncio.get_running_loop()  # (set by AsyncioServer.start, not called here)
@@ -121,10 +126,13 @@ def callgrind(args: argparse.Namespace) -> None:
     for n in (args.n, 2 * args.n):
         with tempfile.NamedTemporaryFile(suffix=".out") as out:
             command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}",
-                       sys.executable, __file__, "--scenario", args.scenario, "--n", str(n)]  # fmt: skip
+                       sys.executable, __file__, "--scenario", args.scenario, "--n", str(n),
+                       *(["--metrics"] if args.metrics else [])]  # fmt: skip
             done = subprocess.run(command, capture_output=True, text=True, check=True)
             counts.append(int(re.search(r"Collected : (\d+)", done.stderr).group(1)))  # type: ignore[union-attr]
-    print(f"{args.scenario}: {(counts[1] - counts[0]) / args.n:,.0f} instructions per request")
+    metrics = "on" if args.metrics else "off"
+    print(f"{args.scenario} (metrics {metrics}): {(counts[1] - counts[0]) / args.n:,.0f} "
+          "instructions per request")
 
 
 def main() -> None:
@@ -132,13 +140,14 @@ def main() -> None:
     parser.add_argument("--scenario", default="hello", choices=sorted(REQUESTS))
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--metrics", action="store_true", help="request counting on")
     args = parser.parse_args()
     if args.callgrind:
         callgrind(args)
         return
     import uvloop
 
-    seconds = uvloop.run(run(args.scenario, args.n))
+    seconds = uvloop.run(run(args.scenario, args.n, args.metrics))
     print(f"{args.scenario}: {seconds / args.n * 1e6:.2f} µs per request")
 
 

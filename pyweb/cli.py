@@ -489,13 +489,13 @@ def supervise(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return [sys.executable, "-P", "-m", "pyweb", *argv, "--workers", "1", "--listen-fd", str(fd)]
 
     os.environ["PYTHONPATH"] = worker_path(os.environ.get("PYTHONPATH"))
-    supervisor = Supervisor(listener, args.workers, command)
     shown = f"[{host}]" if ":" in host else host
-    print(
+    banner = (
         f"pyweb serving {args.dir} on http://{shown}:{port}/ with {args.workers} workers "
-        f"(supervisor pid {os.getpid()}; SIGHUP reloads, SIGTERM drains)",
-        flush=True,
+        f"(supervisor pid {os.getpid()}; SIGHUP reloads, SIGTERM drains)"
     )
+    # The supervisor prints the banner once its signal handlers are installed.
+    supervisor = Supervisor(listener, args.workers, command, banner=banner)
     try:
         return trio.run(supervisor.run)
     finally:
@@ -597,6 +597,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:  # a bad [[schedule]] entry, two jobs of one name
             print(f"pyweb: error: {exc}", file=sys.stderr)
             return 2
+        if config.metrics:  # the caches and database pools on /_pyweb/metrics too
+            from pyweb import sitemetrics
+
+            sitemetrics.install()
         started = {"db": args.db, "cache": args.cache}  # what a reload cannot change
         interrupt.arm(config.page_timeout)  # this process runs the pages, in its main thread
         if os.environ.get("PYWEB_MAKE_RUN"):

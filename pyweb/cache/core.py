@@ -38,6 +38,7 @@ __all__ = [
     "memoize",
     "configure",
     "backend",
+    "caches",
     "FakeClock",
 ]
 
@@ -107,6 +108,10 @@ class Cache(Generic[K, V]):
     signature: str = field(init=False)
     _flights: dict[Any, _Flight] = field(init=False, repr=False, default_factory=dict)
     _sync_lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+    hits: int = field(init=False, repr=False, default=0)
+    """Lookups (and memoized calls) that found their key: ``/_pyweb/metrics`` shows them."""
+    misses: int = field(init=False, repr=False, default=0)
+    """Lookups (and memoized calls) that did not."""
 
     def __post_init__(self) -> None:
         self.signature = f"{self.dom.name} -> {self.rng.name}, {self.kind}"
@@ -130,6 +135,14 @@ class Cache(Generic[K, V]):
             )
         return self.rng.encode(value)
 
+    def _counted(self, value: Any) -> Any:
+        """``value``, a lookup's result, counted as a hit or a miss (an int each: cheap)."""
+        if value is MISSING:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return value
+
     def _decode(self, data: bytes | None) -> Any:
         if data is None:
             return MISSING
@@ -148,7 +161,7 @@ class Cache(Generic[K, V]):
 
     def lookup(self, key: K, default: Any = None) -> V | Any:
         """The value under ``key``, or ``default`` when there is none."""
-        value = self._decode(self._backend.lookup(self, self._key(key)))
+        value = self._counted(self._decode(self._backend.lookup(self, self._key(key))))
         return default if value is MISSING else value
 
     def delete(self, key: K) -> bool:
@@ -165,7 +178,7 @@ class Cache(Generic[K, V]):
         return await self._backend.ainsert(self, self._key(key), self._value(value))
 
     async def alookup(self, key: K, default: Any = None) -> V | Any:
-        value = self._decode(await self._backend.alookup(self, self._key(key)))
+        value = self._counted(self._decode(await self._backend.alookup(self, self._key(key))))
         return default if value is MISSING else value
 
     async def adelete(self, key: K) -> bool:
@@ -265,7 +278,7 @@ def memoize(cache: Cache[K, V], f: Callable[[K], Any]) -> Callable[[K], Any]:
         @functools.wraps(f)
         async def amemoized(key: K) -> V:
             kb = cache._key(key)
-            value = cache._decode(await cache._backend.alookup(cache, kb))
+            value = cache._counted(cache._decode(await cache._backend.alookup(cache, kb)))
             if value is not MISSING:
                 return value
             return await cache._acompute(f, key, kb)
@@ -276,7 +289,7 @@ def memoize(cache: Cache[K, V], f: Callable[[K], Any]) -> Callable[[K], Any]:
     @functools.wraps(f)
     def memoized(key: K) -> V:
         kb = cache._key(key)
-        value = cache._decode(cache._backend.lookup(cache, kb))
+        value = cache._counted(cache._decode(cache._backend.lookup(cache, kb)))
         if value is not MISSING:
             return value
         return cache._compute(f, key, kb)
@@ -340,6 +353,12 @@ def backend() -> Any:
             if _backend is None:
                 _backend = _make_backend(os.environ.get("PYWEB_CACHE") or "memory", None)
     return _backend
+
+
+def caches() -> list[Cache[Any, Any]]:
+    """Every cache made so far with :func:`get` (for ``/_pyweb/metrics``)."""
+    with _registry_lock:
+        return list(_registry.values())
 
 
 _KINDS = (Size, TimeOut, WhileUsed)

@@ -61,6 +61,7 @@ __all__ = [
     "WriteInGet",
     "configure",
     "database",
+    "databases",
     "default_url",
     "dml",
     "exists",
@@ -153,6 +154,13 @@ def configure(
     if old is not None:
         old.close()
     return _configured
+
+
+def databases() -> _list[Database]:
+    """Every database this process has set up: the configured one and the sites' default
+    ones (for ``/_pyweb/metrics``, which shows their pools)."""
+    found = [] if _configured is None else [_configured]
+    return found + [db for db in _site_defaults.values() if db is not _configured]
 
 
 def _dialect_of(url: str) -> str:

@@ -435,6 +435,15 @@ class Database:
         """Close every idle connection (lent ones are closed when given back)."""
         self._runs.close()
 
+    def pool_stats(self) -> _list[dict[str, int]]:
+        """Per pool, over every loop that opened pools (none made by asking):
+        ``{"pool", "size", "in_use", "idle"}`` (``/_pyweb/metrics``)."""
+        return [
+            {"pool": p.index, "size": p.size, "in_use": p.in_use, "idle": p.idle}
+            for pool_set in self._runs.all()
+            for p in pool_set.pools
+        ]
+
     def stats(self) -> _list[dict[str, int]]:
         """Per pool of the current run: ``{"size", "in_use", "idle"}`` (for tests, status)."""
         return [

@@ -51,6 +51,7 @@ from .slots import Slots
 
 if TYPE_CHECKING:
     from .logging import ServerLog
+    from .metrics import Metrics
     from .status import StatusHandler
 
 __all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
@@ -65,6 +66,12 @@ class Server:
         self.config = config
         self.status: StatusHandler | None = None
         """The :class:`~pyweb.server.status.StatusHandler` when ``config.status`` is on."""
+        self.metrics: Metrics | None = None
+        """The request counts of ``/_pyweb/metrics`` when ``config.metrics`` is on."""
+        if config.metrics:
+            from .metrics import Metrics
+
+            self.metrics = Metrics(self)
         self.served = 0
         """Requests handed to the handler so far (counted only with ``max_requests``)."""
         self.recycled = False
@@ -90,7 +97,8 @@ class Server:
         """Live :class:`~pyweb.server.connection.Connection` objects (for shutdown)."""
         self.closing = False
         """True once :meth:`shutdown` was called: no new requests, replies say close."""
-        self.access_enabled = config.access_log is not None
+        self.access_enabled = config.access_log is not None or config.metrics
+        """Whether connections call ``log_access`` (the access log, or the metrics count)."""
         self.listener: socket.socket | None = None
         self.log: ServerLog | None = None
         """The access and error logs, open while :meth:`serve` runs."""
@@ -126,6 +134,8 @@ class Server:
         stop_port = self.broadcast.port()  # serve() itself waits for SHUTDOWN
         async with trio.open_nursery() as outer:
             await outer.start(log.run)
+            if self.metrics is not None:  # a worker's counts, for the others (metrics.py)
+                outer.start_soon(self.metrics.keep_written)
             try:
                 if config.listen_fd is not None:  # a worker: the supervisor's shared socket
                     self.listener = socket.socket(fileno=config.listen_fd)
@@ -145,6 +155,8 @@ class Server:
                     close_socket(self.listener)
             finally:
                 log.close()
+                if self.metrics is not None:
+                    self.metrics.write()  # drained: the last counts
 
     # Settings that belong to the listening socket, the scheduler or the open log files: a
     # reload cannot change them (Marlow §6 re-reads what new connections use); they need a
@@ -182,6 +194,11 @@ class Server:
         from .status import StatusHandler, guard_operator_pages
 
         site = handler
+        own: dict[str, Handler] = {}  # the operator pages the server answers itself
+        if self.metrics is not None:
+            from .metrics import METRICS_PATH
+
+            own[METRICS_PATH] = self.metrics.page
         if config.status:
             if self.status is None:
                 self.status = StatusHandler(handler, self, config.status_token)
@@ -195,7 +212,7 @@ class Server:
                 detail="the operator pages answer loopback clients and token holders",
             )  # fmt: skip
 
-        handler = guard_operator_pages(handler, config.status_token, refuse)
+        handler = guard_operator_pages(handler, config.status_token, refuse, own)
         if config.max_requests is None:
             return handler
         jitter = config.max_requests_jitter

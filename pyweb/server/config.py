@@ -357,6 +357,15 @@ class ServerConfig:
     )
     """A secret that lets non-loopback clients read the status page (``Bearer`` token); giving
     one turns ``status`` on."""
+    metrics: bool = setting(
+        False,
+        "count requests and answer /_pyweb/metrics (Prometheus text: requests by route and "
+        "status, latency, connections, slots, cache, database pools; summed over --workers) "
+        "to loopback clients and --status-token holders; needs pyweb[metrics]",
+        restart=True,
+    )
+    """Count requests and answer ``/_pyweb/metrics`` (:mod:`pyweb.server.metrics`), behind
+    the operator pages' guard (loopback clients, or the ``status_token``)."""
     db: str | None = setting(
         None,
         "the database of pyweb.db: sqlite:///PATH, postgresql://USER@HOST/DB or "

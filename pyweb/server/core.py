@@ -13,6 +13,7 @@ steps; the shared modules ask it only what ``contract.py`` promises.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from pyweb.protocol.negotiation import prefers_json
@@ -132,8 +133,16 @@ class ConnectionCore:
     ) -> None:
         """Send one access record to the logging task (Marlow's ``logAccess``); ``request``
         is ``None`` when none could be parsed. ``alloc``: what the request's page allocated
-        (``ctx.alloc``), ``None`` when nothing was counted (the log then says ``alloc=-``)."""
-        self.log.access(access_record(self.client, request, status, sent, received_at, alloc))
+        (``ctx.alloc``), ``None`` when nothing was counted (the log then says ``alloc=-``).
+        The request is counted for ``/_pyweb/metrics`` here too (metrics.py)."""
+        metrics = self.server.metrics
+        if self.log.access_enabled:
+            record = access_record(self.client, request, status, sent, received_at, alloc)
+            self.log.access(record)
+            if metrics is not None:
+                metrics.observe(request, status, record.duration)
+        elif metrics is not None:
+            metrics.observe(request, status, time.time() - received_at)
 
 
 def _wants_json(request: Request) -> bool:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from pyweb.events import Latch
     from pyweb.handler import Handler
+    from pyweb.protocol.messages import Request
     from pyweb.protocol.response import Response
 
     from .config import ServerConfig
@@ -24,7 +25,13 @@ if TYPE_CHECKING:
     from .proxy import TrustedProxies
     from .slots import Slots
 
-__all__ = ["Host"]
+__all__ = ["Host", "RequestCounter"]
+
+
+class RequestCounter(Protocol):
+    """What a connection asks of the metrics (``metrics.py``): count a finished request."""
+
+    def observe(self, request: Request | None, status: int, seconds: float) -> None: ...
 
 
 @runtime_checkable
@@ -49,6 +56,10 @@ class Host(Protocol):
 
     @property
     def slots(self) -> Slots: ...
+
+    @property
+    def metrics(self) -> RequestCounter | None:
+        """The counts of ``/_pyweb/metrics``, or None when metrics are off."""
 
     @property
     def proxies(self) -> TrustedProxies | None:

@@ -99,10 +99,14 @@ def guard_operator_pages(
     handler: Callable[[Context], Awaitable[Response]],
     token: str | None,
     refuse: Callable[[], Response],
+    own: dict[str, Callable[[Context], Awaitable[Response]]] | None = None,
 ) -> Callable[[Context], Awaitable[Response]]:
     """``handler`` with every ``/_pyweb/`` page (the site's ``/_pyweb/stats`` with
     ``--profile-alloc`` too) answering only :func:`operator_allowed` clients (``token``:
-    the ``status_token`` of the settings it was made with), else ``refuse()``'s 403."""
+    the ``status_token`` of the settings it was made with), else ``refuse()``'s 403.
+    ``own``: pages the server answers itself, by path (``/_pyweb/metrics``), behind the
+    same guard."""
+    own = own or {}
 
     async def refused() -> Response:
         return refuse()
@@ -114,6 +118,9 @@ def guard_operator_pages(
         if (path.startswith(OPERATOR_PREFIX) or "%" in path) and _operator_path(path):
             if not operator_allowed(ctx, token):
                 return refused()
+            page = own.get(path)
+            if page is not None:
+                return page(ctx)
         return handler(ctx)
 
     return guarded

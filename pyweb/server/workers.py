@@ -26,6 +26,12 @@ What the supervisor does, and why:
   status :data:`START_FAILED_EXIT`, showing the last lines the worker wrote to stderr.
 * **Recycles.** With ``--max-requests N`` a worker shuts down gracefully after N requests
   and exits with status :data:`RECYCLE_EXIT`; the supervisor replaces it at once.
+* **Adds up the metrics.** Each worker counts its own requests; they leave their counts
+  in a folder the supervisor makes (``PYWEB_METRICS_DIR``), and the one that answers
+  ``/_pyweb/metrics`` sums them (``metrics.py``). The folder goes when the supervisor does.
+* **Listens for signals before it speaks.** Its banner ("pyweb serving ...") is printed
+  once its signal handlers are in place, so a script that sends SIGTERM as soon as it
+  reads the banner gets a drain, not a process killed by the default action.
 * **Forwards signals.** SIGHUP goes to every worker (each re-reads its configuration and
   pages: Marlow §6), and so does SIGUSR1 (each reopens its log files). SIGTERM or SIGINT is forwarded too; each worker drains (finishes the
   requests it accepted) and the supervisor exits 0 when the last one has. A second
@@ -37,6 +43,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -143,6 +150,7 @@ class Supervisor:
         *,
         say: Callable[[str], None] | None = None,
         start_failures: int = START_FAILURES,
+        banner: str | None = None,
     ) -> None:
         if count < 1:
             raise ValueError(f"workers must be at least 1, got {count}")
@@ -152,8 +160,12 @@ class Supervisor:
         self.command = command
         self.stopping = False
         self.say = say or (lambda text: print(f"pyweb: {text}", file=sys.stderr, flush=True))
+        self.banner = banner
+        """Printed (stdout) by :meth:`run` once the signal handlers are installed."""
         handle, self.table_path = tempfile.mkstemp(prefix="pyweb-workers-", suffix=".json")
         os.close(handle)
+        self.metrics_dir = tempfile.mkdtemp(prefix="pyweb-metrics-")
+        """Where the workers leave their counts for ``/_pyweb/metrics`` (metrics.py)."""
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self.failed = False
@@ -172,6 +184,7 @@ class Supervisor:
         env = dict(
             os.environ,
             PYWEB_WORKERS_FILE=self.table_path,
+            PYWEB_METRICS_DIR=self.metrics_dir,
             PYWEB_WORKER_ID=str(slot.index),
             PYWEB_READY_FD=str(ready_w),
         )
@@ -305,6 +318,8 @@ class Supervisor:
         try:
             watched = (signal.SIGHUP, signal.SIGUSR1, signal.SIGTERM, signal.SIGINT)
             with trio.open_signal_receiver(*watched) as signals:
+                if self.banner is not None:  # only now: a signal after it is acted on
+                    print(self.banner, flush=True)
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     for slot in self.slots:
@@ -328,6 +343,7 @@ class Supervisor:
                     os.unlink(name)
                 except FileNotFoundError:
                     pass
+            shutil.rmtree(self.metrics_dir, ignore_errors=True)
         if self.failed:
             return START_FAILED_EXIT
         return 1 if forced else 0
@@ -347,6 +363,8 @@ class Supervisor:
             # case the process the slot holds now is its exited predecessor.
             while True:
                 process = slot.process
+                if process is None and not slot.starting:
+                    break  # stopped before its first worker started: it never will
                 if process is None or slot.starting:
                     await trio.sleep(0.01)
                     continue

@@ -23,8 +23,8 @@ PLAIN = {"hello.py": 'conn.return_("<h1>hello</h1>")'}
 
 
 def wait_for_workers(proc: subprocess.Popen) -> None:
-    """Read the workers' "ready" lines: the supervisor handles SIGTERM by then (it prints
-    its banner before its signal handlers are in)."""
+    """Read the workers' "ready" lines (a SIGTERM before them would be a drain too: the
+    supervisor prints its banner once its signal handlers are in)."""
     ready = 0
     while ready < 2:
         line = proc.stdout.readline()  # type: ignore[union-attr]

@@ -64,3 +64,30 @@ def test_workers_ignore_a_pyweb_folder_in_the_current_directory(tmp_path):
     errors = proc.stderr.read()  # type: ignore[union-attr]
     assert "ImportError" not in errors and "cannot start" not in errors, errors
     assert status == 0
+
+
+def test_a_sigterm_right_after_the_banner_drains(tmp_path):
+    """The banner comes once the supervisor's signal handlers are in: a SIGTERM sent the
+    moment it is read is a drain (exit 0, "draining" said), never the default action.
+
+    Before: the banner was printed before ``trio.run`` installed the handlers, and such a
+    SIGTERM killed the supervisor (status -15), its listening socket with it."""
+    site = write_site(tmp_path / "site", {"hello.py": 'conn.return_("<h1>hello</h1>")'})
+    for _ in range(3):  # the window was a few milliseconds: try it more than once
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pyweb", "serve", str(site), "--port", "0",
+             "--workers", "2", "--access-log", "none"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            banner = proc.stdout.readline()  # type: ignore[union-attr]
+            proc.send_signal(signal.SIGTERM)
+            assert SUPERVISOR_BANNER.search(banner), banner
+            status = proc.wait(30)
+            stderr = proc.stderr.read()  # type: ignore[union-attr]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert status == 0, stderr
+        assert "SIGTERM: draining the workers" in stderr

@@ -60,6 +60,7 @@ class AsyncioServer(Server):
             config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
         )
         self._log_task: asyncio.Task[None] | None = None
+        self._metrics_task: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
         self.deadlines = Deadlines()
         """The connections' waits for a request, under one timer (deadlines.py)."""
@@ -78,6 +79,8 @@ class AsyncioServer(Server):
             log_format=config.log_format,
         )
         self._log_task = loop.create_task(log.run())
+        if self.metrics is not None:  # a worker's counts, for the others (metrics.py)
+            self._metrics_task = loop.create_task(self.metrics.keep_written())
         self._drained = loop.create_future()
         if sock is None and config.listen_fd is not None:
             sock = socket.socket(fileno=config.listen_fd)
@@ -120,6 +123,10 @@ class AsyncioServer(Server):
             self.log.close()
         if self._log_task is not None:
             await self._log_task
+        if self._metrics_task is not None:
+            await self._metrics_task
+        if self.metrics is not None:
+            self.metrics.write()  # drained: the last counts
 
     def abort_all(self) -> None:
         """Close every connection now (a second signal)."""
