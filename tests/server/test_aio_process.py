@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import http_request as request
-from tests.helpers import start_serve, until
+from tests.helpers import ready_workers, start_serve, until
 from tests.helpers import stop_serve as stop
 
 pytestmark = pytest.mark.timeout(90)
@@ -77,6 +77,7 @@ def test_workers_run_on_asyncio_and_a_killed_one_is_replaced(site: Path) -> None
         until(both_seen, what="both workers to answer")
         victim = pids["0"]
         os.kill(int(victim), signal.SIGKILL)
+        ready_workers(proc).wait(3)  # its replacement listens
         pids.clear()
         until(lambda: both_seen() and pids["0"] != victim, what="worker 0 to be replaced")
         assert request(port, "/hello") == (200, b"version 1")
