@@ -12,6 +12,7 @@
   run ``pyweb serve`` as a process, on the test's loop, and talk to it;
 * :class:`ReadyWorkers` (:func:`ready_workers`) reads the "worker ready" lines of
   ``pyweb serve --workers N``, so a test waits for a worker (or a replacement) to listen;
+* :func:`until_reopened` waits for a server to write its log anew after SIGUSR1;
 * :class:`ReadAlong` reads a process's stderr while it runs, so a test can wait for a
   line (a reload's verdict) instead of sleeping;
 * :func:`raw_get` is the raw client: one GET over a plain socket, the reply's bytes as
@@ -46,7 +47,7 @@ from pyweb.testing import default_loop, reachable
 __all__ = ["until", "until_async", "until_settled", "write_site", "reachable",
            "serve_command", "start_serve", "stop_serve", "http_request", "raw_get", "raw_exchange",
            "ReadAlong", "BANNER",
-           "ReadyWorkers", "ready_workers", "chat_in_two_workers"]  # fmt: skip
+           "ReadyWorkers", "ready_workers", "until_reopened", "chat_in_two_workers"]  # fmt: skip
 
 
 def until(predicate: Callable[[], object], what: str = "the condition",
@@ -235,6 +236,23 @@ def http_request(port: int, target: str, body: bytes | None = None, sock=None,
     finally:
         if own:
             sock.close()
+
+
+def until_reopened(port: int, log: Path, target: str = "/") -> None:
+    """After SIGUSR1, until the server writes ``log`` anew: it reopens its log files at the
+    next write and shows no sign of having handled the signal, so this requests
+    ``target`` (each time with another query) until a line lands in a new file at
+    ``log``'s path (the ones before went to the file logrotate moved away)."""
+    sent = 0
+
+    def logged_anew() -> bool:
+        nonlocal sent
+        sent += 1
+        separator = "&" if "?" in target else "?"
+        assert http_request(port, f"{target}{separator}reopen-{sent}")[0] == 200
+        return log.exists()
+
+    until(logged_anew, what=f"a line in the reopened {log.name}")
 
 
 class ReadAlong:

@@ -10,13 +10,12 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import http_request as request
-from tests.helpers import ready_workers, start_serve, until
+from tests.helpers import ready_workers, start_serve, until, until_reopened
 from tests.helpers import stop_serve as stop
 
 pytestmark = pytest.mark.timeout(90)
@@ -93,7 +92,7 @@ def test_sigusr1_reopens_the_access_log(site: Path, tmp_path: Path) -> None:
         until(lambda: log.exists() and "GET /hello" in log.read_text(), what="a line")
         log.rename(tmp_path / "access.log.1")  # what logrotate does
         proc.send_signal(signal.SIGUSR1)  # (unhandled, it would end the process)
-        time.sleep(0.3)  # (no sign of it: the log is reopened at its next write)
+        until_reopened(port, log, "/hello")
         assert proc.poll() is None
         assert request(port, "/hello?again")[0] == 200
         until(lambda: log.exists() and "GET /hello?again" in log.read_text(), what="reopen")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BANNER, ReadAlong, ready_workers, serve_command, until
+from tests.helpers import BANNER, ReadAlong, ready_workers, serve_command, until, until_reopened
 from tests.helpers import http_request as request
 from tests.helpers import start_serve as start
 from tests.helpers import stop_serve as stop
@@ -308,7 +308,7 @@ def test_sigusr1_reopens_the_logs_after_logrotate_moved_them(site, tmp_path):
         until(lambda: log.exists() and "/hello?before" in log.read_text(), what="log line")
         log.rename(tmp_path / "access.log.1")  # what logrotate does first
         proc.send_signal(signal.SIGUSR1)  # then its postrotate script
-        time.sleep(0.2)  # (no sign of it: the log is reopened at its next write)
+        until_reopened(port, log, "/hello")
         request(port, "/hello?after")
         until(lambda: log.exists() and "/hello?after" in log.read_text(), what="new log")
         assert "/hello?after" not in (tmp_path / "access.log.1").read_text()
