@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-compression bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade test-notebooks-extra
+.PHONY: run test test-slow test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-compression bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade test-notebooks-extra
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -50,15 +50,25 @@ test-notebooks-extra:
 	$(NB_VENV)/bin/python scripts/run_notebooks.py $(NB_ARGS)
 
 ## make test: every test (unit, property-based, integration over real sockets), the server
-## tests on both loops (trio and asyncio). Two parts: most tests spread over TEST_JOBS
-## processes (pytest-xdist), then
-## the timing-sensitive ones (marked serial: a normal client's wait under attack) alone.
+## tests on both loops (trio and asyncio), but the suites of minutes (marked slow: make
+## test-slow; CI runs both). Two parts: most tests spread over TEST_JOBS processes
+## (pytest-xdist), then the timing-sensitive ones (marked serial: a normal client's wait
+## under attack; SERIAL_TESTS, the folders of tests/conftest.py's SERIAL_DIRS, so the
+## second part collects only them) alone.
 ## One loop only: make test LOOPS=trio (or PYWEB_TEST_LOOPS=trio); more options: TEST_ARGS=...
 TEST_JOBS ?= 2
 LOOPS ?= trio,asyncio
-test: dev locust-env
-	$(PY) -m pytest -n $(TEST_JOBS) --dist load -m "not serial" --loops $(LOOPS) $(TEST_ARGS)
-	$(PY) -m pytest -m serial --loops $(LOOPS) $(TEST_ARGS)
+SERIAL_TESTS := tests/reliability
+test: dev
+	$(PY) -m pytest -n $(TEST_JOBS) --dist load -m "not serial and not slow" --loops $(LOOPS) $(TEST_ARGS)
+	$(PY) -m pytest -m "serial and not slow" --loops $(LOOPS) $(SERIAL_TESTS) $(TEST_ARGS)
+
+## make test-slow: the suites of minutes that make test leaves out (marked slow): every
+## notebook run on a Jupyter kernel, pyweb grade's class of hand-ins in the bubblewrap
+## sandbox, every wrong answer of the exercises graded to fail, and locust's load tests
+test-slow: dev locust-env
+	@command -v bwrap >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap)
+	$(PY) -m pytest -n $(TEST_JOBS) --dist load -m slow --loops $(LOOPS) $(TEST_ARGS)
 
 ## the protocol, server, regions and site tests with no C at all (PYWEB_REGIONS=python: the
 ## Python parser, framer and regions, as on a machine without a compiler); make test runs
@@ -72,7 +82,7 @@ locust-env: install
 	$(PY) -c "from pyweb.testing.loadtest import ensure_locust; ensure_locust()"
 
 ## pyweb grade alone: a class of attack hand-ins graded in the bubblewrap sandbox, and every
-## wrong answer of the exercise sets graded to fail (about 3 minutes; make test runs them too)
+## wrong answer of the exercise sets graded to fail (about 3 minutes; make test-slow runs them too)
 test-grade: dev
 	@command -v bwrap >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap)
 	$(PY) -m pytest tests/test_grade.py tests/notebook $(TEST_ARGS)

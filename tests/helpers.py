@@ -10,6 +10,9 @@
 * :func:`reachable` (from :mod:`pyweb.testing`) says whether a TCP service answers;
 * :func:`serve_command`, :func:`start_serve`, :func:`stop_serve` and :func:`http_request`
   run ``pyweb serve`` as a process, on the test's loop, and talk to it;
+* :class:`ReadyWorkers` (:func:`ready_workers`) reads the "worker ready" lines of
+  ``pyweb serve --workers N``, so a test waits for a worker (or a replacement) to listen;
+* :func:`until_reopened` waits for a server to write its log anew after SIGUSR1;
 * :class:`ReadAlong` reads a process's stderr while it runs, so a test can wait for a
   line (a reload's verdict) instead of sleeping;
 * :func:`raw_get` is the raw client: one GET over a plain socket, the reply's bytes as
@@ -44,7 +47,7 @@ from pyweb.testing import default_loop, reachable
 __all__ = ["until", "until_async", "until_settled", "write_site", "reachable",
            "serve_command", "start_serve", "stop_serve", "http_request", "raw_get", "raw_exchange",
            "ReadAlong", "BANNER",
-           "chat_in_two_workers"]  # fmt: skip
+           "ReadyWorkers", "ready_workers", "until_reopened", "chat_in_two_workers"]  # fmt: skip
 
 
 def until(predicate: Callable[[], object], what: str = "the condition",
@@ -104,7 +107,8 @@ def serve_command(site: Path | str, *flags: str) -> list[str]:
 def start_serve(site: Path, *flags: str) -> tuple[subprocess.Popen, int]:
     """``pyweb serve SITE`` on a free port and on the test's loop, access log off unless
     ``flags`` name one (the last ``--access-log`` wins); the process and its port, read
-    from the banner."""
+    from the banner. With ``--workers N`` (N > 1) it returns once every worker has said
+    it listens (:class:`ReadyWorkers`; :func:`ready_workers` gives them to the test)."""
     proc = subprocess.Popen(
         serve_command(site, "--port", "0", "--access-log", "none", *flags),
         stdout=subprocess.PIPE,
@@ -116,11 +120,81 @@ def start_serve(site: Path, *flags: str) -> tuple[subprocess.Popen, int]:
     if not found:
         proc.kill()
         raise AssertionError(f"no banner: {banner!r} {proc.stderr.read()}")  # type: ignore[union-attr]
+    count = worker_count(flags)
+    if count > 1:
+        try:
+            ReadyWorkers(proc).wait(count)
+        except AssertionError:
+            stop_serve(proc, signal.SIGKILL)
+            raise
     return proc, int(found.group(1))
+
+
+def worker_count(flags: Iterable[str]) -> int:
+    """The N of the last ``--workers N`` in ``flags`` (1 without one)."""
+    flags = list(flags)
+    found = [flags[i + 1] for i, flag in enumerate(flags[:-1]) if flag == "--workers"]
+    return int(found[-1]) if found else 1
+
+
+READY = re.compile(r"pyweb worker (\d+) \(pid (\d+)\) ready")
+
+
+class ReadyWorkers:
+    """The workers of a ``pyweb serve --workers N`` process that said they listen.
+
+    The supervisor starts each worker with a pipe (``PYWEB_READY_FD``); a worker, once its
+    socket accepts, prints ``pyweb worker I (pid P) ready`` on the stdout it shares with
+    the supervisor and writes to that pipe. Reading those lines as they come tells a test
+    that a worker serves (or that a killed one's replacement does) without guessing a
+    time: before it, a request waits in the kernel's backlog for as long as a worker
+    takes to import pyweb, which on a loaded machine is longer than a client's timeout.
+    """
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        _READY[proc.pid] = self  # (for ready_workers)
+        self.started: list[tuple[int, int]] = []
+        """(worker index, pid) in the order they said they were ready."""
+        self._thread = threading.Thread(target=self._read, args=(proc.stdout,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: Iterable[str]) -> None:
+        for line in pipe:
+            found = READY.search(line)
+            if found:
+                self.started.append((int(found.group(1)), int(found.group(2))))
+
+    def pids(self) -> dict[int, int]:
+        """Each worker index's latest ready pid."""
+        return dict(self.started)
+
+    def wait(self, count: int, limit: float = 90.0) -> None:
+        """Until ``count`` workers in all have said they are ready since the start (a
+        replacement counts: ``wait(3)`` after killing one of two waits for its successor).
+        The limit is generous, only a hung start reaches it."""
+
+        def ready() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"pyweb serve exited ({self.proc.returncode}) "
+                                     f"with {len(self.started)} of {count} workers ready")
+            return len(self.started) >= count
+
+        until(ready, what=f"{count} workers to say they are ready", limit=limit)
+
+
+_READY: dict[int, ReadyWorkers] = {}
+
+
+def ready_workers(proc: subprocess.Popen) -> ReadyWorkers:
+    """The :class:`ReadyWorkers` reading ``proc``'s stdout (made by :func:`start_serve`
+    when it starts workers)."""
+    return _READY[proc.pid]
 
 
 def stop_serve(proc: subprocess.Popen, signum: int = signal.SIGTERM) -> int:
     """Signal the server (SIGTERM: drain and exit) and return its exit status."""
+    _READY.pop(proc.pid, None)
     if proc.poll() is None:
         proc.send_signal(signum)
     try:
@@ -130,11 +204,13 @@ def stop_serve(proc: subprocess.Popen, signum: int = signal.SIGTERM) -> int:
             proc.kill()
 
 
-def http_request(port: int, target: str, body: bytes | None = None, sock=None) -> tuple[int, bytes]:
-    """One request; on ``sock`` (kept alive) or on a new connection (closed after)."""
+def http_request(port: int, target: str, body: bytes | None = None, sock=None,
+                 timeout: float = 10.0) -> tuple[int, bytes]:
+    """One request; on ``sock`` (kept alive) or on a new connection (closed after, waiting
+    at most ``timeout`` seconds for each step)."""
     own = sock is None
     if own:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
         method = "GET" if body is None else "POST"
         head = f"{method} {target} HTTP/1.1\r\nHost: x\r\n"
@@ -160,6 +236,23 @@ def http_request(port: int, target: str, body: bytes | None = None, sock=None) -
     finally:
         if own:
             sock.close()
+
+
+def until_reopened(port: int, log: Path, target: str = "/") -> None:
+    """After SIGUSR1, until the server writes ``log`` anew: it reopens its log files at the
+    next write and shows no sign of having handled the signal, so this requests
+    ``target`` (each time with another query) until a line lands in a new file at
+    ``log``'s path (the ones before went to the file logrotate moved away)."""
+    sent = 0
+
+    def logged_anew() -> bool:
+        nonlocal sent
+        sent += 1
+        separator = "&" if "?" in target else "?"
+        assert http_request(port, f"{target}{separator}reopen-{sent}")[0] == 200
+        return log.exists()
+
+    until(logged_anew, what=f"a line in the reopened {log.name}")
 
 
 class ReadAlong:

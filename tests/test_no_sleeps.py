@@ -68,10 +68,6 @@ REAL_TIME = {
         "tests/server/test_aio_operations.py",
         "test_a_large_file_reaches_a_slow_reader_whole",
     ): "the reader is slow on purpose: too short a pause weakens the test, it cannot fail it",
-    ("tests/server/test_aio_process.py", "test_sigusr1_reopens_the_access_log"): "SIGUSR1 "
-    "gives no sign that it was handled (the log is reopened at its next write)",
-    ("tests/server/test_operations.py",
-     "test_sigusr1_reopens_the_logs_after_logrotate_moved_them"): "SIGUSR1, as above",
     ("tests/cluster/cluster.py", "check_writes"): "the cluster harness (make test-cluster, "
     "not make test): the length of a load run under a killed host",
     ("tests/cluster/cluster.py", "check_push"): "the cluster harness (make test-cluster, "

@@ -10,13 +10,12 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import http_request as request
-from tests.helpers import start_serve, until
+from tests.helpers import ready_workers, start_serve, until, until_reopened
 from tests.helpers import stop_serve as stop
 
 pytestmark = pytest.mark.timeout(90)
@@ -77,6 +76,7 @@ def test_workers_run_on_asyncio_and_a_killed_one_is_replaced(site: Path) -> None
         until(both_seen, what="both workers to answer")
         victim = pids["0"]
         os.kill(int(victim), signal.SIGKILL)
+        ready_workers(proc).wait(3)  # its replacement listens
         pids.clear()
         until(lambda: both_seen() and pids["0"] != victim, what="worker 0 to be replaced")
         assert request(port, "/hello") == (200, b"version 1")
@@ -92,7 +92,7 @@ def test_sigusr1_reopens_the_access_log(site: Path, tmp_path: Path) -> None:
         until(lambda: log.exists() and "GET /hello" in log.read_text(), what="a line")
         log.rename(tmp_path / "access.log.1")  # what logrotate does
         proc.send_signal(signal.SIGUSR1)  # (unhandled, it would end the process)
-        time.sleep(0.3)  # (no sign of it: the log is reopened at its next write)
+        until_reopened(port, log, "/hello")
         assert proc.poll() is None
         assert request(port, "/hello?again")[0] == 200
         until(lambda: log.exists() and "GET /hello?again" in log.read_text(), what="reopen")

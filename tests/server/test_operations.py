@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BANNER, ReadAlong, serve_command, until
+from tests.helpers import BANNER, ReadAlong, ready_workers, serve_command, until, until_reopened
 from tests.helpers import http_request as request
 from tests.helpers import start_serve as start
 from tests.helpers import stop_serve as stop
@@ -42,7 +42,9 @@ class Load:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                status, body = request(self.port, self.target)
+                # (a generous timeout: while both workers recycle at once, a connection
+                # waits in the backlog for as long as a new worker takes to start)
+                status, body = request(self.port, self.target, timeout=60)
             except OSError as exc:
                 outcome = f"{type(exc).__name__}: {exc}"
             else:
@@ -191,16 +193,14 @@ def status_of(port: int) -> dict:
 def test_workers_share_the_port_and_a_killed_one_is_replaced(site):
     proc, port = start(site, "--workers", "2", "--per-process-cache", "--status")
     try:
-        until(lambda: len(status_of(port)["workers"]) == 2, what="two workers")
         pids = {w["pid"] for w in status_of(port)["workers"]}
+        assert pids == set(ready_workers(proc).pids().values())  # (start waited for both)
         with Load(port) as load:
             load.wait_for(30)
             victim = sorted(pids)[0]
             os.kill(victim, signal.SIGKILL)
-            until(
-                lambda: {w["pid"] for w in status_of(port)["workers"]} - pids,
-                what="a replacement worker",
-            )
+            ready_workers(proc).wait(3)  # the replacement listens
+            assert {w["pid"] for w in status_of(port)["workers"]} - pids
             load.wait_for(30)
         # Only requests the killed worker had accepted can fail (4 clients: at most 4).
         assert len(load.failures) <= 4, load.failures
@@ -242,6 +242,7 @@ def test_sigterm_under_load_answers_every_accepted_request(site):
 
 # A draining worker serves a just-accepted connection's first request (connection.py:
 # a fresh connection is not idle, so SHUTDOWN does not close it).
+@pytest.mark.timeout(180)  # (eight workers start in it: slow on a loaded machine)
 def test_max_requests_recycles_workers_without_failing_a_request(site):
     proc, port = start(site, "--workers", "2", "--per-process-cache", "--max-requests", "25", "--status")
     try:
@@ -307,7 +308,7 @@ def test_sigusr1_reopens_the_logs_after_logrotate_moved_them(site, tmp_path):
         until(lambda: log.exists() and "/hello?before" in log.read_text(), what="log line")
         log.rename(tmp_path / "access.log.1")  # what logrotate does first
         proc.send_signal(signal.SIGUSR1)  # then its postrotate script
-        time.sleep(0.2)  # (no sign of it: the log is reopened at its next write)
+        until_reopened(port, log, "/hello")
         request(port, "/hello?after")
         until(lambda: log.exists() and "/hello?after" in log.read_text(), what="new log")
         assert "/hello?after" not in (tmp_path / "access.log.1").read_text()
