@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test test-slow test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-compression bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade test-notebooks-extra
+.PHONY: compiled test-compiled eager-env run test test-slow test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-compression bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade test-notebooks-extra
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
@@ -69,6 +69,28 @@ test: dev
 test-slow: dev locust-env
 	@command -v bwrap >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap)
 	$(PY) -m pytest -n $(TEST_JOBS) --dist load -m slow --loops $(LOOPS) $(TEST_ARGS)
+
+## the optional compiled build: pyweb's hot plain modules compiled by mypyc into a copy of
+## the package in build/mypyc (scripts/build_compiled.py lists which, and why the others are
+## not); the plain modules stay the reference, and make dev never builds it. Run with it:
+## PYTHONPATH=build/mypyc .venv/bin/python -m pyweb serve pages (docs/compiled.md)
+compiled: dev
+	$(PY) scripts/build_compiled.py
+
+## the protocol tests (h11 as the oracle), the asyncio and trio server tests and the page
+## runner's against the compiled build: a differential run, the plain modules as reference
+COMPILED_TESTS ?= tests/protocol tests/server/test_aio.py tests/server/test_connection.py \
+  tests/server/test_reply_arena.py tests/app
+test-compiled: compiled
+	PYTHONPATH=build/mypyc:scripts $(VENV)/bin/pytest -p compiled_plugin \
+	  -n $(TEST_JOBS) --dist load -m "not serial" --loops $(LOOPS) $(COMPILED_TESTS) $(TEST_ARGS)
+
+## Python 3.12 with the uvloop extra in build/py312: peers.py's pyweb-asyncio-py312 and
+## pyweb-asyncio-eager (asyncio's eager tasks, PYWEB_EAGER_TASKS=1)
+PY312 ?= $(shell ls -d $(PYENV_ROOT)/versions/3.12.*/bin/python3 2>/dev/null | sort -V | tail -n 1)
+eager-env:
+	test -x build/py312/bin/python || $(PY312) -m venv build/py312
+	build/py312/bin/python -m pip install --quiet -e '.[uvloop]' pytest pytest-timeout hypothesis h11 trustme
 
 ## the protocol, server, regions and site tests with no C at all (PYWEB_REGIONS=python: the
 ## Python parser, framer and regions, as on a machine without a compiler); make test runs
