@@ -73,7 +73,7 @@ test-slow: dev locust-env
 ## the optional compiled build: pyweb's hot plain modules compiled by mypyc into a copy of
 ## the package in build/mypyc (scripts/build_compiled.py lists which, and why the others are
 ## not); the plain modules stay the reference, and make dev never builds it. Run with it:
-## PYTHONPATH=build/mypyc .venv/bin/python -m pyweb serve pages (docs/compiled.md)
+## PYTHONPATH=build/mypyc .venv/bin/python -m pyweb serve pages (docs/performance.md)
 compiled: dev
 	$(PY) scripts/build_compiled.py
 
@@ -85,10 +85,9 @@ test-compiled: compiled
 	PYTHONPATH=build/mypyc:scripts $(VENV)/bin/pytest -p compiled_plugin \
 	  -n $(TEST_JOBS) --dist load -m "not serial" --loops $(LOOPS) $(COMPILED_TESTS) $(TEST_ARGS)
 
-## Python 3.12 with the uvloop extra in build/py312: peers.py's pyweb-asyncio-py312 and
-## pyweb-asyncio-eager (asyncio's eager tasks, PYWEB_EAGER_TASKS=1)
+## Python 3.12 with the uvloop extra in build/py312: peers.py's pyweb-asyncio-py312
 PY312 ?= $(shell ls -d $(PYENV_ROOT)/versions/3.12.*/bin/python3 2>/dev/null | sort -V | tail -n 1)
-eager-env:
+py312-env:
 	test -x build/py312/bin/python || $(PY312) -m venv build/py312
 	build/py312/bin/python -m pip install --quiet -e '.[uvloop]' pytest pytest-timeout hypothesis h11 trustme
 

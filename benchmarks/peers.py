@@ -174,8 +174,7 @@ SERVERS = {
     "pyweb-asyncio-handler": "the same handler on the asyncio server",
     "pyweb-compiled": "pyweb with its modules compiled by mypyc (make compiled: build/mypyc)",
     "pyweb-asyncio-compiled": "pyweb-asyncio with the mypyc-compiled modules",
-    "pyweb-asyncio-py312": "pyweb-asyncio on Python 3.12 (build/py312, make eager-env)",
-    "pyweb-asyncio-eager": "pyweb-asyncio on Python 3.12 with eager tasks (PYWEB_EAGER_TASKS=1)",
+    "pyweb-asyncio-py312": "pyweb-asyncio on Python 3.12 (build/py312, make py312-env)",
     "pyweb-baseline": "pyweb as in the checkout given with --baseline DIR (before/after in one run)",
     "pyweb-baseline-asyncio": "pyweb-baseline with --loop asyncio",
     "pyweb-baseline-noarena": "pyweb-baseline with PYWEB_ARENA=0: the no-arena path of checkouts "
@@ -220,7 +219,7 @@ BASELINE_TREE: Path | None = None
 COMPILED_TREE = ROOT / "build" / "mypyc"
 """``make compiled``'s copy of pyweb with the mypyc-compiled modules (``pyweb-compiled``)."""
 PY312_VENV = ROOT / "build" / "py312"
-"""``make eager-env``'s Python 3.12 venv (``pyweb-asyncio-py312``, ``pyweb-asyncio-eager``)."""
+"""``make py312-env``'s Python 3.12 venv (``pyweb-asyncio-py312``)."""
 """``--baseline DIR``: another checkout of pyweb (e.g. ``git worktree add /tmp/before main``,
 its C extension built in place) that ``pyweb-baseline`` runs, to compare a change with the
 code before it in the same run."""
@@ -320,11 +319,8 @@ def server_command(name: str, port: int) -> list[str]:
         # build/mypyc first on the path: its compiled modules win over the plain ones
         plain = name.removesuffix("-compiled")
         return ["env", f"PYTHONPATH={COMPILED_TREE}", *server_command(plain, port)]
-    if name in ("pyweb-asyncio-py312", "pyweb-asyncio-eager"):
-        eager = "1" if name.endswith("-eager") else "0"
-        command = server_command("pyweb-asyncio", port)
-        return ["env", f"PYWEB_EAGER_TASKS={eager}", str(PY312_VENV / "bin" / "python"),
-                *command[1:]]  # fmt: skip
+    if name == "pyweb-asyncio-py312":
+        return [str(PY312_VENV / "bin" / "python"), *server_command("pyweb-asyncio", port)[1:]]
     if name.startswith("pyweb"):
         scheduler = {"pyweb-pool": "pool", "pyweb-nothread": "nothread"}.get(name, "one-to-one")
         loop = "asyncio" if name.startswith("pyweb-asyncio") else "trio"

@@ -13,7 +13,6 @@ Hop's schedulers on this loop (``--scheduler``: one-to-one, pool, nothread;
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 from typing import Any
 
@@ -27,19 +26,12 @@ __all__ = ["AsyncioServer", "new_loop"]
 
 
 def new_loop() -> tuple[asyncio.AbstractEventLoop, str]:
-    """A new event loop, uvloop's when installed; and its name for the banner.
-    ``PYWEB_EAGER_TASKS=1`` on Python 3.12+ installs asyncio's eager task factory (a
-    measurement aid: docs/performance.md)."""
+    """A new event loop, uvloop's when installed; and its name for the banner."""
     try:
         import uvloop
     except ImportError:
-        loop, name = asyncio.SelectorEventLoop(), "asyncio"
-    else:
-        loop, name = uvloop.new_event_loop(), "uvloop"
-    factory = getattr(asyncio, "eager_task_factory", None)  # (3.12+)
-    if factory is not None and os.environ.get("PYWEB_EAGER_TASKS") == "1":
-        loop.set_task_factory(factory)
-    return loop, name
+        return asyncio.SelectorEventLoop(), "asyncio"
+    return uvloop.new_event_loop(), "uvloop"
 
 
 class AsyncioServer(Server):
