@@ -73,14 +73,13 @@ test-slow: dev locust-env
 ## the optional compiled build: pyweb's hot plain modules compiled by mypyc into a copy of
 ## the package in build/mypyc (scripts/build_compiled.py lists which, and why the others are
 ## not); the plain modules stay the reference, and make dev never builds it. Run with it:
-## PYTHONPATH=build/mypyc .venv/bin/python -m pyweb serve pages (docs/performance.md)
+## PYTHONPATH=build/mypyc .venv/bin/pyweb serve pages (not python -m: that puts the tree first)
 compiled: dev
 	$(PY) scripts/build_compiled.py
 
-## the protocol tests (h11 as the oracle), the asyncio and trio server tests and the page
-## runner's against the compiled build: a differential run, the plain modules as reference
-COMPILED_TESTS ?= tests/protocol tests/server/test_aio.py tests/server/test_connection.py \
-  tests/server/test_reply_arena.py tests/app
+## the protocol tests (h11 as the oracle) and the connection tests on both loops against the
+## compiled build: a differential run, the plain modules as the reference
+COMPILED_TESTS ?= tests/protocol tests/server/test_aio.py tests/server/test_connection.py
 test-compiled: compiled
 	PYTHONPATH=build/mypyc:scripts $(VENV)/bin/pytest -p compiled_plugin \
 	  -n $(TEST_JOBS) --dist load -m "not serial" --loops $(LOOPS) $(COMPILED_TESTS) $(TEST_ARGS)
