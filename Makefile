@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: compiled test-compiled eager-env run test test-slow test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-compression bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade test-notebooks-extra
+.PHONY: compiled test-compiled py312-env run test test-slow test-pure install dev lint locust-env asan-test test-pyvers bench-regions bench bench-parse bench-render bench-cache bench-events bench-peers bench-peers-short bench-peers-callgrind bench-sweep bench-sweep-short bench-locust bench-table1 bench-db bench-db-pages bench-sessions bench-compression bench-jobs fuzz fuzz-atheris soak docs lab clean test-cluster bench-push test-grade test-notebooks-extra
 
 # A stamp file per install level: re-run pip only when the packaging files change.
 $(VENV)/.installed: pyproject.toml setup.py
