@@ -131,13 +131,13 @@ class MultiDict(Mapping[str, str]):
         self._pairs.append((name, value))
         self._lists.setdefault(name, []).append(value)
 
-    def __getitem__(self, name: str):  # type: ignore[override]
+    def __getitem__(self, name: str):
         values = self._lists.get(name)
         if not values:
             raise FormVariableMissing(name, self._lists)
         return values[-1]
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         # Mapping.get would go through __getitem__ and build the exception's message
         values = self._lists.get(name)
         return values[-1] if values else default

@@ -134,7 +134,7 @@ class Routing(Runner):
         for kind in self.ROUTES:
             answer = getattr(self, kind)(ctx, target)
             if answer is not None:
-                return await answer  # type: ignore[no-any-return]
+                return await answer
         raise AssertionError("the file route answers every request")  # (unreachable)
 
     def _server_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:

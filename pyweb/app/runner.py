@@ -286,7 +286,7 @@ class Runner(ErrorPages):
         """:meth:`_page_outcome` as one awaitable, for ``--profile-alloc`` to count."""
         response = self._page_outcome(ctx, conn, page)
         if type(response) is CoroutineType:
-            return await response  # type: ignore[no-any-return]
+            return await response
         return response  # type: ignore[return-value]
 
     def _page_outcome(
@@ -352,7 +352,7 @@ class Runner(ErrorPages):
             return self._page_failed(ctx, conn, page, exc)
         response = self._page_end(ctx, conn, page, ended)
         if type(response) is CoroutineType:  # a session to save first
-            return await response  # type: ignore[no-any-return]
+            return await response
         return response  # type: ignore[return-value]
 
     def _page_end(
