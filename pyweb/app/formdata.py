@@ -461,14 +461,3 @@ def is_form_body(content_type: str | None) -> bool:
         return False
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/x-www-form-urlencoded" or media == "multipart/form-data"
-
-
-def as_mapping(d: Mapping[str, object]) -> MultiDict:
-    """A plain dict (values str or list) as a :class:`MultiDict` (for tests and notebooks)."""
-    pairs: list[tuple[str, object]] = []
-    for name, value in d.items():
-        if isinstance(value, list | tuple):
-            pairs.extend((name, v) for v in value)
-        else:
-            pairs.append((name, value))
-    return MultiDict(pairs)
