@@ -53,7 +53,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from pyweb._html_fast import constructor_paths, fast_element
+import pyweb._html_fast as _html_fast
 from pyweb.quot import Safe, safe
 
 __all__ = [
@@ -701,14 +701,22 @@ def _render_into(root: Node, append: Callable[[str], object]) -> None:
 
 # -- constructors -------------------------------------------------------------------------
 
-# The constructors' fast path; the plain constructor is their __wrapped__ (pyweb/_html_fast.py).
-_fast_constructor = constructor_paths(
-    Node, _setup, _attr_name, _PY_ATTR_NAMES, _needs_escape, _escape_text, _RENDER_NOW_LIMIT
+# The constructors' fast path, given this module's pieces; each plain constructor stays as
+# its __wrapped__ (pyweb/_html_fast.py).
+_html_fast.use(
+    Node,
+    _setup,
+    _tag_info,
+    _attr_name,
+    _PY_ATTR_NAMES,
+    _needs_escape,
+    _escape_text,
+    _RENDER_NOW_LIMIT,
 )
 
 
 # element runs with its node made in line, without Node.__init__ (pyweb/_html_fast.py).
-@fast_element(Node, _setup, _tag_info, _attr_name)
+@_html_fast.fast_element
 def element(tag: str, *children: Any, **attrs: Any) -> Node:
     """Build any element: ``element("my-widget", "text", data_x=1)``.
 
@@ -736,7 +744,7 @@ def _constructor(tag: str) -> Callable[..., Node]:
     construct.__name__ = construct.__qualname__ = tag.upper()
     construct.__doc__ = f"The ``<{tag}>`` element: children positional, attributes as keywords."
     # Run with the node made in line, its HTML made now when it can be (pyweb/_html_fast.py).
-    return _fast_constructor(info)(construct)
+    return _html_fast.fast_constructor(info)(construct)
 
 
 HTML = _constructor("html")

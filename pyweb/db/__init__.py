@@ -175,7 +175,7 @@ def _site_root() -> str | None:
         conn = conn_module.current_conn()
     except RuntimeError:  # not inside a page
         return None
-    return conn.site_root
+    return getattr(conn, "site_root", None)  # (a test may set a stand-in as the page)
 
 
 def database() -> Database:
