@@ -33,6 +33,7 @@ _.bufsize  # server/contract.py: a Protocol method's parameter (its name is its 
 
 # app/routing.py: the router looks each kind up by its name in Router.ROUTES
 _._server_route
+_._openapi_route
 _._stats_route
 _._websocket_route
 _._service_route
