@@ -51,3 +51,5 @@ _.key_source  # app/site.py: where the secret key came from (setting, environmen
 _.applies  # app/traps.py: whether a trap runs for a path (its matches_canonical's plain form)
 _.swap_evt  # events/syncvar.py: CML's mSwapEvt (docs/events.md's table)
 _.request_evt  # events/library.py: the RPC's request event, as the CML paper's library has it
+_.frame_inbound_payload_data  # protocol/websocket_deflate.py: wsproto calls an extension's
+_._enabled  # protocol/websocket_deflate.py: wsproto's PerMessageDeflate reads it

@@ -163,7 +163,7 @@ class Runner(ErrorPages):
             _current.reset(conn_token)
         answer = self._page_answer(ctx, conn, page, response, found, scope)
         if type(answer) is CoroutineType:  # compressed in a worker thread (a large body, a file)
-            return await answer  # type: ignore[no-any-return]
+            return await answer
         return answer  # type: ignore[return-value]
 
     def _page_answer(
