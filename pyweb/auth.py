@@ -113,7 +113,7 @@ class Offloaded(Generic[T]):
         self._name = name
 
     def __await__(self) -> Generator[Any, None, T]:
-        return self._start().__await__()  # type: ignore[attr-defined, no-any-return]
+        return self._start().__await__()
 
     def _not_awaited(self, *_args: object) -> Any:
         raise TypeError(
@@ -121,7 +121,7 @@ class Offloaded(Generic[T]):
             f"'await auth.{self._name}(...)' (its answer is not known until then)"
         )
 
-    __bool__ = __str__ = __format__ = __iter__ = __eq__ = _not_awaited  # type: ignore[assignment]
+    __bool__ = __str__ = __format__ = __iter__ = __eq__ = _not_awaited
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:

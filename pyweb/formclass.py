@@ -103,7 +103,7 @@ class Field:
     def _bind(self, owner: type, name: str, annotation: Any) -> None:
         """Set the field's name and getter from its annotation (at class creation)."""
         self.name = name
-        base, self.optional = forms._split_optional(annotation)
+        base, self.optional = forms.split_optional(annotation)
         try:
             self.getter = forms.getter_for(base)
         except TypeError as exc:
@@ -246,7 +246,7 @@ class Form:
     def parse(cls, form: forms.FormSource | None = None) -> Any:
         """The form filled in from ``form`` (default: the request being served), with
         every field checked: :attr:`ok`, :attr:`values`, :attr:`errors`."""
-        source = forms._resolve(form)
+        source = forms.resolve_form(form)
         made = cls()
         for name, f in cls.fields.items():
             text = forms.lookup(name, source)

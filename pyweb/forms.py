@@ -185,7 +185,9 @@ def use_form(form: FormSource) -> Iterator[FormSource]:
         current_form.reset(token)
 
 
-def _resolve(form: FormSource | None) -> FormSource:
+def resolve_form(form: FormSource | None) -> FormSource:
+    """The form to read: ``form`` when given, else the one :func:`use_form` set, else the
+    current page's; ``RuntimeError`` when there is none (the getters' ``form=`` rule)."""
     if form is not None:
         return form
     found = current_form.get()
@@ -208,7 +210,7 @@ def lookup(name: str, form: FormSource | None = None) -> str | None:
     number put into a hand-made dict) comes back as ``"<not text: ...>"``, which no getter
     accepts, so the error page names it.
     """
-    source = _resolve(form)
+    source = resolve_form(form)
     values: Any
     getall = getattr(source, "getall", None)
     if callable(getall):
@@ -888,7 +890,7 @@ _SUPPORTED = (
 )
 
 
-def _split_optional(annotation: Any) -> tuple[Any, bool]:
+def split_optional(annotation: Any) -> tuple[Any, bool]:
     """``T | None`` -> (T, True); anything else -> (annotation, False)."""
     origin = typing.get_origin(annotation)
     if origin is typing.Union or origin is types.UnionType:
@@ -915,7 +917,7 @@ def getter_for(annotation: Any) -> Getter:
     none, the getter for ``T``), ``T | None`` -> ``wrap_opt`` of the getter for ``T``.
     Anything else raises ``TypeError`` naming the annotation.
     """
-    inner, optional = _split_optional(annotation)
+    inner, optional = split_optional(annotation)
     if optional:
         return wrap_opt(getter_for(inner))
     if typing.get_origin(annotation) is Annotated:
@@ -944,14 +946,17 @@ def getter_for(annotation: Any) -> Getter:
 
 
 @dataclass(frozen=True, slots=True)
-class _Param:
+class FormParameter:
+    """One form variable of a function: its name, getter, whether ``None`` is allowed, and
+    its default (``inspect.Parameter.empty`` when it is required)."""
+
     name: str
     getter: Getter
     optional: bool
     default: Any  # inspect.Parameter.empty when required
 
 
-_plans: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], tuple[_Param, ...]]] = (
+_plans: weakref.WeakKeyDictionary[Any, dict[tuple[str, ...], tuple[FormParameter, ...]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -960,7 +965,7 @@ def _describe_func(func: Callable[..., Any]) -> str:
     return getattr(func, "__qualname__", None) or repr(func)
 
 
-def _build_plan(func: Callable[..., Any], skip: tuple[str, ...]) -> tuple[_Param, ...]:
+def _build_plan(func: Callable[..., Any], skip: tuple[str, ...]) -> tuple[FormParameter, ...]:
     # get_type_hints wants the function itself: look through partials and callable objects
     target: Any = func
     while isinstance(target, functools.partial):
@@ -987,16 +992,18 @@ def _build_plan(func: Callable[..., Any], skip: tuple[str, ...]) -> tuple[_Param
                 "form variables are passed by keyword"
             )
         annotation = hints.get(param.name, str)
-        base, optional = _split_optional(annotation)
+        base, optional = split_optional(annotation)
         try:
             getter = getter_for(base)
         except TypeError as exc:
             raise TypeError(f"{_describe_func(func)}: parameter {param.name!r}: {exc}") from None
-        plan.append(_Param(param.name, getter, optional, param.default))
+        plan.append(FormParameter(param.name, getter, optional, param.default))
     return tuple(plan)
 
 
-def _plan(func: Callable[..., Any], skip: Iterable[str]) -> tuple[_Param, ...]:
+def form_parameters(func: Callable[..., Any], skip: Iterable[str]) -> tuple[FormParameter, ...]:
+    """The form variables of ``func`` (its parameters but those in ``skip``), worked out
+    once per function and remembered; ``TypeError`` names a parameter with no getter."""
     key = tuple(skip)
     try:
         per_skip = _plans.setdefault(func, {})
@@ -1012,7 +1019,7 @@ def check_signature(func: Callable[..., Any], *, skip: Iterable[str] = ("conn",)
     """Raise ``TypeError`` naming the first parameter of ``func`` whose annotation has no
     getter (or that is positional-only), so an app can report it when it loads a service,
     not on each request. The plan it builds is cached for :func:`parse_arguments`."""
-    _plan(func, skip)
+    form_parameters(func, skip)
 
 
 def parse_arguments(
@@ -1036,8 +1043,8 @@ def parse_arguments(
     import annotations``). An unsupported annotation raises ``TypeError``
     (see :func:`check_signature`).
     """
-    plan = _plan(func, skip)
-    source = _resolve(form)
+    plan = form_parameters(func, skip)
+    source = resolve_form(form)
     values: dict[str, Any] = {}
     bad: list[FormError] = []
     for p in plan:

@@ -53,6 +53,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import pyweb._html_fast as _html_fast
 from pyweb.quot import Safe, safe
 
 __all__ = [
@@ -419,7 +420,6 @@ def _general_items(tag: str, children: tuple[Any, ...], raw: bool) -> tuple[list
     return items, leaf, cacheable
 
 
-_new_node = object.__new__
 # Most text has nothing to escape: one search finds out, cheaper than five replaces.
 _needs_escape = re.compile("[&<>\"']").search
 
@@ -701,16 +701,29 @@ def _render_into(root: Node, append: Callable[[str], object]) -> None:
 
 # -- constructors -------------------------------------------------------------------------
 
+# The constructors' fast path, given this module's pieces; each plain constructor stays as
+# its __wrapped__ (pyweb/_html_fast.py).
+_html_fast.use(
+    Node,
+    _setup,
+    _tag_info,
+    _attr_name,
+    _PY_ATTR_NAMES,
+    _needs_escape,
+    _escape_text,
+    _RENDER_NOW_LIMIT,
+)
 
+
+# element runs with its node made in line, without Node.__init__ (pyweb/_html_fast.py).
+@_html_fast.fast_element
 def element(tag: str, *children: Any, **attrs: Any) -> Node:
     """Build any element: ``element("my-widget", "text", data_x=1)``.
 
     Keyword names are translated like the capitalised constructors' (``class_`` -> ``class``,
     ``data_x`` -> ``data-x``).
     """
-    node = _new_node(Node)
-    _setup(node, _tag_info(tag), children, [(_attr_name(k), v) for k, v in attrs.items()])
-    return node
+    return Node(tag, children, [(_attr_name(k), v) for k, v in attrs.items()])
 
 
 def document(*children: Any, **attrs: Any) -> Node:
@@ -721,92 +734,17 @@ def document(*children: Any, **attrs: Any) -> Node:
     return _Document(children, [(_attr_name(k), v) for k, v in attrs.items()])
 
 
-def _rendered_now(open_tag: str, close: str, children: tuple[Any, ...]) -> str | None:
-    """The HTML of an element whose children are all text, ints or nodes already rendered
-    (and not too long: see ``_RENDER_NOW_LIMIT``); None when one is anything else.
-
-    :func:`_setup`'s short path for the constructors, where most nodes of a page are made
-    (a table row and its cells), without the general path's set-up around it. The length
-    is checked once, on the result: a running count cost more than the join it saves."""
-    parts = [open_tag]
-    append = parts.append
-    for kid in children:
-        t = type(kid)
-        if t is Node:
-            html = kid._cache
-            if html is None:
-                return None
-            append(html)
-        elif t is str:
-            append(kid if _needs_escape(kid) is None else _escape_text(kid))
-        elif t is int:
-            append(str(kid))
-        else:
-            return None
-    append(close)
-    html = "".join(parts)
-    return html if len(html) <= _RENDER_NOW_LIMIT else None
-
-
 def _constructor(tag: str) -> Callable[..., Node]:
     info = _tag_info(tag)
-    tag, open_plain, _, close, void, _, plain = info
-    short = plain and not void  # see below
+    name = info[0]
 
     def construct(*children: Any, **attrs: Any) -> Node:
-        if attrs:
-            node = _new_node(Node)
-            pairs = [(_PY_ATTR_NAMES.get(k) or _attr_name(k), v) for k, v in attrs.items()]
-            _setup(node, info, children, pairs)
-            return node
-        if not short:
-            node = _new_node(Node)
-            _setup(node, info, children, None)
-            return node
-        # The commonest nodes of a page built from rows (TD(value), TR(TD(...), ...)):
-        # _setup's short path written out, the node's HTML made now. One text child
-        # (escaped) or int child is the commonest of all and needs no list. Each test
-        # below is asked once (a call to len or type is a good part of a small node).
-        html: str | None
-        if len(children) == 1:
-            kid = children[0]
-            t = type(kid)
-            if t is str or t is int:
-                # The one text child is kept alone, not in the call's tuple: the tuple is
-                # freed now instead of living as long as the page, one object fewer per
-                # cell for the cyclic collector to count and visit (see ``children``).
-                node = _new_node(Node)
-                node._tag = tag
-                node._open = open_plain
-                node._close = close
-                node._children = kid
-                node._cache = (
-                    f"{open_plain}{kid}{close}"
-                    if t is int or _needs_escape(kid) is None
-                    else f"{open_plain}{_escape_text(kid)}{close}"
-                )
-                return node
-            html = _rendered_now(open_plain, close, children)
-        else:
-            html = _rendered_now(open_plain, close, children)
-        node = _new_node(Node)
-        if html is None:
-            _setup(node, info, children, None)
-            return node
-        # Only what a rendered node without attributes needs is stored: _attrs, _items,
-        # _cacheable and _seen stay unset, read only through Node.attrs or once _cache
-        # is None (see the class). Four stores fewer, and four fields fewer for the
-        # collector to visit: about 0.6k instructions per node.
-        node._tag = tag
-        node._open = open_plain
-        node._close = close
-        node._children = children
-        node._cache = html
-        return node
+        return Node(name, children, [(_attr_name(k), v) for k, v in attrs.items()])
 
     construct.__name__ = construct.__qualname__ = tag.upper()
     construct.__doc__ = f"The ``<{tag}>`` element: children positional, attributes as keywords."
-    return construct
+    # Run with the node made in line, its HTML made now when it can be (pyweb/_html_fast.py).
+    return _html_fast.fast_constructor(info)(construct)
 
 
 HTML = _constructor("html")

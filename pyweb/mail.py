@@ -127,6 +127,11 @@ def _current() -> _Settings:
     return _settings
 
 
+def backend_kind() -> str:
+    """The backend mail goes to now: ``"console"``, ``"outbox"``, ``"smtp"`` or ``"smtps"``."""
+    return _current().kind
+
+
 # ---- checking what goes into the headers ----------------------------------------------------
 
 

@@ -277,7 +277,7 @@ class _RedisHub:
                 reply = yield ("EVAL", _PUBLISH, *args)
             return reply
 
-        reply = await self.backend._arun(steps(), _FAILED)
+        reply = await self.backend.run_steps(steps(), _FAILED)
         if reply is _FAILED or not isinstance(reply, int):
             raise MulticastUnavailable(f"cannot publish on {name!r}: {self.backend} ({reply!r})")
         return reply
@@ -286,7 +286,7 @@ class _RedisHub:
         def steps() -> Any:
             return (yield ("LRANGE", self._key(name) + b":log", 0, -1))
 
-        reply = await self.backend._arun(steps(), _FAILED)
+        reply = await self.backend.run_steps(steps(), _FAILED)
         if reply is _FAILED or not isinstance(reply, list):
             raise MulticastUnavailable(f"cannot read {name!r}: {self.backend} ({reply!r})")
         return [_decode(*_parse_wire(item)) for item in reply]
@@ -325,7 +325,7 @@ class _RedisHub:
             parser = ReplyParser()
             self.requests.drain()  # every channel is subscribed below
             if self.channels:
-                await conn._asend(
+                await conn.send_all(
                     encode_command("SUBSCRIBE", *(self._key(n) for n in self.channels))
                 )
             pinged = False
@@ -349,10 +349,10 @@ class _RedisHub:
                 elif got is False:  # quiet for a while: is Redis still there?
                     if pinged:
                         raise TimeoutError(f"no answer to PING in {PING_EVERY:g} s")
-                    await conn._asend(encode_command("PING"))
+                    await conn.send_all(encode_command("PING"))
                     pinged = True
                 else:  # a channel made since the connection started
-                    await conn._asend(encode_command("SUBSCRIBE", self._key(got)))
+                    await conn.send_all(encode_command("SUBSCRIBE", self._key(got)))
                 if self._stale():
                     return
         finally:

@@ -198,7 +198,7 @@ class _Counted:
             try:
                 value, error = (yield suspended), None
             except GeneratorExit:  # abandoned unfinished: close the page the same way
-                steps.close()  # type: ignore[attr-defined]
+                steps.close()
                 raise
             except BaseException as thrown:  # a cancellation, delivered into the page
                 value, error = None, thrown

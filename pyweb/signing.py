@@ -165,7 +165,7 @@ class _KeyedSigner(Signer):
         key = derived.get(secret_key)
         if key is None:
             key = derived[secret_key] = super().derive_key(secret_key)
-        return key  # type: ignore[no-any-return]
+        return key
 
 
 class _KeyedTimestampSigner(TimestampSigner):
@@ -181,7 +181,7 @@ class _KeyedTimestampSigner(TimestampSigner):
         key = derived.get(secret_key)
         if key is None:
             key = derived[secret_key] = super().derive_key(secret_key)
-        return key  # type: ignore[no-any-return]
+        return key
 
     def unsign(  # type: ignore[override]
         self, signed_value: str | bytes, max_age: int | None = None

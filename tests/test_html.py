@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import html
+import inspect
 from html.parser import HTMLParser
 from typing import Any
 
 import jinja2
 import markupsafe
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyweb import html as h
@@ -501,6 +502,72 @@ def test_property_trees_rendered_when_built_equal_the_reference(tree: Node) -> N
     pieces: list[str] = []
     DIV(tree, qq("{x}", x=1)).write_to(pieces.append)
     assert "".join(pieces) == f"<div>{expected}1</div>"
+
+
+# -- the constructors' fast path (pyweb/_html_fast.py) against their plain versions --------
+
+_FAST_CONSTRUCTORS = sorted(n for n, make in h.CONSTRUCTORS.items() if hasattr(make, "__wrapped__"))
+_ODD = object()  # a child no element takes: both versions must refuse it alike
+_any_child = st.one_of(
+    _kid,
+    st.floats(allow_nan=False),
+    st.sampled_from([None, True, False, _ODD, qq("<q>"), safe("<b>safe</b>"), "</script>"]),
+    _ctor_trees,
+    st.lists(st.one_of(_any_text, st.integers(0, 3)), max_size=3),
+)
+_any_attrs = st.dictionaries(
+    st.sampled_from(["title", "class_", "data_x", "hidden", "bad name", "on\x00"]),
+    st.one_of(_any_text, st.integers(), st.sampled_from([True, False, None])),
+    max_size=3,
+)
+
+
+def _outcome(make: Any, args: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Any, ...]:
+    """What is compared of one call: the node's every public view, or the error."""
+    try:
+        node = make(*args, **attrs)
+    except (TypeError, ValueError) as exc:
+        return ("error", type(exc), str(exc))
+    parts: list[str] = []
+    node.write_to(parts.append)
+    views = (node.tag, node.children, node.attrs, repr(node), hash(node), "".join(parts))
+    return ("node", node.render(), "".join(node.html_parts()), *views)
+
+
+# One child alone is the constructors' shortest path (a table's cells): drawn on its own too.
+_children_lists = st.one_of(_any_child.map(lambda kid: [kid]), st.lists(_any_child, max_size=4))
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(_FAST_CONSTRUCTORS), _children_lists, _any_attrs)
+def test_property_fast_constructor_equals_the_plain_one(
+    name: str, children: list[Any], attrs: dict[str, Any]
+) -> None:
+    fast = h.CONSTRUCTORS[name]
+    plain = fast.__wrapped__  # type: ignore[attr-defined]
+    expected = _outcome(plain, tuple(children), attrs)
+    assert _outcome(fast, tuple(children), attrs) == expected
+    if expected[0] == "node":
+        assert fast(*children, **attrs) == plain(*children, **attrs)
+
+
+@given(
+    st.sampled_from(["td", "TR", "br", "script", "my-widget", "pre", "9bad", ""]),
+    _children_lists,
+    _any_attrs,
+)
+def test_property_fast_element_equals_the_plain_one(
+    tag: str, children: list[Any], attrs: dict[str, Any]
+) -> None:
+    plain = element.__wrapped__  # type: ignore[attr-defined]
+    assert _outcome(element, (tag, *children), attrs) == _outcome(plain, (tag, *children), attrs)
+
+
+def test_the_constructors_and_element_are_decorated_with_their_plain_versions_kept() -> None:
+    assert len(_FAST_CONSTRUCTORS) == len(h.CONSTRUCTORS) - 1  # all but FORM, which calls one
+    assert TD.__name__ == "TD" and TD.__wrapped__.__name__ == "TD"  # type: ignore[attr-defined]
+    assert "Node(" in inspect.getsource(TD.__wrapped__)  # type: ignore[attr-defined]
+    assert element.__wrapped__ is not element  # type: ignore[attr-defined]
 
 
 def test_the_papers_guess_page_renders_and_parses() -> None:

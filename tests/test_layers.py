@@ -63,7 +63,7 @@ RULES = [
     Rule("pyweb.db", never=("pyweb.server", "pyweb.app"), why="usable without the server"),
     Rule("pyweb.cache", never=("pyweb.server", "pyweb.app"), why="usable without the server"),
     Rule("pyweb.quot", may=("pyweb._quot_fast",), why="usable without the server"),
-    Rule("pyweb.html", may=("pyweb.quot",), why="usable without the server"),
+    Rule("pyweb.html", may=("pyweb.quot", "pyweb._html_fast"), why="usable without the server"),
     Rule("pyweb.forms", may=("pyweb.formclass",), why="usable without the server"),
     Rule(
         "pyweb.formclass",

@@ -204,7 +204,7 @@ class Watchdog:
             if name is not None:
                 page = f.f_locals.get(name)
                 if getattr(page, "watchdog", None) is self:
-                    return page  # type: ignore[no-any-return]
+                    return page
             f = f.f_back
         return None
 

@@ -137,7 +137,7 @@ def encode(data: bytes, coding: str) -> bytes:
         # A window no larger than the body: brotli's default (4 MiB) is allocated and
         # cleared on every call, which costs more than compressing a small page.
         window = max(10, min(22, (len(data) - 1).bit_length()))
-        return brotli.compress(data, quality=BROTLI_QUALITY, lgwin=window)  # type: ignore[no-any-return]
+        return brotli.compress(data, quality=BROTLI_QUALITY, lgwin=window)
     raise ValueError(f"cannot encode in {coding!r}: this process makes {', '.join(ENCODERS)}")
 
 

@@ -356,7 +356,7 @@ class Conn:
         """Send ``Set-Cookie: value`` with the response (``set_cookie`` builds the value)."""
         if not self._set_cookies:
             self._set_cookies = []
-        self._set_cookies.append(("Set-Cookie", value))  # type: ignore[union-attr]
+        self._set_cookies.append(("Set-Cookie", value))
 
     # ---- the request ------------------------------------------------------------------
 

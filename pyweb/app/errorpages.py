@@ -132,7 +132,7 @@ class ErrorPages(Loader):
             detail += "; the site has errors: " + "; ".join(str(p) for p in self.problems)
         return self.error_page(404, detail=detail, request=request)
 
-    def _not_allowed(self, method: str, allow: str, request: Any = None) -> Response:
+    def not_allowed(self, method: str, allow: str, request: Any = None) -> Response:
         """405 with ``Allow`` (JSON for an API client, when the request is given)."""
         why = f"{method} is not allowed here"
         if request is not None and wants_json(request):

@@ -131,13 +131,13 @@ class MultiDict(Mapping[str, str]):
         self._pairs.append((name, value))
         self._lists.setdefault(name, []).append(value)
 
-    def __getitem__(self, name: str):  # type: ignore[override]
+    def __getitem__(self, name: str):
         values = self._lists.get(name)
         if not values:
             raise FormVariableMissing(name, self._lists)
         return values[-1]
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         # Mapping.get would go through __getitem__ and build the exception's message
         values = self._lists.get(name)
         return values[-1] if values else default
@@ -461,14 +461,3 @@ def is_form_body(content_type: str | None) -> bool:
         return False
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/x-www-form-urlencoded" or media == "multipart/form-data"
-
-
-def as_mapping(d: Mapping[str, object]) -> MultiDict:
-    """A plain dict (values str or list) as a :class:`MultiDict` (for tests and notebooks)."""
-    pairs: list[tuple[str, object]] = []
-    for name, value in d.items():
-        if isinstance(value, list | tuple):
-            pairs.extend((name, v) for v in value)
-        else:
-            pairs.append((name, value))
-    return MultiDict(pairs)

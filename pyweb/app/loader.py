@@ -185,7 +185,7 @@ class Loader:
                 )
             return
         try:
-            tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST | pages._FLAGS)
+            tree = compile(source, path, "exec", flags=ast.PyCF_ONLY_AST | pages.COMPILE_FLAGS)
         except SyntaxError as err:
             problem = self._problem(path, err.lineno or 1, f"SyntaxError: {err.msg}")
             self._broken[path] = problem

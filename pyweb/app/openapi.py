@@ -173,7 +173,7 @@ def _form_parameters(svc: Service) -> Iterator[tuple[str, Any, bool]]:
         if param.name in svc._skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = hints.get(param.name, str)
-        _inner, optional = forms._split_optional(annotation)
+        _inner, optional = forms.split_optional(annotation)
         yield param.name, annotation, not optional and param.default is param.empty
 
 
@@ -182,7 +182,7 @@ def _request_body(
 ) -> dict[str, Any] | None:
     if svc.json_param is not None:
         _name, annotation = svc.json_param
-        inner, optional = forms._split_optional(annotation)
+        inner, optional = forms.split_optional(annotation)
         return {
             "required": not optional,
             "content": {"application/json": {"schema": schemas.of(inner)}},
@@ -249,7 +249,7 @@ def _answer_content(svc: Service, schemas: _Schemas) -> dict[str, Any] | None:
 def form_schema(annotation: Any) -> dict[str, Any]:
     """The JSON Schema of a form variable of type ``annotation`` (as :func:`forms.getter_for`
     reads it)."""
-    inner, optional = forms._split_optional(annotation)
+    inner, optional = forms.split_optional(annotation)
     if optional:
         return form_schema(inner)  # (missing or invalid is None: not required)
     if typing.get_origin(inner) is Annotated:

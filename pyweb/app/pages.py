@@ -57,7 +57,8 @@ RETURN_HINT = (
 )
 """Added to "'return' outside function": a Flask-style page that returns its HTML."""
 
-_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+COMPILE_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+"""How a page file is compiled: a script may ``await`` at its top level."""
 
 
 @dataclass(slots=True)
@@ -204,7 +205,7 @@ def compile_script(path: str, name: str, source: bytes | None = None) -> Script:
         with open(path, "rb") as f:
             source = f.read()
     try:
-        code = compile(source, path, "exec", flags=_FLAGS, dont_inherit=True, optimize=0)
+        code = compile(source, path, "exec", flags=COMPILE_FLAGS, dont_inherit=True, optimize=0)
     except SyntaxError as err:
         if err.msg == "'return' outside function":  # the slip of a Flask user: say the fix
             err.msg += RETURN_HINT

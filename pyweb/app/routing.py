@@ -134,7 +134,7 @@ class Routing(Runner):
         for kind in self.ROUTES:
             answer = getattr(self, kind)(ctx, target)
             if answer is not None:
-                return await answer  # type: ignore[no-any-return]
+                return await answer
         raise AssertionError("the file route answers every request")  # (unreachable)
 
     def _server_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
@@ -368,7 +368,7 @@ class Routing(Runner):
         # wrong (405, RFC 9110 §15.5.6, with Allow); otherwise there is nothing here (404).
         probe = self.static.respond(dataclasses.replace(request, method="GET"))
         if probe is not None and probe.status < 400:
-            return self._not_allowed(method, "GET, HEAD", request)
+            return self.not_allowed(method, "GET, HEAD", request)
         if probe is not None:  # the path itself is bad (400) or refused (404)
             return probe
         return self._not_found(request.path, request)

@@ -163,7 +163,7 @@ class Runner(ErrorPages):
             _current.reset(conn_token)
         answer = self._page_answer(ctx, conn, page, response, found, scope)
         if type(answer) is CoroutineType:  # compressed in a worker thread (a large body, a file)
-            return await answer  # type: ignore[no-any-return]
+            return await answer
         return answer  # type: ignore[return-value]
 
     def _page_answer(
@@ -286,7 +286,7 @@ class Runner(ErrorPages):
         """:meth:`_page_outcome` as one awaitable, for ``--profile-alloc`` to count."""
         response = self._page_outcome(ctx, conn, page)
         if type(response) is CoroutineType:
-            return await response  # type: ignore[no-any-return]
+            return await response
         return response  # type: ignore[return-value]
 
     def _page_outcome(
@@ -352,7 +352,7 @@ class Runner(ErrorPages):
             return self._page_failed(ctx, conn, page, exc)
         response = self._page_end(ctx, conn, page, ended)
         if type(response) is CoroutineType:  # a session to save first
-            return await response  # type: ignore[no-any-return]
+            return await response
         return response  # type: ignore[return-value]
 
     def _page_end(

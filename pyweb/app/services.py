@@ -102,7 +102,7 @@ class Service:
         skip = ("conn",) if self.json_param is None else ("conn", self.json_param[0])
         self._skip = skip
         forms.check_signature(func, skip=skip)  # a TypeError naming the parameter, at import
-        self._reads_form = bool(forms._plan(func, skip))  # (the plan check_signature made)
+        self._reads_form = bool(forms.form_parameters(func, skip))  # (the plan check_signature made)
         self.at_once = (
             inspect.iscoroutinefunction(func)
             and self.json_param is None
@@ -134,7 +134,7 @@ class Service:
         for name, hint in hints.items():
             if name == "return":
                 continue
-            inner, _optional = forms._split_optional(hint)
+            inner, _optional = forms.split_optional(hint)
             if is_json_type(inner):
                 found.append((name, hint))
         if len(found) > 1:
@@ -142,7 +142,7 @@ class Service:
             raise TypeError(f"{func.__name__}: only one parameter can be the JSON body ({names})")
         if not found:
             return None
-        check_json_type(forms._split_optional(found[0][1])[0])
+        check_json_type(forms.split_optional(found[0][1])[0])
         return found[0]
 
     def for_method(self, method: str) -> Service | None:
@@ -156,7 +156,7 @@ class Service:
 
     def _check_path(self, conn: Any) -> None:
         """A path parameter that its getter refuses means there is no such resource: 404."""
-        for p in forms._plan(self.func, self._skip):
+        for p in forms.form_parameters(self.func, self._skip):
             value = conn.path_params.get(p.name)
             if value is None:
                 continue
@@ -170,7 +170,7 @@ class Service:
     async def _read_body(self, conn: Any) -> Any:
         assert self.json_param is not None
         name, annotation = self.json_param
-        annotation, optional = forms._split_optional(annotation)
+        annotation, optional = forms.split_optional(annotation)
         if optional and not conn.request.content_length and not conn.request.chunked:
             return None  # ``body: Item | None``: no body at all is None
         value, errors = read_json(await conn.json(), annotation)

@@ -152,9 +152,7 @@ class SessionStore:
         self.cache = cache.get(
             cache.String, cache.String, f"pyweb.sessions.{self.idle:g}s", cache.WhileUsed(self.idle)
         )
-        limit = getattr(self.cache._backend, "limit", None)  # the memory backend has one
-        if limit is not None:
-            limit(self.cache, memory_max)
+        self.cache.limit_entries(memory_max)  # (the memory backend's; Redis evicts itself)
 
     async def load(self, cookie: str | None) -> Session:
         """The session a cookie value names; an empty one for a missing, forged or expired

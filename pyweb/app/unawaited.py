@@ -81,7 +81,7 @@ def install() -> None:
     """Wrap ``warnings._warn_unawaited_coroutine`` (what CPython calls when a coroutine that
     never ran is freed) once per process. The console warning stays as it was."""
     if hasattr(warnings, "_warn_unawaited_coroutine"):  # CPython 3.8 and later
-        warnings._warn_unawaited_coroutine = _warn_unawaited_coroutine  # type: ignore[attr-defined]
+        warnings._warn_unawaited_coroutine = _warn_unawaited_coroutine
 
 
 def _calls_not_awaited(source: str, name: str) -> list[ast.Call]:

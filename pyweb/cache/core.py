@@ -172,6 +172,15 @@ class Cache(Generic[K, V]):
         """Remove every entry of this cache."""
         self._backend.flush(self)
 
+    def limit_entries(self, entries: int) -> bool:
+        """Hold at most ``entries`` entries, dropping the least recently used beyond that,
+        where the backend keeps entries in this process (memory); False where it does not."""
+        limit = getattr(self._backend, "limit", None)
+        if limit is None:
+            return False
+        limit(self, entries)
+        return True
+
     # -- the interface (async) ------------------------------------------------------------
 
     async def ainsert(self, key: K, value: V) -> bool:

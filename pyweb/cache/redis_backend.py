@@ -23,7 +23,7 @@ Failure: if Redis cannot be reached, an operation is a miss (``lookup`` → abse
 failure operations do not even try, so a page does not wait for a dead server on every call.
 
 Every operation is written once, as a generator that yields Redis commands and receives the
-replies (sans-IO); :meth:`RedisBackend._run` drives it blocking, :meth:`RedisBackend._arun`
+replies (sans-IO); :meth:`RedisBackend._run` drives it blocking, :meth:`RedisBackend.run_steps`
 drives it on trio or asyncio.
 """
 
@@ -357,7 +357,9 @@ class RedisBackend:
             conn.close()
             raise
 
-    async def _arun(self, steps: Steps, default: Any) -> Any:
+    async def run_steps(self, steps: Steps, default: Any) -> Any:
+        """Drive one operation's ``steps`` (a generator of commands, fed the replies) over an
+        idle connection on trio or asyncio; ``default`` when Redis cannot be reached."""
         if self._skip():
             return default
         conn = self._take(self._aidle)
@@ -398,16 +400,16 @@ class RedisBackend:
         self._run(self._flush(spec), None)
 
     async def alookup(self, spec: Any, key: bytes) -> bytes | None:
-        return await self._arun(self._lookup(spec, key), None)
+        return await self.run_steps(self._lookup(spec, key), None)
 
     async def ainsert(self, spec: Any, key: bytes, value: bytes) -> bool:
-        return await self._arun(self._insert(spec, key, value), False)
+        return await self.run_steps(self._insert(spec, key, value), False)
 
     async def adelete(self, spec: Any, key: bytes) -> bool:
-        return await self._arun(self._delete(spec, key), False)
+        return await self.run_steps(self._delete(spec, key), False)
 
     async def aflush(self, spec: Any) -> None:
-        await self._arun(self._flush(spec), None)
+        await self.run_steps(self._flush(spec), None)
 
     def close(self) -> None:
         for pool in (self._idle, self._aidle):

@@ -220,9 +220,9 @@ class Connection:
         if self.sock is None:
             await self._aconnect()
             for hello in self._hello():
-                await self._asend(hello)
+                await self.send_all(hello)
                 self._check(await self._aread())
-        await self._asend(encode_command(*args))
+        await self.send_all(encode_command(*args))
         return await self._aread()
 
     async def _aconnect(self) -> None:
@@ -245,7 +245,8 @@ class Connection:
             raise
         self.sock = sock
 
-    async def _asend(self, data: bytes) -> None:
+    async def send_all(self, data: bytes) -> None:
+        """Send all of ``data``, waiting for the socket when it is full (on trio or asyncio)."""
         assert self.sock is not None
         view = memoryview(data)
         while view:

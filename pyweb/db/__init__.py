@@ -171,8 +171,11 @@ def _site_root() -> str | None:
     conn_module = sys.modules.get("pyweb.app.conn")
     if conn_module is None:
         return None
-    conn = conn_module._current.get(None)
-    return getattr(conn, "_site_root", None) if conn is not None else None
+    try:
+        conn = conn_module.current_conn()
+    except RuntimeError:  # not inside a page
+        return None
+    return getattr(conn, "site_root", None)  # (a test may set a stand-in as the page)
 
 
 def database() -> Database:

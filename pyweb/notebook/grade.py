@@ -285,7 +285,7 @@ def _tampering(cells: list[Any], check_ids: set[str]) -> list[str]:
 def _client_class() -> type:
     from nbclient import NotebookClient
 
-    class CappedClient(NotebookClient):  # type: ignore[misc]
+    class CappedClient(NotebookClient):
         """nbclient's client keeping at most OUTPUT_LIMIT bytes of output per cell."""
 
         _kept: tuple[int, int] = (-1, 0)  # (cell index, bytes kept so far)
@@ -331,7 +331,7 @@ def _kernel_manager(kernel: str, workdir: Path | None, limits: sandbox.Limits) -
     if workdir is not None and os.geteuid() == 0:  # a user of its own, for the process limit
         uid = sandbox.SANDBOX_UID + (os.getpid() % 500) * 64 + next(_uids) % 64
 
-    class GradingKernelManager(AsyncKernelManager):  # type: ignore[misc]
+    class GradingKernelManager(AsyncKernelManager):
         def client(self, **kwargs: Any) -> Any:
             return super().client(context=context, **kwargs)  # nbclient's, with the cap
 

@@ -82,7 +82,7 @@ def _server_for(server_var: str | None, shell: Any) -> NotebookServer:
                 f"--server {server_var}: {server_var} is a {type(server).__name__}, "
                 "not a server from pyweb.notebook.serve()"
             )
-    if server._stopped:
+    if server.stopped:
         raise RuntimeError(
             "that pyweb server was stopped; start a new one: srv = pyweb.notebook.serve()"
         )

@@ -149,6 +149,11 @@ class NotebookServer:
         self._guest_listening: asyncio.Event | None = None
         self._token: trio.lowlevel.TrioToken | None = None
 
+    @property
+    def stopped(self) -> bool:
+        """True once :meth:`stop` has run: the server answers no more requests."""
+        return self._stopped
+
     # -- starting --
 
     def _options(self) -> dict[str, Any]:

@@ -161,6 +161,13 @@ class RequestParser:
         """True between a Request that has a body and its EndOfMessage."""
         return _CL_BODY <= self._state <= _TRAILERS
 
+    def take_leftover(self) -> bytes:
+        """The bytes fed but not consumed, handed over and forgotten here: on a connection
+        that switches protocols (a WebSocket), what the client sent behind the request."""
+        leftover = bytes(self._buf)
+        self._buf = bytearray()
+        return leftover
+
     def __repr__(self) -> str:
         return f"<RequestParser state={_STATE_NAMES[self._state]} buffered={len(self._buf)}>"
 

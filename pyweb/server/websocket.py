@@ -348,8 +348,7 @@ async def run_session(conn: ServerConnection, request: Request, upgrade: WebSock
     await conn.send_all(accept_head(upgrade.accept, headers))
     ws = WebSocket(conn, request, upgrade.options, deflate)
     # Frames a client sent right behind its handshake are already in the HTTP parser.
-    # (the parser has no public way to hand them over: protocol/ is not this module's)
-    first = bytes(conn.parser._buf)
+    first = conn.parser.take_leftover()
     async with anyio.create_task_group() as helpers:
         helpers.start_soon(ws._read_loop, first)
         helpers.start_soon(ws._keep)

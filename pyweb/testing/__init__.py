@@ -54,7 +54,7 @@ def outbox(*, clear: bool = False) -> list[Any]:
     empties it first: call it so at the start of each test)."""
     from pyweb import mail
 
-    if mail._current().kind != "outbox":
+    if mail.backend_kind() != "outbox":
         mail.configure("outbox")
         clear = True
     if clear:

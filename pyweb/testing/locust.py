@@ -67,7 +67,7 @@ class PywebSession(HttpSession):
 
     csrf_token: str | None = None
 
-    def request(  # type: ignore[override]
+    def request(
         self, method: str, url: str, *args: Any, catch_response: bool = False, **kwargs: Any
     ) -> Any:
         if method.upper() in UNSAFE_METHODS and self.csrf_token is not None:

@@ -591,3 +591,14 @@ def test_host_cache_remembers_only_valid_hosts() -> None:
         assert req.host == "cached.example:8080"
         with pytest.raises(BadRequest, match="invalid Host"):
             events(b"GET / HTTP/1.1\r\nHost: bad host\r\n\r\n")
+
+
+def test_take_leftover_hands_over_the_bytes_behind_a_request() -> None:
+    # An upgrade's client may send its first WebSocket frame right behind the handshake.
+    parser = RequestParser()
+    parser.feed(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n\x81\x05hello")
+    event = parser.next_event()
+    assert isinstance(event, Request) and event.target == "/ws"
+    assert parser.buffered == 7
+    assert parser.take_leftover() == b"\x81\x05hello"
+    assert parser.buffered == 0 and parser.take_leftover() == b""

@@ -34,7 +34,7 @@ _PREFLIGHT_VARY = "Origin, Access-Control-Request-Method, Access-Control-Request
 
 def policy(site: Any, page: Any) -> CORS | None:
     """The route's policy: the service's own, else the site's."""
-    return page.cors if page.cors is not None else site.cors  # type: ignore[no-any-return]
+    return page.cors if page.cors is not None else site.cors
 
 
 async def around(site: Any, ctx: Any, page: Any, params: dict[str, str] | None) -> Response:

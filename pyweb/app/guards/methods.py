@@ -35,7 +35,7 @@ def refuse(
     site: Any, request: Any, allowed: tuple[str, ...], allow: str | None = None
 ) -> Response:
     """The 405 for the request's method, with ``Allow`` (``allow``, or ``allowed``)."""
-    return site._not_allowed(request.method, allow or ", ".join(allowed), request)  # type: ignore[no-any-return]
+    return site.not_allowed(request.method, allow or ", ".join(allowed), request)
 
 
 def after() -> None:

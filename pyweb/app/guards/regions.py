@@ -29,4 +29,4 @@ after = SiteRegions.leave
 
 def answer(site: Any, response: Response, page: str, found: Any) -> Response:
     """The answer once the region found something (a warning, or in strict mode an error)."""
-    return site.regions.answer(response, page, found)  # type: ignore[no-any-return]
+    return site.regions.answer(response, page, found)

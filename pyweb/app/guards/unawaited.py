@@ -39,4 +39,4 @@ def after(site: Any, ctx: Context, conn: Conn, name: str, response: Response) ->
     if not why.startswith(name):  # the message names the page's file and line itself
         why = f"{name}: {why}"
     _log(ctx, why, None)
-    return site.error_page(500, detail=why, request=ctx.request)  # type: ignore[no-any-return]
+    return site.error_page(500, detail=why, request=ctx.request)

@@ -65,7 +65,7 @@ async def _beside(serving: Any, background: Any) -> int:
     """Serve, with ``background`` (``pyweb.background.Background``: the scheduled jobs)
     running beside, and its ``conn.after`` work drained once the server has shut down."""
     if background is None:
-        return await serving  # type: ignore[no-any-return]
+        return await serving
     jobs = asyncio.get_running_loop().create_task(background.run())
     try:
         status: int = await serving
