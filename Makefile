@@ -158,7 +158,7 @@ lint: dev
 ## dead code in pyweb/: what vulture finds unused there, less scripts/vulture_allow.py's names
 ## (each with its reason); tests/test_dead_code.py asks the same in make test
 vulture: dev
-	$(PY) -m vulture pyweb tests pages benchmarks scripts/vulture_allow.py | grep '^pyweb/' \
+	$(PY) -m vulture pyweb tests pages benchmarks scripts/vulture_allow.py --exclude "*/.venv*,*/py27/*" | grep '^pyweb/' \
 	  && exit 1 || echo "no dead code in pyweb/"
 
 ## the regions, protocol, server and site tests (every request is read into an arena page,
