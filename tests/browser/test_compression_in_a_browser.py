@@ -4,21 +4,16 @@ body it could not decode would show nothing, or no colour)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from pyweb.testing import serve
+from tests.browser.chromium import CHROMIUM, needs_chromium, sync_api
 from tests.helpers import write_site
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None and os.environ.get("CI") == "true":
-    pytest.fail("no chromium on this machine, and CI=true", pytrace=False)
 pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine"),
+    needs_chromium,
     pytest.mark.loops("trio", "asyncio"),
 ]
 
@@ -27,7 +22,7 @@ SITE = {
     "index.py": (
         "from pyweb import qq, static_url\n"
         "rows = ''.join(f'<p>row {i}</p>' for i in range(200))\n"
-        "conn.return_(qq(f'<!doctype html><link rel=stylesheet href=\"{static_url(\"style.css\")}\">'"
+        'conn.return_(qq(f\'<!doctype html><link rel=stylesheet href="{static_url("style.css")}">\''
         " + rows + '<p id=last>the end</p>'))\n"
     ),
 }
@@ -42,7 +37,9 @@ def test_a_browser_decodes_a_compressed_page_and_stylesheet(tmp_path: Path) -> N
             codings: dict[str, str | None] = {}
             page.on(
                 "response",
-                lambda r: codings.__setitem__(r.url.split("?")[0], r.headers.get("content-encoding")),
+                lambda r: codings.__setitem__(
+                    r.url.split("?")[0], r.headers.get("content-encoding")
+                ),
             )
             page.goto(client.base_url + "/index")
             assert page.inner_text("#last") == "the end"

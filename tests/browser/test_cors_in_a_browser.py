@@ -8,21 +8,16 @@ access log shows what the browser sent."""
 from __future__ import annotations
 
 import io
-import os
-import shutil
 
 import pytest
 
 from pyweb.protocol.response import Response
 from pyweb.testing import serve
+from tests.browser.chromium import CHROMIUM, needs_chromium, sync_api
 from tests.helpers import until, write_site
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None and os.environ.get("CI") == "true":
-    pytest.fail("no chromium on this machine, and CI=true", pytrace=False)
 pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine"),
+    needs_chromium,
     pytest.mark.loops("trio", "asyncio"),
 ]
 

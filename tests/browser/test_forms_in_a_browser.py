@@ -4,7 +4,6 @@ good entry is stored, and the next page shows the flash message once."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -12,13 +11,10 @@ import pytest
 
 from pyweb import db
 from pyweb.testing import serve
+from tests.browser.chromium import CHROMIUM, needs_chromium, sync_api
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None and os.environ.get("CI") == "true":
-    pytest.fail("no chromium on this machine, and CI=true", pytrace=False)
 pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine"),
+    needs_chromium,
     pytest.mark.loops("trio", "asyncio"),
 ]
 

@@ -19,7 +19,9 @@ from pyweb.testing import serve
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and os.environ.get("CI") == "true":
-    pytest.fail("no chromium on this machine, and CI=true (.ci/system-packages installs it)", pytrace=False)
+    pytest.fail(
+        "no chromium on this machine, and CI=true (.ci/system-packages installs it)", pytrace=False
+    )
 pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine"),
     pytest.mark.loops("trio", "asyncio"),

@@ -10,23 +10,17 @@ attack is real, the same page succeeds against a victim with the check turned of
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 
 from pyweb.app.site import Site
 from pyweb.protocol.response import Response
 from pyweb.testing import serve
+from tests.browser.chromium import CHROMIUM, needs_chromium, sync_api
 
 from ..app.conftest import write_site
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None and os.environ.get("CI") == "true":
-    pytest.fail("no chromium on this machine, and CI=true", pytrace=False)
 pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine"),
+    needs_chromium,
     pytest.mark.loops("trio", "asyncio"),
 ]
 
