@@ -13,7 +13,7 @@ import pytest
 
 from pyweb.protocol.response import Response
 from pyweb.testing import serve
-from tests.browser.chromium import CHROMIUM, needs_chromium, sync_api
+from tests.browser.chromium import needs_chromium
 from tests.helpers import until, write_site
 
 pytestmark = [
@@ -58,16 +58,6 @@ async def page_of_origin_a(ctx):
     return Response(
         200, [("Content-Type", "text/html; charset=utf-8")], b"<!doctype html><title>A</title>"
     )
-
-
-@pytest.fixture
-def browser():
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield chromium.new_page()
-        finally:
-            chromium.close()
 
 
 def test_an_allowed_origin_calls_the_service(browser, tmp_path):

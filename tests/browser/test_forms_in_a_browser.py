@@ -11,7 +11,7 @@ import pytest
 
 from pyweb import db
 from pyweb.testing import serve
-from tests.browser.chromium import CHROMIUM, needs_chromium, sync_api
+from tests.browser.chromium import needs_chromium
 
 pytestmark = [
     needs_chromium,
@@ -19,16 +19,6 @@ pytestmark = [
 ]
 
 PAGES = Path(__file__).resolve().parents[2] / "pages"
-
-
-@pytest.fixture
-def browser():
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield chromium.new_page()
-        finally:
-            chromium.close()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from pyweb.app.site import Site
 from pyweb.protocol.response import Response
 from pyweb.testing import serve
-from tests.browser.chromium import CHROMIUM, needs_chromium, sync_api
+from tests.browser.chromium import needs_chromium
 
 from ..app.conftest import write_site
 
@@ -77,16 +77,6 @@ def attacker(victim: str):
         return Response(200, [("Content-Type", "text/html; charset=utf-8")], page)
 
     return handler
-
-
-@pytest.fixture
-def browser():
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield chromium.new_page()
-        finally:
-            chromium.close()
 
 
 def log_in(page, base: str) -> None:
