@@ -46,7 +46,7 @@ from typing import Any, TypeVar
 from .database import CANCEL_GRACE, Database, Folder, Query, Row, make_driver
 from .driver import parse_url
 from .errors import DbError, DbUnavailable, NestingError, PoolTimeout, RowCountError, SqlError
-from .writes import WriteInGet
+from .writes import WriteInGet, allow_writes_in_get
 
 __all__ = [
     "CANCEL_GRACE",
@@ -59,6 +59,7 @@ __all__ = [
     "RowCountError",
     "SqlError",
     "WriteInGet",
+    "allow_writes_in_get",
     "configure",
     "database",
     "databases",

@@ -14,6 +14,17 @@ came: this check does, at the one place every write passes, ``db.dml``.
 
 Work after the reply (``conn.after``) and scheduled jobs run outside the request: they may
 write.
+
+Some writes in a GET are meant and harmless when a stranger causes them: a visit counter,
+a "last seen" time, an audit log of who read what, a one-time login link marked as used.
+A page says so around those writes alone, with the reason, and nothing is refused or
+logged inside the block (:func:`allow_writes_in_get`)::
+
+    with db.allow_writes_in_get("a visit counter: a prefetch that counts one does no harm"):
+        await db.dml(qq("update visits set n = n + 1 where page = {name}"))
+
+The block is as narrow as the writes it covers: a later ``db.dml`` of the same page is
+checked again.
 The page being served is :data:`pyweb.forms.current_page` (set by the app for every
 request); outside a request (a notebook, a job, a test) there is none and nothing is checked.
 """
@@ -21,12 +32,15 @@ request); outside a request (a notebook, a job, a test) there is none and nothin
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from pyweb.forms import current_page
 
 from .errors import DbError
 
-__all__ = ["WriteInGet", "check_write", "SAFE_METHODS"]
+__all__ = ["WriteInGet", "allow_writes_in_get", "check_write", "SAFE_METHODS"]
 
 log = logging.getLogger("pyweb.db")
 
@@ -35,6 +49,27 @@ SAFE_METHODS = ("GET", "HEAD")
 
 _warned: set[str] = set()
 """The pages already named in the error log (once per page and process)."""
+
+
+_allowed: ContextVar[str | None] = ContextVar("pyweb_writes_in_get", default=None)
+"""The reason given by the :func:`allow_writes_in_get` block the page is in (None: none)."""
+
+
+@contextmanager
+def allow_writes_in_get(reason: str) -> Iterator[None]:
+    """``with db.allow_writes_in_get("why"):``: the writes inside the block are meant even
+    when the page answers a GET (module doc); ``reason`` says why a stranger's GET may
+    cause them, for whoever reads the page next."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise TypeError(
+            "allow_writes_in_get takes the reason a GET may write here, as a sentence: "
+            f'allow_writes_in_get("a visit counter"), got {reason!r}'
+        )
+    token = _allowed.set(reason)
+    try:
+        yield
+    finally:
+        _allowed.reset(token)
 
 
 class WriteInGet(DbError):
@@ -48,7 +83,7 @@ def check_write(sql: str) -> None:
     being served answers a GET or HEAD; nothing otherwise."""
     page = current_page.get(None)
     method = getattr(page, "method", None)
-    if method not in SAFE_METHODS:
+    if method not in SAFE_METHODS or _allowed.get() is not None:
         return
     name = str(getattr(page, "page", "the page"))
     why = why_not(name, method)
@@ -67,5 +102,7 @@ def why_not(page: str, method: str) -> str:
         "prefetch, a crawler), and a GET carries no CSRF token. Make the change a POST: "
         "start the page with conn.require_method(\"POST\") and send it from a "
         "<form method=\"post\"> holding {csrf_field()} (from pyweb import csrf_field); the form's variables are read "
-        "the same way (a GET's form is its query, a POST's its body)."
+        "the same way (a GET's form is its query, a POST's its body). A write meant to "
+        "happen on a GET (a visit counter) goes in a block that says why: "
+        'with db.allow_writes_in_get("a visit counter"):'
     )

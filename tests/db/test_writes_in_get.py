@@ -43,6 +43,19 @@ SITE = {
         await db.dml(qq("insert into visit (name) values ({name})"))
         conn.return_("added", content_type="text/plain")
     """,
+    # the opt-out: a write meant to happen on a GET, in a block that says why; the write
+    # after the block is checked again
+    "counter.py": """
+        from pyweb import db, qq
+        from pyweb.forms import get_string
+
+        name = get_string("name")
+        with db.allow_writes_in_get("a visit log: a prefetch that adds a row does no harm"):
+            await db.dml(qq("insert into visit (name) values ({name})"))
+        if conn.form.get("again") == "yes":
+            await db.dml(qq("insert into visit (name) values ('again')"))
+        conn.return_("counted", content_type="text/plain")
+    """,
     "names.py": """
         from pyweb import db, qq
 
@@ -96,3 +109,30 @@ def test_outside_a_request_nothing_is_checked(tmp_path: Path, loop: str) -> None
     assert trio.run(main) == 1
     assert issubclass(WriteInGet, db.DbError)
     assert "HEAD" in why_not("pages/x.py", "HEAD")
+
+
+def test_a_write_in_a_get_allowed_with_its_reason_runs_and_is_not_logged(
+    site: Path, loop: str
+) -> None:
+    writes._warned.clear()
+    log = io.StringIO()
+    with pyweb.testing.serve(site, dev=True, error_log=log) as client:
+        assert client.get("/counter?name=ada").text == "counted"
+        assert client.get("/names").text == "ada"
+        again = client.get("/counter?name=cy&again=yes")  # the write after the block
+        assert again.status == 500
+        assert "counter.py called db.dml while answering a GET" in html.unescape(again.text)
+        assert client.get("/names").text == "ada,cy"  # (the block's write ran, the other not)
+    quiet = io.StringIO()
+    with pyweb.testing.serve(site, error_log=quiet) as client:  # production: nothing said
+        assert client.get("/counter?name=bo").text == "counted"
+        assert client.get("/names").text == "ada,bo,cy"
+    assert "called db.dml" not in quiet.getvalue(), quiet.getvalue()
+
+
+def test_allow_writes_in_get_wants_its_reason(loop: str) -> None:
+    for reason in ("", "  ", None):
+        with pytest.raises(TypeError, match="the reason a GET may write here"):
+            with db.allow_writes_in_get(reason):  # type: ignore[arg-type]
+                pass
+    assert "db.allow_writes_in_get" in why_not("pages/x.py", "GET")
