@@ -35,6 +35,14 @@ does not give pyweb: its access log format, timeouts and limits (those are the A
 server's own settings), arenas (replies are bytes), and ``--profile-alloc``.
 WebSockets: a ``websocket`` scope runs the site's ``@pyweb.websocket`` handlers
 (:mod:`pyweb.asgi_websocket`); pings and frames are the ASGI server's.
+
+The operator pages (every path under ``/_pyweb/``: the site's ``/_pyweb/openapi`` and
+``/_pyweb/stats``) answer loopback clients and holders of the status token alone, as under
+``pyweb serve``: the same guard (:func:`pyweb.server.status.guard_operator_pages`) stands
+in front of the site, for ``http`` and ``websocket`` scopes, with the same spellings of the
+path (``/%5Fpyweb/...``). The client is the one the ASGI server names (behind a proxy: its
+own ``--proxy-headers`` setting decides); the token is ``status_token`` (an option, else
+the site's ``pyweb.toml``), sent as ``Authorization: Bearer TOKEN``.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import Request
 from pyweb.protocol.negotiation import prefers_json
 from pyweb.protocol.response import FileBody, Fragments, Response, frame_response
+from pyweb.server.status import guard_operator_pages
 
 __all__ = ["Site", "app"]
 
@@ -78,7 +87,8 @@ class Site:
     application. ``options`` are those of :class:`pyweb.app.site.Site` (``regions``,
     ``page_timeout``, ...). The site is loaded at once unless ``lazy=True`` (then at the
     lifespan start-up, or at the first request). ``jobs=False``: the lifespan starts no
-    scheduled jobs (another process runs them)."""
+    scheduled jobs (another process runs them). ``status_token``: who else but loopback
+    clients may read the ``/_pyweb/`` pages (default: the site's ``pyweb.toml`` says)."""
 
     def __init__(
         self,
@@ -87,12 +97,15 @@ class Site:
         dev: bool = False,
         lazy: bool = False,
         jobs: bool = True,
+        status_token: str | None = None,
         **options: Any,
     ) -> None:
         self.root = os.fspath(root)
         self.dev = dev
         self.jobs = jobs
+        self.status_token = status_token
         self.options = options
+        self._guarded: Callable[[Any], Awaitable[Response]] | None = None
         self.stopping = Latch()
         """Set when the ASGI server shuts down (lifespan): ``conn.shutdown_evt()``."""
         self.site: _Site | None = None
@@ -106,6 +119,30 @@ class Site:
         if self.site is None:
             self.site = _Site(self.root, dev=self.dev, **self.options)
         return self.site
+
+    def handler(self) -> Callable[[Any], Awaitable[Response]]:
+        """The site behind the operator pages' guard (module doc), loaded on first use."""
+        if self._guarded is None:
+            site = self.load()
+            token = self.status_token
+            if token is None:
+                token = self._settings(("status_token",)).get("status_token")
+
+            def refuse() -> Response:
+                return site.error_page(
+                    403, detail="the operator pages answer loopback clients and token holders"
+                )
+
+            self._guarded = guard_operator_pages(site, token, refuse)
+        return self._guarded
+
+    def _settings(self, wanted: tuple[str, ...]) -> dict[str, Any]:
+        """The settings ``wanted`` of the site's ``pyweb.toml`` (none without one)."""
+        from pyweb.server.configfile import find_config_file, read_config_file
+
+        path = find_config_file(self.root, None)
+        settings = read_config_file(path) if path is not None else {}
+        return {k: v for k, v in settings.items() if k in wanted}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -146,20 +183,18 @@ class Site:
         ``pyweb serve`` (``cache``, ``job_timeout``, ``missed_jobs``, ``after_limit``,
         ``after_grace``; the cache also from ``PYWEB_CACHE``)."""
         from pyweb.server.config import ServerConfig
-        from pyweb.server.configfile import find_config_file, read_config_file
+        from pyweb.server.configfile import find_config_file
 
-        path = find_config_file(self.root, None)
-        settings = read_config_file(path) if path is not None else {}
         wanted = ("cache", "job_timeout", "missed_jobs", "after_limit", "after_grace")
-        config = ServerConfig(**{k: v for k, v in settings.items() if k in wanted})
-        return Background(self.root, config, path)
+        config = ServerConfig(**self._settings(wanted))
+        return Background(self.root, config, find_config_file(self.root, None))
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        site = self.load()
+        handler = self.handler()
         ctx = AsgiContext(scope, receive, self)
         request = ctx.request
         try:
-            response = await site(ctx)
+            response = await handler(ctx)
         except ProtocolError as err:  # a body too large, a malformed upload
             response = error_response(
                 err.status, dev=self.dev, detail=err.message, as_json=_wants_json(request)
@@ -182,10 +217,10 @@ class Site:
     async def websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A WebSocket handshake: the site answers it as under pyweb's own server (the
         route's checks), then the session runs on ASGI's messages (asgi_websocket.py)."""
-        site = self.load()
+        handler = self.handler()
         ctx = AsgiContext(scope, receive, self)
         try:
-            response = await site(ctx)
+            response = await handler(ctx)
         except Exception as exc:  # pyweb's own bug: refuse the handshake, log why
             ctx.log_error(f"WebSocket {ctx.request.target} failed", exc)
             response = error_response(500, dev=self.dev, detail=repr(exc), exc=exc)
