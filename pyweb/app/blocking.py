@@ -105,9 +105,10 @@ class WatchedPage(Protocol):
 
 
 page_codes: dict[types.CodeType, str] = {}
-"""The code objects whose frames run a page (the site's ``_run_page``) → the name of their
-local variable holding the page (a :class:`WatchedPage`): how a watchdog finds the page on
-its loop's stack, with nothing to register per request."""
+"""The code objects whose frames run a page (the site's ``_run_page``; for a WebSocket
+handler and a streamed body, those of :mod:`pyweb.app.watched`) → the name of their local
+variable holding the page (a :class:`WatchedPage`): how a watchdog finds the page on its
+loop's stack, with nothing to register per request."""
 
 
 class Watchdog:

@@ -26,6 +26,12 @@ raised there, in the running frame. So:
   (a page that catches every exception). So Ctrl-C always stops the server, never only
   a page.
 
+A WebSocket handler and the generator of a streamed body run after their page has
+answered, outside the runner's frame; :mod:`pyweb.app.watched` runs each in a frame the
+watchdog finds as well (:data:`~pyweb.app.blocking.page_codes`), so they are interrupted
+by the same handlers, and it ends them as their kind needs (the socket closed with 1011,
+the stream cut).
+
 The exception is raised only in the page's own code (or a library it called): never when
 the running frame is the framework's (pyweb, trio, asyncio, ...), whose state must stay
 whole for the server to go on. There the handler does nothing, and the watchdog asks again

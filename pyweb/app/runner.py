@@ -25,7 +25,7 @@ from pyweb.protocol.errorpage import error_response
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.response import Response
 
-from . import blocking, csrf, interrupt, pages
+from . import blocking, csrf, interrupt, pages, watched
 from .apierrors import wants_json
 from .conn import Conn, PageExit, RequestError, _current
 from .cors import CORS
@@ -199,8 +199,8 @@ class Runner(ErrorPages):
         try:  # (no cost unless it raises: a stream has no length, and goes to the step)
             if len(response.body) < self._compress_at:  # type: ignore[arg-type]  # guard: compress
                 return response
-        except TypeError:
-            pass
+        except TypeError:  # a stream: the watchdog follows it while the server sends it
+            response = watched.stream(ctx, conn, response)
         return compress.after(self, ctx.request, response)
 
     def _conn(

@@ -32,6 +32,10 @@ traps run before it, so under a ``/members/*`` login trap a stranger is sent to 
 page and never gets a socket; and the handler sees who opened it: ``ws.session`` is the
 browser's session as it was at the handshake (read it; what the handler writes there is not
 stored) and ``ws.user`` the logged-in user's name (``pyweb.auth.current_user()``), or None.
+
+A handler that holds the server (a CPU loop, a blocking call) is stopped where it runs past
+``page_timeout``, as a page is: its socket is closed with 1011 and a reason naming its line
+(:mod:`pyweb.app.watched`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ from pyweb.protocol.websocket import (
     WebSocketUpgrade,
     check_handshake,
 )
+
+from . import watched
 
 __all__ = ["WebSocketRoute", "websocket"]
 
@@ -85,7 +91,10 @@ class WebSocketRoute:
             page = error_response(err.status, dev=dev, detail=err.message)
             page.headers.extend(err.headers)
             return page
-        handler = self.func if conn is None else _with_user(self.func, conn)
+        handler: Callable[[Any], Awaitable[None]] = self.func
+        if conn is not None:  # (served by a site: watched as a page is, pyweb.app.watched)
+            name = getattr(self.func, "__qualname__", self.path)
+            handler = watched.handler(_with_user(self.func, conn), name, conn.ctx, conn.site_root)
         return WebSocketUpgrade(
             headers=list(self.headers), accept=accept, session=handler, options=self.options
         )
