@@ -197,7 +197,9 @@ FIRST_FAILURE = {
     "09_marlow_log.ipynb": "For the line '127.0.0.1 - - [24/Nov/2026:10:00:00 +0000] \"GET /hello HTTP/1.1\" 200 24 \"-\" \"notebook/1.0\"', parse_clf(line)['host'] should be '127.0.0.1'; it is None.",
     "10_cml_rpc.ipynb": "cell_calls([1, 2, 3]) should be [0, 1, 2] (each call gets the value before it); it is [].",
     "11_squares_table.ipynb": "For n=3. We expected a table (a <table> element) with 3 rows of 2 cells; the page has no table. The page says: 'TODO'",
-    "12_request_parser.ipynb": "parse_request_line raised NotImplementedError('TODO')",
+    "12_response_reader.ipynb": "parse_status_line('HTTP/1.1 404 Not Found') should be "
+    "('HTTP/1.1', 404, 'Not Found') (the reason phrase may hold spaces); it raised "
+    "NotImplementedError('TODO').",
     "13_form_class.ipynb": "Asking for /signup. We expected a form (a <form> element) with "
     "fields 'name', 'email', 'age', 'newsletter'; the page has no form.",
 }
