@@ -16,6 +16,7 @@ servers listen on port 0, so the tests share nothing and can run in parallel
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import nbformat
@@ -123,6 +124,34 @@ def test_checks_are_recorded_for_pyweb_grade(path):
     assert nb.metadata["pyweb"]["checks"] == recorded, "run: python -m pyweb.notebook.grade mark"
 
 
+# What a cell makes: a page (%%page NAME, or a NAME.py written into the site), a service's URL,
+# a function. (Module file names are not counted: exercise.py serves different services.)
+MADE = re.compile(
+    r'^%%(?:page|template) (\w+)|root / "(\w+)\.py"|@service\("/(\w+)"|^(?:async )?def (\w+)',
+    re.M,
+)
+
+
+def _made(nb: nbformat.NotebookNode, *, student_only: bool) -> set[str]:
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    if student_only:
+        cells = [c for c in cells if "student" in c.metadata.get("tags", [])]
+    return {name for c in cells for m in MADE.finditer(c.source) for name in m.groups() if name}
+
+
+def test_no_exercise_set_asks_for_what_a_tutorial_makes():
+    # A student who did a tutorial, its worked examples and its Your-turn task, has not done
+    # an exercise set (docs/course.md): no set's answer is a page, service or function that
+    # a tutorial already makes.
+    tutorials = {p.name: _made(nbformat.read(p, as_version=4), student_only=False)
+                 for p in TUTORIALS}  # fmt: skip
+    for path in SOLUTIONS:
+        answer = _made(nbformat.read(path, as_version=4), student_only=True)
+        assert answer, f"{path.name}: its student cell makes nothing this test recognises"
+        for name, made in tutorials.items():
+            assert not answer & made, f"{path.name} asks for {answer & made}, which {name} makes"
+
+
 # --- executed -------------------------------------------------------------------------------
 
 
@@ -197,7 +226,9 @@ FIRST_FAILURE = {
     "09_marlow_log.ipynb": "For the line '127.0.0.1 - - [24/Nov/2026:10:00:00 +0000] \"GET /hello HTTP/1.1\" 200 24 \"-\" \"notebook/1.0\"', parse_clf(line)['host'] should be '127.0.0.1'; it is None.",
     "10_cml_rpc.ipynb": "cell_calls([1, 2, 3]) should be [0, 1, 2] (each call gets the value before it); it is [].",
     "11_squares_table.ipynb": "For n=3. We expected a table (a <table> element) with 3 rows of 2 cells; the page has no table. The page says: 'TODO'",
-    "12_request_parser.ipynb": "parse_request_line raised NotImplementedError('TODO')",
+    "12_response_reader.ipynb": "parse_status_line('HTTP/1.1 404 Not Found') should be "
+    "('HTTP/1.1', 404, 'Not Found') (the reason phrase may hold spaces); it raised "
+    "NotImplementedError('TODO').",
     "13_form_class.ipynb": "Asking for /signup. We expected a form (a <form> element) with "
     "fields 'name', 'email', 'age', 'newsletter'; the page has no form.",
 }

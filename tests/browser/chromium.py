@@ -12,6 +12,8 @@ import pytest
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and os.environ.get("CI") == "true":
-    pytest.fail("no chromium on this machine, and CI=true", pytrace=False)
+    pytest.fail(
+        "no chromium on this machine, and CI=true (.ci/system-packages installs it)", pytrace=False
+    )
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine")
 """The mark of a test module that drives Chromium."""

@@ -13,25 +13,18 @@ WebSocket) must show in every tab.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import socket
 import time
 import uuid
 
 import pytest
 
+from tests.browser.chromium import CHROMIUM, needs_chromium, sync_api
 from tests.csrf_helpers import raw_session
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None and os.environ.get("CI") == "true":
-    pytest.fail(
-        "no chromium on this machine, and CI=true (.ci/system-packages installs it)", pytrace=False
-    )
 pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine"),
+    needs_chromium,
     pytest.mark.timeout(120),
     pytest.mark.loops("trio", "asyncio"),
 ]

@@ -8,22 +8,15 @@ saying so, without it.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from pyweb.testing import serve
+from tests.browser.chromium import CHROMIUM, needs_chromium, sync_api
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None and os.environ.get("CI") == "true":
-    pytest.fail(
-        "no chromium on this machine, and CI=true (.ci/system-packages installs it)", pytrace=False
-    )
 pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine"),
+    needs_chromium,
     pytest.mark.loops("trio", "asyncio"),
 ]
 
