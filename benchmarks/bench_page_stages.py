@@ -152,11 +152,11 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
         return _whole_only(site, ctx)  # a static file: no page, no stages of one
     svc = site.services.get(decoded)
     if svc is not None:  # a service: its respond is what the script stage runs
-        page = site_module._service_page(svc, ())
+        page = site_module._service_page(svc, (), site.cors)
         script: Any = SimpleNamespace(run=page.run, name=page.name, path=page.filename)
     else:
         script = site.scripts[decoded[1:]]
-        page = site_module._script_page(script, ())
+        page = site_module._script_page(script, (), site.cors)
     real = {attr: getattr(type(site), attr) for attr in ("_run_page", "_page_outcome")}
 
     def bound(attr: str) -> Any:

@@ -69,6 +69,13 @@ def _for_request(svc: Service, request: Any) -> Service:
     return svc.for_method(method) or svc
 
 
+def _one_service(svc: Service) -> bool:
+    """Whether one service answers every method of ``svc``'s path: then its page answers
+    every request for the path (another method: the methods guard's 405), and ``__call__``
+    may send the next request there without looking at its method."""
+    return len({id(other) for other in svc.by_method.values()}) <= 1
+
+
 def _wins(first: Pattern, second: Pattern) -> bool:
     """Whether ``first`` is more specific than ``second`` (literals before parameters)."""
     return first.rank <= second.rank
@@ -171,8 +178,9 @@ class Routing(Runner):
             return self._answer(ctx, self._clash_page(target.decoded), target.decoded, target.traps)
         # One service per (path, method); none for this method: the first one's page,
         # which the methods guard answers 405 with every method of the path in Allow.
-        page = _service_page(_for_request(svc, ctx.request), target.traps)
-        self._remember(target.path, page)
+        page = _service_page(_for_request(svc, ctx.request), target.traps, self.cors)
+        if _one_service(svc):  # (else the next request's method may pick another one)
+            self._remember(target.path, page)
         return self._run_service(ctx, page)
 
     def _script_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
@@ -185,7 +193,7 @@ class Routing(Runner):
         if target.alias:  # (no trap: the page's one URL has its own)
             return self._answer(ctx, self._canonical_redirect(name), target.decoded, [])
         if not self.no_script_cache:  # (that mode compiles the script on every request)
-            self._remember(target.path, _script_page(script, target.traps))
+            self._remember(target.path, _script_page(script, target.traps, self.cors))
         return self._run_script(ctx, script, None, target.traps)
 
     def _template_route(self, ctx: Context, target: _Target) -> Awaitable[Response] | None:
@@ -298,7 +306,7 @@ class Routing(Runner):
                         request=ctx.request,
                     )  # fmt: skip
                 )
-        return self._run_page(ctx, _script_page(script, traps), params)
+        return self._run_page(ctx, _script_page(script, traps, self.cors), params)
 
     def _run_pattern(
         self, ctx: Context, decoded: str, name: str, traps: list[Trap]
@@ -309,7 +317,7 @@ class Routing(Runner):
         by_script = self.script_routes.match("/" + name) if self.script_routes else None
         if by_service is not None and (by_script is None or _wins(by_service[0], by_script[0])):
             svc = _for_request(by_service[1], ctx.request)  # (as above)
-            return self._run_service(ctx, _service_page(svc, traps), by_service[2])
+            return self._run_service(ctx, _service_page(svc, traps, self.cors), by_service[2])
         if by_script is None:
             return None
         name = by_script[1]

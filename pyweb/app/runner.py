@@ -96,7 +96,7 @@ class Runner(ErrorPages):
         its allocations counted.
         ``await site.run_page(...)``: it hands back the coroutine that does the work rather
         than being a coroutine itself, one object less on every request (Hop §3.1)."""
-        spec = _Page(run, page, filename, timed, tuple(traps), check_csrf)
+        spec = _Page(run, page, filename, timed, tuple(traps), check_csrf, None, None, self.cors)
         return self._run_page(ctx, spec, params)
 
     async def _run_page(
@@ -113,7 +113,7 @@ class Runner(ErrorPages):
         name) and costs no call (tests/security/test_pipeline_table.py records these
         decisions for every kind of route). ``cors``: False when the CORS guard, which
         wraps the rest, calls this again for the page."""
-        if cors and (page.cors is not None or self.cors is not None):  # guard: cors
+        if page.cors is not None and cors:  # guard: cors (the route's policy: _Page.cors)
             return await cors_guard.around(self, ctx, page, params)
         request = ctx.request
         allowed = page.methods
@@ -141,15 +141,16 @@ class Runner(ErrorPages):
         # (a site served with regions=False has none; one expression keeps C901 at 12)
         slot = None if site_regions is None else regions.before(site_regions)  # guard: regions
         try:
-            response: Response
-            if slot is None:
-                outcome = self._page_outcome(ctx, conn, page)
-                if type(outcome) is CoroutineType:  # a page that awaits (or a session)
-                    response = await outcome
-                else:
-                    response = outcome  # type: ignore[assignment]
-            else:  # --profile-alloc: the page's own steps are counted (any loop)
-                response = await site_regions.counted(self._page_counted(ctx, conn, page), slot)  # type: ignore[union-attr]
+            outcome = (
+                self._page_outcome(ctx, conn, page)
+                if slot is None  # (--profile-alloc: the page's own steps are counted)
+                else site_regions.counted(self._page_counted(ctx, conn, page), slot)  # type: ignore[union-attr]
+            )
+            # A coroutine for a page that awaits (or a session to save): most pages answer
+            # by plain calls, with no coroutine to await.
+            response: Response = (
+                await outcome if slot is not None or type(outcome) is CoroutineType else outcome  # type: ignore[assignment,misc]
+            )
         except interrupt.PageInterrupted as exc:  # it held the loop too long (interrupt.py)
             response = deadline.interrupted(self, ctx, conn, page.filename, exc)
         finally:
@@ -161,10 +162,15 @@ class Runner(ErrorPages):
             if conn.files is not _EMPTY and conn.files:
                 close_all(conn.files.multi_items())  # uploads not moved: their files go
             _current.reset(conn_token)
-        answer = self._page_answer(ctx, conn, page, response, found, scope)
-        if type(answer) is CoroutineType:  # compressed in a worker thread (a large body, a file)
-            return await answer
-        return answer  # type: ignore[return-value]
+        response = self._page_answer(ctx, conn, page, response, found, scope)
+        try:  # (no cost unless it raises: a stream has no length, and goes to the step)
+            if len(response.body) < self._compress_at:  # type: ignore[arg-type]  # guard: compress
+                return response
+        except TypeError:  # a stream: the watchdog follows it while the server sends it
+            response = watched.stream(ctx, conn, response)
+        answer = compress.after(self, request, response)
+        # (a coroutine when the body is compressed in a worker thread: a large body, a file)
+        return await answer if type(answer) is CoroutineType else answer  # type: ignore[return-value]
 
     def _page_answer(
         self,
@@ -174,11 +180,11 @@ class Runner(ErrorPages):
         response: Response,
         found: Any,
         scope: dict[str, Any] | None,
-    ) -> Response | Coroutine[Any, Any, Response]:
+    ) -> Response:
         """The ``after`` steps of the guards, the inner ones first, once the page has left
-        its region (``found``: what the region found, if anything). A script's globals
-        (``scope``) are emptied once its reply is done: they hold conn. A coroutine when
-        the body is compressed in a worker thread."""
+        its region (``found``: what the region found, if anything), but compression's
+        (``_run_page`` takes it last). A script's globals (``scope``) are emptied once its
+        reply is done: they hold conn."""
         if scope is not None:
             if type(response) is Response and type(response.body) is bytes:
                 scope.clear()  # (the usual reply: pages.end_scope's case without its call)
@@ -194,14 +200,8 @@ class Runner(ErrorPages):
             # Made by conn for this request, so no one else holds it: its security headers
             # go in place (no second Response per request).
             response.headers.extend(headers.missing(self, response.headers))
-        else:
-            response = headers.after(self, response)
-        try:  # (no cost unless it raises: a stream has no length, and goes to the step)
-            if len(response.body) < self._compress_at:  # type: ignore[arg-type]  # guard: compress
-                return response
-        except TypeError:  # a stream: the watchdog follows it while the server sends it
-            response = watched.stream(ctx, conn, response)
-        return compress.after(self, ctx.request, response)
+            return response
+        return headers.after(self, response)
 
     def _conn(
         self,
@@ -485,14 +485,19 @@ class _Page:
     allow: str | None = None
     """A service's 405 ``Allow``: every method some service of its path answers."""
     cors: CORS | None = None
-    """A service's own CORS policy; None: the site's (:mod:`pyweb.app.guards.cors`)."""
+    """The route's CORS policy: a service's own, else the site's (``cors_*`` settings); None:
+    no origin allowed, and the guard has nothing to do (:mod:`pyweb.app.guards.cors`)."""
 
 
-def _script_page(script: pages.Script, traps: Sequence[Trap]) -> _Page:
-    return _Page(script.run, script.name, script.path, script.is_async, tuple(traps))
+def _script_page(script: pages.Script, traps: Sequence[Trap], cors: CORS | None) -> _Page:
+    """A script's page; ``cors``: the site's policy (a script has none of its own)."""
+    return _Page(
+        script.run, script.name, script.path, script.is_async, tuple(traps), True, None, None, cors
+    )
 
 
-def _service_page(svc: Service, traps: Sequence[Trap]) -> _Page:
+def _service_page(svc: Service, traps: Sequence[Trap], cors: CORS | None) -> _Page:
+    """A service's page; ``cors``: the site's policy, unless the service has its own."""
     code = getattr(svc.func, "__code__", None)
     at_once = svc.at_once and not traps  # (a trap may wait: then the deadline stays)
     return _Page(
@@ -504,7 +509,7 @@ def _service_page(svc: Service, traps: Sequence[Trap]) -> _Page:
         svc.csrf,
         svc.methods,
         svc.allow,
-        svc.cors,
+        svc.cors if svc.cors is not None else cors,
     )
 
 

@@ -245,9 +245,7 @@ class Site(Routing):
             return self._with_hsts(ctx)
         if not self.dev:  # (_dispatch's first step, without its call: the usual request)
             page = self._known.get(ctx.request.path)
-            if page is not None and page is not _FILE and (
-                page.methods is None or ctx.request.method in page.methods
-            ):  # (another method: routed, for another service of the path or the 405)
+            if page is not None and page is not _FILE:  # (the methods guard checks the method)
                 return self._run_page(ctx, page)
         return self._dispatch(ctx)
 
@@ -258,9 +256,7 @@ class Site(Routing):
     def _dispatch(self, ctx: Context) -> Awaitable[Response]:
         if not self.dev:
             page = self._known.get(ctx.request.path)
-            if page is not None and page is not _FILE and (
-                page.methods is None or ctx.request.method in page.methods
-            ):  # (another method: routed, for another service of the path or the 405)
+            if page is not None and page is not _FILE:  # (the methods guard checks the method)
                 return self._run_page(ctx, page)
             if page is _FILE and ctx.request.method in ("GET", "HEAD"):
                 return self._file(ctx)

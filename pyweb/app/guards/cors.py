@@ -33,7 +33,8 @@ _PREFLIGHT_VARY = "Origin, Access-Control-Request-Method, Access-Control-Request
 
 
 def policy(site: Any, page: Any) -> CORS | None:
-    """The route's policy: the service's own, else the site's."""
+    """The route's policy: the service's own, else the site's (the runner's page has it
+    already: ``_Page.cors``)."""
     return page.cors if page.cors is not None else site.cors
 
 
