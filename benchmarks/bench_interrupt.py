@@ -13,7 +13,7 @@ For each loop, ``--rounds`` times:
 
 Prints the median and the worst of each. These are not part of any request's cost: a page
 pays nothing for the interrupt until it is interrupted (the ``except`` clause in
-``Site._run_page`` costs no instruction when nothing is raised; see
+``Site.run_in_guards`` costs no instruction when nothing is raised; see
 ``bench_page_stages.py --callgrind``).
 
 Usage: .venv/bin/python benchmarks/bench_interrupt.py [--rounds 5] [--timeout 1]

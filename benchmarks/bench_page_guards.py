@@ -1,6 +1,6 @@
 """What the first-hour guards add to every page, per request (same run, in-process).
 
-A page runs inside these guards (pyweb/app/runner.py ``_run_page``, pyweb/app/guards/): the blocking-code
+A page runs inside these guards (pyweb/app/runner.py ``run_in_guards``, pyweb/app/guards/): the blocking-code
 watchdog, which a page finds (``blocking.current()``: the watchdog its task remembers) and
 keeps on its ``conn`` (the watchdog's thread finds the page on the stack, so nothing is
 registered per request), the page deadline (a trio cancel scope, for pages that await

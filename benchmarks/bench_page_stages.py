@@ -8,7 +8,7 @@ A request for a script page goes through these stages in :class:`pyweb.app.site.
                dictionary lookup; ``Site._route`` otherwise) up to the page it found
 ``regions``    the region around the page: in-flight count, the library state check after
                it (:meth:`pyweb.regions.SiteRegions.enter` and ``leave``)
-``prepare``    ``Site._run_page`` before and after the page: building ``conn`` (a form to
+``prepare``    ``Site.run_in_guards`` before and after the page: building ``conn`` (a form to
                parse, a session to load, a CSRF token to check only when the request has
                them), the watchdog's registry, the one context variable (``current_conn``
                and the form's getters)
@@ -25,7 +25,7 @@ A request for a script page goes through these stages in :class:`pyweb.app.site.
 =============  ==============================================================================
 
 Each stage is measured by calling the site's own code for that stage with the stage after
-it replaced by a constant answer (``route`` runs the real routing with a ``_run_page``
+it replaced by a constant answer (``route`` runs the real routing with a ``run_in_guards``
 that returns at once, ...), so the numbers follow the code as it changes. The pages are the
 peers benchmark's: ``hello`` (``pages/hello.py``, a constant page), ``dynamic`` (the
 984-byte page of ``benchmarks/apps/page.py`` built by a script per request) and ``guess``
@@ -157,7 +157,7 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
     else:
         script = site.scripts[decoded[1:]]
         page = site_module._script_page(script, (), site.cors)
-    real = {attr: getattr(type(site), attr) for attr in ("_run_page", "_page_outcome")}
+    real = {attr: getattr(type(site), attr) for attr in ("run_in_guards", "_page_outcome")}
 
     def bound(attr: str) -> Any:
         return real[attr].__get__(site)
@@ -182,12 +182,12 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
     answer = _html_response()
 
     async def regions() -> Any:
-        # the region's steps, which the site calls around the page in _run_page
+        # the region's steps, which the site calls around the page in run_in_guards
         slot = regions_of_site.enter()
         found = regions_of_site.leave(ctx, script.name, slot)
         return answer if found is None else regions_of_site.answer(answer, script.name, found)
 
-    run_page = bound("_run_page")
+    run_page = bound("run_in_guards")
     secured = site._secure(_CONSTANT)  # as the page's own answer is when it comes back
 
     def secured_ready(*args: Any, **kwargs: Any) -> Response:
@@ -201,7 +201,7 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
     def answered(c: Conn) -> Any:
         # A page that has answered when its run returns (a script without await), with an
         # answer made by conn (the site then adds its headers in place: counted here too).
-        c.response = c._made = _html_response()
+        c.response = c.own_response = _html_response()
         return site_module.pages.DONE
 
     answering = site_module._Page(answered, page.name, page.filename, False)
@@ -214,7 +214,7 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
 
     async def script_run() -> Any:
         conn = new_conn()
-        token = current.set(conn)  # (as _run_page does: the getters find conn and its form)
+        token = current.set(conn)  # (as run_in_guards does: the getters find conn and its form)
         try:
             await script.run(conn)
         finally:
@@ -242,7 +242,7 @@ def stage_calls(site: Any, ctx: Ctx) -> dict[str, Callable[[], Awaitable[Any]]]:
 
     calls = {
         "floor": floor,
-        "route": with_stubs(route, _run_page=_constant_ready),
+        "route": with_stubs(route, run_in_guards=_constant_ready),
         "regions": regions,
         "prepare": with_stubs(prepare, _page_outcome=secured_ready),
         "outcome": outcome,
@@ -364,7 +364,7 @@ def per_stage(raw: dict[str, float]) -> dict[str, float]:
     out["outcome"] -= out["response"]
     out["route"] -= out["floor"]  # it awaits a constant answer at its end
     # (prepare's stand-in for _page_outcome is a plain call, as for a page without await)
-    out["prepare"] -= out["regions"]  # _run_page runs the region's steps itself
+    out["prepare"] -= out["regions"]  # run_in_guards runs the region's steps itself
     return out
 
 

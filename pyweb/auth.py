@@ -266,7 +266,7 @@ def _refuse_if_locked(conn: Conn, key: str, user: str | None) -> None:
             429, dev=conn.dev, detail=message, as_json=wants_json(conn.request)
         )
         response.headers.append(("Retry-After", str(retry_after)))
-        conn.response = conn._made = response
+        conn.response = conn.own_response = response
     raise TooManyAttempts(message, retry_after)
 
 

@@ -93,12 +93,23 @@ def version_line() -> str:
     return f"pyweb {__version__} (Python {python}, regions {pyweb_regions.IMPLEMENTATION})"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class CommandLine(argparse.ArgumentParser):
+    """pyweb's command line: an ``ArgumentParser`` that also keeps its subcommands' own
+    parsers by name (argparse holds them in an action of its own, with no public lookup)."""
+
+    subcommands: dict[str, argparse.ArgumentParser]
+    """The parser of each subcommand (``"serve"``, ``"check"``...), as ``add_parser`` made it."""
+
+
+def build_parser() -> CommandLine:
+    parser = CommandLine(
         prog="pyweb", description="pyweb: web programming for learning, teaching and prototyping."
     )
     parser.add_argument("--version", action="version", version=version_line())
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=argparse.ArgumentParser
+    )
+    parser.subcommands = commands.choices
     serve = commands.add_parser(
         "serve",
         help="serve a site directory over HTTP/1.1",
@@ -270,13 +281,6 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     return ServerConfig(site_dir=args.dir, **values)
 
 
-def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    for action in parser._actions:  # argparse keeps its subparsers in a private action
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices[name]
-    raise LookupError(name)  # pragma: no cover
-
-
 def parse_command_line(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse ``argv``; for ``serve``, the configuration file's values are the defaults that
     the flags override (``config_path`` says which file was read, or None). Raises
@@ -287,7 +291,7 @@ def parse_command_line(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.command == "serve" and os.path.isdir(args.dir):
         path = find_config_file(args.dir, args.config)
         if path is not None:
-            serve = _subcommand(parser, "serve")
+            serve = parser.subcommands["serve"]
             serve.set_defaults(**read_config_file(path, serve))
             args = parser.parse_args(argv)
             args.config_path = path

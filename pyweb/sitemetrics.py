@@ -24,8 +24,8 @@ def cache_samples() -> list[Sample]:
             samples.append(("pyweb_cache_lookups_total", "counter",
                             "Cache lookups and memoized calls, by cache and result.",
                             {"cache": cache.name, "result": result}, count))  # fmt: skip
-    store = core._backend  # (not core.backend(): a scrape must not make one)
-    down = getattr(store, "_down", None)
+    store = core.backend_if_made()
+    down = getattr(store, "down", None)  # (only a shared backend can be down)
     if down is not None:
         samples.append(("pyweb_cache_backend_up", "gauge",
                         "Workers whose shared cache backend answers (1 each; 0 during an outage).",

@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from pyweb.cli import _subcommand, build_parser
+from pyweb.cli import build_parser
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 BEGIN = "<!-- options: made by scripts/cli_table.py from `pyweb serve`'s parser -->"
@@ -60,7 +60,7 @@ def _meaning(action: argparse.Action) -> str:
 
 def table() -> str:
     """The Markdown table of ``pyweb serve``'s options, in the parser's order."""
-    serve = _subcommand(build_parser(), "serve")
+    serve = build_parser().subcommands["serve"]
     rows = ["| option | default | meaning |", "|---|---|---|"]
     for action in serve._actions:  # argparse keeps no public list of a parser's actions
         if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):

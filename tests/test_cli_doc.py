@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from pyweb.cli import _subcommand, build_parser
+from pyweb.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +35,7 @@ def test_the_options_table_is_the_parsers():
 
 def test_every_flag_of_serve_help_is_in_the_page():
     page = (ROOT / "docs" / "cli.md").read_text("utf-8")
-    serve = _subcommand(build_parser(), "serve")
+    serve = build_parser().subcommands["serve"]
     shown = [
         flag
         for action in serve._actions

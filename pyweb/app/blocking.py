@@ -10,7 +10,7 @@ How: a task on the loop (:meth:`Watchdog.tick`) notes the time every 50 ms. A th
 (:meth:`Watchdog.watch`) looks every 50 ms; when the loop has not ticked for more than
 :data:`HELD` (0.25 s) it reads the loop thread's stack (``sys._current_frames``), finds the
 frame that runs a page (a frame of a code object in :data:`page_codes`: the site's
-``_run_page``) and the line in the site's own files that holds the loop, and notes it on
+``run_in_guards``) and the line in the site's own files that holds the loop, and notes it on
 the page's ``conn`` (``conn.held``). The page reports it when it ends: one line in the
 error log, once per page and line, with the fix, and in development mode a banner on the
 page.
@@ -105,7 +105,7 @@ class WatchedPage(Protocol):
 
 
 page_codes: dict[types.CodeType, str] = {}
-"""The code objects whose frames run a page (the site's ``_run_page``; for a WebSocket
+"""The code objects whose frames run a page (the site's ``run_in_guards``; for a WebSocket
 handler and a streamed body, those of :mod:`pyweb.app.watched`) → the name of their local
 variable holding the page (a :class:`WatchedPage`): how a watchdog finds the page on its
 loop's stack, with nothing to register per request."""

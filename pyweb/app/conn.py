@@ -256,7 +256,7 @@ class Conn:
     # library adds (docs/performance.md).
     __slots__ = (
         "ctx", "request", "method", "path", "form", "files", "form_errors", "page",
-        "path_params", "response", "_made", "_returned_at", "_filename", "_site_root",
+        "path_params", "response", "own_response", "_returned_at", "filename", "site_root",
         "_templates", "_body", "watchdog", "_scope", "__dict__", "__weakref__",
     )  # fmt: skip
 
@@ -293,10 +293,16 @@ class Conn:
         service's path (``/todo/3`` → ``{"id": "3"}``), as sent (the getters parse them)."""
         self.response: Response | None = None
         """The response given by ``return_`` (None until then)."""
-        self._made: Response | None = None  # the response conn built itself (not the page's)
+        self.own_response: Response | None = None
+        """The response conn built itself (``return_`` of a str or bytes, ``redirect``,
+        ``return_file``; None until then): a new object of this request, so the site adds
+        its headers to it in place, where a page's own Response may be shared."""
         self._returned_at: tuple[types.CodeType, int] | None = None
-        self._filename = filename
-        self._site_root = site_root
+        self.filename: str | None = filename
+        """The file of the code answering: the script, the service's module or the
+        template (absolute path; None for an answer that has no file)."""
+        self.site_root: str | None = site_root
+        """The site directory (None for a conn made without a site)."""
         self._templates = templates
         self._body = body
         self.watchdog: Any = None
@@ -309,11 +315,14 @@ class Conn:
     """Where ``require_login()`` sends strangers (the ``login_url`` setting)."""
     deadline_scope: Any = None
     """The page deadline's cancel scope while the page runs (``--page-timeout``)."""
-    _session: Session | None = None
+    session_or_none: Session | None = None
+    """The session if this request has one: loaded from the browser's cookie (the sessions
+    guard) or made by the first use of :attr:`session`; None otherwise. The guards read
+    it here, where :attr:`session` would make one."""
     _query: MultiDict | None = None
     _headers: Headers | None = None
     _cookies: dict[str, str] | None = None
-    _set_cookies: tuple[()] | list[tuple[str, str]] = ()
+    set_cookie_fields: tuple[()] | list[tuple[str, str]] = ()
     """The ``Set-Cookie`` fields to send (a list once there is one)."""
     # Set by the few pages that go wrong.
     held: Any = None
@@ -343,20 +352,15 @@ class Conn:
         return getattr(self.ctx, "scheme", "http")  # (a test's stand-in may lack it)
 
     @property
-    def site_root(self) -> str | None:
-        """The site directory (None for a conn made without a site)."""
-        return self._site_root
-
-    @property
     def dev(self) -> bool:
         """Development mode (error pages show details)."""
         return self.ctx.dev
 
     def add_set_cookie(self, value: str) -> None:
         """Send ``Set-Cookie: value`` with the response (``set_cookie`` builds the value)."""
-        if not self._set_cookies:
-            self._set_cookies = []
-        self._set_cookies.append(("Set-Cookie", value))
+        if not self.set_cookie_fields:
+            self.set_cookie_fields = []
+        self.set_cookie_fields.append(("Set-Cookie", value))
 
     # ---- the request ------------------------------------------------------------------
 
@@ -387,12 +391,6 @@ class Conn:
         """The port this server listens on: to reach the site itself, never the ``Host``
         header's port (a client chooses that one: it could name Redis's)."""
         return self.ctx.server_port
-
-    @property
-    def filename(self) -> str | None:
-        """The file of the code answering: the script, the service's module or the
-        template (absolute path; None for an answer that has no file)."""
-        return self._filename
 
     @property
     def url(self) -> str:
@@ -446,9 +444,9 @@ class Conn:
     def session(self) -> Session:
         """This browser's session: a mutable mapping of JSON values kept on the server
         between its requests (:mod:`pyweb.app.sessions`)."""
-        if self._session is None:
-            self._session = Session()
-        return self._session
+        if self.session_or_none is None:
+            self.session_or_none = Session()
+        return self.session_or_none
 
     # ---- flash messages: one message for the next page (post/redirect/get) ------------
 
@@ -470,7 +468,7 @@ class Conn:
     def flashes(self) -> list[Flash]:
         """The messages :meth:`flash` kept, oldest first, and forget them: each shows once.
         Each is a ``str`` with a ``category``. A session without any is not touched."""
-        session = self._session  # None: the browser sent no session, so it has none
+        session = self.session_or_none  # None: the browser sent no session, so it has none
         if session is None or _FLASHES not in session:
             return []
         kept = session[_FLASHES]
@@ -512,7 +510,7 @@ class Conn:
                 conn.return_("n must not be negative", status=400)
                 conn.exit()
         """
-        self.exited_at = _page_line(self._filename)
+        self.exited_at = _page_line(self.filename)
         raise PageExit(self.page)
 
     def after(self, fn: Any, *args: Any) -> None:
@@ -530,7 +528,7 @@ class Conn:
                 from pyweb import runtime
 
                 runtime.spawn_background(_after_page, batch)
-        after.WORK.submit(batch, fn, args, self.page, _page_line(self._filename))
+        after.WORK.submit(batch, fn, args, self.page, _page_line(self.filename))
         # The page's globals stay (not emptied after the reply): fn may read them.
         self._scope = None
 
@@ -538,7 +536,7 @@ class Conn:
 
     def _claim(self, what: str) -> None:
         if self.response is not None:
-            line = _page_line(self._filename, 2)
+            line = _page_line(self.filename, 2)
             first = f" at line {self._returned_line()}" if self._returned_at else ""
             here = f" (this {what} is at line {line})" if line else ""
             raise ResponseAlreadySent(
@@ -548,7 +546,7 @@ class Conn:
         # Where the page answered, for the message above if it answers again: the code and
         # the instruction, made into a line number only then (a line number costs a walk
         # through the code's line table, on every request: docs/performance.md).
-        frame = _page_frame(self._filename, 2)
+        frame = _page_frame(self.filename, 2)
         if frame is not None:
             self._returned_at = (frame.f_code, frame.f_lasti)
 
@@ -577,8 +575,8 @@ class Conn:
         # _claim's note of where the page answered, made here without its two calls: the
         # page's own frame is usually the caller (docs/performance.md).
         frame: types.FrameType | None = sys._getframe(1)
-        if frame.f_code.co_filename != self._filename:  # type: ignore[union-attr]
-            frame = _page_frame(self._filename, 1)  # a library function answered for the page
+        if frame.f_code.co_filename != self.filename:  # type: ignore[union-attr]
+            frame = _page_frame(self.filename, 1)  # a library function answered for the page
         if frame is not None:
             self._returned_at = (frame.f_code, frame.f_lasti)
         kind = body.__class__
@@ -597,7 +595,7 @@ class Conn:
             response = to_response(body, status, content_type, headers)
         self.response = response
         if response is not body:  # made here: the site may add its headers to it in place
-            self._made = response
+            self.own_response = response
 
     def redirect(self, url: str, status: int = 302) -> None:
         """Send the browser to ``url`` (302 Found; 303 See Other after a POST is also common)."""
@@ -606,7 +604,7 @@ class Conn:
         if any(c in url for c in "\r\n\x00"):
             raise ValueError(f"a redirect URL cannot contain CR, LF or NUL: {url!r}")
         self._claim("redirect")
-        self.response = self._made = Response(
+        self.response = self.own_response = Response(
             status,
             [("Location", url), ("Content-Type", "text/html; charset=utf-8")],
             b"",
@@ -616,8 +614,8 @@ class Conn:
         """Answer with a file, sent with ``sendfile``. A relative path is taken from the site
         directory; the file is opened now so a missing one is an error in the page."""
         path = os.fspath(path)
-        if not os.path.isabs(path) and self._site_root is not None:
-            path = os.path.join(self._site_root, path)
+        if not os.path.isabs(path) and self.site_root is not None:
+            path = os.path.join(self.site_root, path)
         size = os.stat(path).st_size  # FileNotFoundError names the path
         if content_type is None:
             guessed, encoding = mimetypes.guess_type(path)
@@ -628,7 +626,7 @@ class Conn:
             ):
                 content_type += "; charset=utf-8"
         self._claim("return_file")
-        self.response = self._made = Response(
+        self.response = self.own_response = Response(
             200, [("Content-Type", content_type)], FileBody(path, 0, size)
         )
 
@@ -683,8 +681,8 @@ class Conn:
     def finish(self) -> Response | None:
         """The response with the cookies added (the app calls this after the page ran)."""
         response = self.response
-        if response is not None and self._set_cookies:
-            response.headers.extend(self._set_cookies)
+        if response is not None and self.set_cookie_fields:
+            response.headers.extend(self.set_cookie_fields)
         return response
 
     def __repr__(self) -> str:

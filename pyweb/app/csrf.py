@@ -166,7 +166,7 @@ def first_visit_cookie(conn: Conn) -> str | None:
     """The value of the ``pyweb_csrf`` cookie this response sets (the token, signed), or
     None: no token was made for a browser without a session, or the session was stored
     with the token in it. The site asks after saving the session."""
-    session = conn._session
+    session = conn.session_or_none
     if session is None or session.sid is not None:
         return None
     token = session.cookie_token
@@ -179,7 +179,7 @@ def keep_cookie_token(conn: Conn) -> None:
     """A session stored for the first time takes the token of the browser's ``pyweb_csrf``
     cookie, so a form shown before the session existed still posts. (The site calls this
     before saving; a session with a token of its own, or being emptied, is left alone.)"""
-    session = conn._session
+    session = conn.session_or_none
     if (
         session is not None
         and session.sid is None
@@ -225,7 +225,7 @@ def missing_token(conn: Conn) -> str | None:
             f"this {conn.method} carries no CSRF token (the form field {FIELD} or the "
             f"header X-CSRF-Token)"
         )
-    session = conn._session
+    session = conn.session_or_none
     if session is not None and session.sid is not None:
         expected = session.get(_KEY)  # a browser with a session: the session's token only
     else:

@@ -170,7 +170,7 @@ def _form_parameters(svc: Service) -> Iterator[tuple[str, Any, bool]]:
     """``(name, annotation, required)`` of each form variable the service reads."""
     hints = typing.get_type_hints(svc.func, include_extras=True)
     for param in inspect.signature(svc.func).parameters.values():
-        if param.name in svc._skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.name in svc.skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = hints.get(param.name, str)
         _inner, optional = forms.split_optional(annotation)

@@ -287,7 +287,7 @@ class Routing(Runner):
     def _run_service(
         self, ctx: Context, page: _Page, params: dict[str, str] | None = None
     ) -> Awaitable[Response]:
-        return self._run_page(ctx, page, params)  # (a method it does not take: guards.methods)
+        return self.run_in_guards(ctx, page, params)  # (a method it does not take: guards.methods)
 
     def _run_script(
         self,
@@ -306,7 +306,7 @@ class Routing(Runner):
                         request=ctx.request,
                     )  # fmt: skip
                 )
-        return self._run_page(ctx, _script_page(script, traps, self.cors), params)
+        return self.run_in_guards(ctx, _script_page(script, traps, self.cors), params)
 
     def _run_pattern(
         self, ctx: Context, decoded: str, name: str, traps: list[Trap]

@@ -69,12 +69,12 @@ class Runner(ErrorPages):
     csrf_exempt: tuple[str, ...]
     cors: CORS | None
     openapi: bool
-    _security_headers: tuple[tuple[str, str, bool], ...]
-    _html_extra: list[tuple[str, str]]
-    _other_extra: list[tuple[str, str]]
-    _html_last: tuple[str, str] | None
-    _other_last: tuple[str, str] | None
-    _compress_at: int
+    security_headers: tuple[tuple[str, str, bool], ...]
+    html_extra_headers: list[tuple[str, str]]
+    other_extra_headers: list[tuple[str, str]]
+    html_extra_last: tuple[str, str] | None
+    other_extra_last: tuple[str, str] | None
+    compress_at: int
     """``compress_min_size`` with compression on, larger than any body with it off: a
     body shorter than this is not looked at (the runner's one test)."""
 
@@ -92,14 +92,14 @@ class Runner(ErrorPages):
     ) -> Awaitable[Response]:
         """Run one page (script, service or template) for one request: see the module doc.
         With regions on, the page runs inside one (:meth:`pyweb.regions.SiteRegions.enter`
-        and ``leave``, in ``_run_page``): library state is checked and restored after it,
+        and ``leave``, in ``run_in_guards``): library state is checked and restored after it,
         its allocations counted.
         ``await site.run_page(...)``: it hands back the coroutine that does the work rather
         than being a coroutine itself, one object less on every request (Hop §3.1)."""
         spec = _Page(run, page, filename, timed, tuple(traps), check_csrf, None, None, self.cors)
-        return self._run_page(ctx, spec, params)
+        return self.run_in_guards(ctx, spec, params)
 
-    async def _run_page(
+    async def run_in_guards(
         self, ctx: Context, page: _Page, params: dict[str, str] | None = None, cors: bool = True
     ) -> Response:
         """Run ``page`` for one request inside the guards, in the order of
@@ -164,7 +164,7 @@ class Runner(ErrorPages):
             _current.reset(conn_token)
         response = self._page_answer(ctx, conn, page, response, found, scope)
         try:  # (no cost unless it raises: a stream has no length, and goes to the step)
-            if len(response.body) < self._compress_at:  # type: ignore[arg-type]  # guard: compress
+            if len(response.body) < self.compress_at:  # type: ignore[arg-type]  # guard: compress
                 return response
         except TypeError:  # a stream: the watchdog follows it while the server sends it
             response = watched.stream(ctx, conn, response)
@@ -183,7 +183,7 @@ class Runner(ErrorPages):
     ) -> Response:
         """The ``after`` steps of the guards, the inner ones first, once the page has left
         its region (``found``: what the region found, if anything), but compression's
-        (``_run_page`` takes it last). A script's globals (``scope``) are emptied once its
+        (``run_in_guards`` takes it last). A script's globals (``scope``) are emptied once its
         reply is done: they hold conn."""
         if scope is not None:
             if type(response) is Response and type(response.body) is bytes:
@@ -196,7 +196,7 @@ class Runner(ErrorPages):
             response = unawaited.after(self, ctx, conn, page.name, response)
         if conn.held is not None:  # guard: watchdog (it saw the page hold the loop)
             response = watchdog.after(self, ctx, conn, response)
-        if response is conn._made:  # guard: headers
+        if response is conn.own_response:  # guard: headers
             # Made by conn for this request, so no one else holds it: its security headers
             # go in place (no second Response per request).
             response.headers.extend(headers.missing(self, response.headers))
@@ -228,7 +228,7 @@ class Runner(ErrorPages):
         """The conn of a request that has more than a plain GET: its form read (the query,
         a form body), its session loaded (a session cookie), its CSRF token checked (a
         POST, PUT, PATCH or DELETE). A Response instead when the page must not run.
-        ``cookies``: the request's ``Cookie`` field (None without one), as ``_run_page``
+        ``cookies``: the request's ``Cookie`` field (None without one), as ``run_in_guards``
         looked it up."""
         request = ctx.request
         content_type = None
@@ -318,12 +318,12 @@ class Runner(ErrorPages):
             return self._page_failed(ctx, conn, page, exc)
         response = conn.response
         if (
-            response is conn._made  # (None is not: _made is set with the response)
+            response is conn.own_response  # (None is not: it is set with the response)
             and response is not None
             and ended is None
             and not conn.form_errors
-            and conn._session is None  # guard: sessions (none loaded, none made)
-            and not conn._set_cookies
+            and conn.session_or_none is None  # guard: sessions (none loaded, none made)
+            and not conn.set_cookie_fields
         ):  # the usual page: _page_end's last step without its call
             return response
         return self._page_end(ctx, conn, page, ended)
@@ -372,7 +372,8 @@ class Runner(ErrorPages):
             saving = sessions.after(self, conn)  # guard: sessions
             if saving is not None:  # written to: stored before the answer goes
                 return self._session_end(ctx, conn, page, ended, saving)
-        response = conn.finish() if conn._set_cookies else conn.response  # (no call: no cookies)
+        # (no call without cookies)
+        response = conn.finish() if conn.set_cookie_fields else conn.response
         if ended is not None and (response is None or isinstance(ended, KeyboardInterrupt)):
             return self._ended(ctx, page.name, page.filename, ended)
         if response is None:
@@ -544,5 +545,5 @@ def _line_in(exc: BaseException, filename: str | None) -> int | None:
 
 
 # The watchdog finds a running page by the frames of this function, in its local "conn".
-blocking.page_codes[Runner._run_page.__code__] = "conn"
+blocking.page_codes[Runner.run_in_guards.__code__] = "conn"
 

@@ -100,7 +100,8 @@ class Service:
         self.by_method: dict[str, Service] = dict.fromkeys(self.methods, self)
         """Every service bound to this path, by method (:func:`bind` joins them)."""
         skip = ("conn",) if self.json_param is None else ("conn", self.json_param[0])
-        self._skip = skip
+        self.skip: tuple[str, ...] = skip
+        """The parameters not read from the form: ``conn`` and a JSON body's."""
         forms.check_signature(func, skip=skip)  # a TypeError naming the parameter, at import
         self._reads_form = bool(forms.form_parameters(func, skip))  # (the plan check_signature made)
         self.at_once = (
@@ -156,7 +157,7 @@ class Service:
 
     def _check_path(self, conn: Any) -> None:
         """A path parameter that its getter refuses means there is no such resource: 404."""
-        for p in forms.form_parameters(self.func, self._skip):
+        for p in forms.form_parameters(self.func, self.skip):
             value = conn.path_params.get(p.name)
             if value is None:
                 continue
@@ -188,7 +189,7 @@ class Service:
             self._check_path(conn)
         kwargs: dict[str, Any] = {}
         if self._reads_form:  # FormErrors → one 400 page
-            kwargs = forms.parse_arguments(self.func, conn.form, skip=self._skip)
+            kwargs = forms.parse_arguments(self.func, conn.form, skip=self.skip)
         if self.wants_conn:
             kwargs["conn"] = conn
         return kwargs
@@ -226,7 +227,7 @@ class Service:
             conn.return_(result)  # raises ResponseAlreadySent, naming the service
         response = conn.response = to_response(result)
         if response is not result:  # made here, as conn.return_'s: the site may add its
-            conn._made = response  # headers to it in place (a returned Response may be shared)
+            conn.own_response = response  # headers to it in place (a returned Response may be shared)
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function directly (in a test or a notebook), bypassing HTTP."""

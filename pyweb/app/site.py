@@ -104,9 +104,11 @@ class Site(Routing):
         self.login_url = login_url
         self.csrf_exempt = tuple(csrf_exempt)
         """URL patterns whose POSTs need no CSRF token (``"/api/*"``)."""
-        self._security_headers = headers.security_headers(
+        self.security_headers = headers.security_headers(
             content_type_options, frame_options, referrer_policy
         )
+        """``(name, value, html_only)`` of each security header an answer gets when it does
+        not set it itself (:mod:`pyweb.app.guards.headers`)."""
         self.cors = (
             CORS(
                 cors_origins,
@@ -126,25 +128,32 @@ class Site(Routing):
         self._hsts = headers.hsts_header(hsts)
         """``Strict-Transport-Security``, sent over https only (RFC 6797 §7.2: a browser
         ignores it over http, and a site reached over http must not claim https)."""
-        # The headers a page's answer gets when it sets none of them itself, made once:
-        # every HTML answer gets _html_extra, anything else _other_extra (docs/performance.md).
-        self._html_extra = [(n, v) for n, v, _html_only in self._security_headers]
-        self._other_extra = [  # the same tuple objects: see _html_last below
+        # Made once, not per answer (docs/performance.md).
+        self.html_extra_headers = [(n, v) for n, v, _html_only in self.security_headers]
+        """The security headers of an HTML answer that sets none of them itself."""
+        self.other_extra_headers = [  # the same tuple objects: see html_extra_last below
             pair
-            for pair, (_n, _v, html_only) in zip(self._html_extra, self._security_headers, strict=True)
+            for pair, (_n, _v, html_only) in zip(
+                self.html_extra_headers, self.security_headers, strict=True
+            )
             if not html_only
         ]
-        # A response whose last header is one of these very objects has been through
-        # _secure's lists: it is not looked at again (the page path secures in place).
-        self._html_last = self._html_extra[-1] if self._html_extra else None
-        self._other_last = self._other_extra[-1] if self._other_extra else None
+        """The security headers of any other answer that sets none of them itself."""
+        self.html_extra_last = self.html_extra_headers[-1] if self.html_extra_headers else None
+        """The last field of :attr:`html_extra_headers` (None: no such header), the very
+        object: an answer that ends with it has been secured already and is not looked at
+        again (the page path secures in place)."""
+        self.other_extra_last = self.other_extra_headers[-1] if self.other_extra_headers else None
+        """The same for :attr:`other_extra_headers`."""
         if not isinstance(compress_min_size, int) or compress_min_size < 0:
             raise ValueError(
                 f"compress_min_size is a number of bytes, 0 or more, got {compress_min_size!r}"
             )
         self.compress_min_size = compress_min_size
         """Answers smaller than this are sent as they are (:mod:`pyweb.app.guards.compress`)."""
-        self._compress_at = compress_min_size if compress else sys.maxsize
+        self.compress_at = compress_min_size if compress else sys.maxsize
+        """``compress_min_size`` with compression on, larger than any body with it off: a
+        shorter body is sent as it is without a further look."""
         self.file_codings = FileCodings()
         """Static files compressed on the fly, kept until they change."""
         # A file's answer ends with these lists' own fields, so _secure passes it as it is.
@@ -152,7 +161,7 @@ class Site(Routing):
             self.root,
             hidden=_hidden,
             dev=dev,
-            extra_headers=(self._html_extra, self._other_extra),
+            extra_headers=(self.html_extra_headers, self.other_extra_headers),
             precompressed=compress,
             cache_control=static_cache_control,
         )
@@ -246,7 +255,7 @@ class Site(Routing):
         if not self.dev:  # (_dispatch's first step, without its call: the usual request)
             page = self._known.get(ctx.request.path)
             if page is not None and page is not _FILE:  # (the methods guard checks the method)
-                return self._run_page(ctx, page)
+                return self.run_in_guards(ctx, page)
         return self._dispatch(ctx)
 
     async def _with_hsts(self, ctx: Context) -> Response:
@@ -257,7 +266,7 @@ class Site(Routing):
         if not self.dev:
             page = self._known.get(ctx.request.path)
             if page is not None and page is not _FILE:  # (the methods guard checks the method)
-                return self._run_page(ctx, page)
+                return self.run_in_guards(ctx, page)
             if page is _FILE and ctx.request.method in ("GET", "HEAD"):
                 return self._file(ctx)
         return self._routed(ctx)

@@ -86,7 +86,7 @@ from . import compression
 
 __all__ = [
     "StaticFiles", "content_type_for", "content_hash", "CONTENT", "NOT_CONTENT",
-    "IMMUTABLE", "is_content_name",
+    "IMMUTABLE", "is_content_name", "serving",
 ]  # fmt: skip
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -94,7 +94,7 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 no revalidation on reload: the content of that address never changes."""
 
 _sites: dict[str, StaticFiles] = {}
-"""Real root → the latest StaticFiles serving it, for :func:`pyweb.static_url`."""
+"""Real root → the latest StaticFiles serving it (:func:`serving`)."""
 _hashes: dict[tuple[str, int, int, int], str] = {}
 
 CONTENT: frozenset[str] = frozenset((
@@ -639,6 +639,12 @@ class StaticFiles:
         if if_range.startswith('"') or if_range.startswith("W/"):
             return if_range == etag  # strong comparison: a weak tag never matches
         return _parse_http_date(if_range) == mtime
+
+
+def serving(root: str) -> StaticFiles | None:
+    """The latest :class:`StaticFiles` serving the site directory ``root`` (its real path),
+    or None: what :func:`pyweb.static_url` asks of a page's site."""
+    return _sites.get(root)
 
 
 def _names_content(query: str, real: str, st: os.stat_result) -> bool:

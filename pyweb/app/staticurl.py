@@ -33,8 +33,8 @@ def static_url(path: str, conn: Conn | None = None) -> str:
             f"static_url() takes the path of a file, such as 'style.css', got {path!r}"
         )
     conn = conn or current_conn()
-    files = static._sites.get(conn._site_root or "")
+    files = static.serving(conn.site_root or "")
     if files is None:
-        raise LookupError(f"static_url({path!r}): no site serves {conn._site_root!r}")
+        raise LookupError(f"static_url({path!r}): no site serves {conn.site_root!r}")
     address = quote(path if path.startswith("/") else "/" + path, safe="/")
     return f"{address}?v={files.url_version(address)}"

@@ -38,6 +38,7 @@ __all__ = [
     "memoize",
     "configure",
     "backend",
+    "backend_if_made",
     "caches",
     "FakeClock",
 ]
@@ -361,6 +362,12 @@ def backend() -> Any:
         with _registry_lock:
             if _backend is None:
                 _backend = _make_backend(os.environ.get("PYWEB_CACHE") or "memory", None)
+    return _backend
+
+
+def backend_if_made() -> Any:
+    """The backend caches use now, or None when none was made yet: unlike :func:`backend`,
+    asking does not make one (a metrics scrape must not connect to Redis)."""
     return _backend
 
 

@@ -218,7 +218,9 @@ class RedisBackend:
         # connections are opened and closed per call.
         self._max_idle = max_idle
         self._down_until = 0.0
-        self._down = False
+        self.down = False
+        """True from a failed call until one succeeds (calls meanwhile are not tried for
+        ``retry_after`` seconds); the site's metrics report it."""
         self._state_lock = threading.Lock()
         self.outage = Outage(
             f"cache backend {self.address}",
@@ -314,21 +316,21 @@ class RedisBackend:
             return Connection(self.address, self.timeout)
 
     def _skip(self) -> bool:
-        if self._down and time.monotonic() < self._down_until:
+        if self.down and time.monotonic() < self._down_until:
             self.outage.failed("down")  # counted; logged only when the outage began
             return True
         return False
 
     def _failed(self, error: BaseException) -> None:
         with self._state_lock:
-            self._down = True
+            self.down = True
             self._down_until = time.monotonic() + self.retry_after
         self.outage.failed(error)
 
     def _recovered(self) -> None:
-        if self._down:
+        if self.down:
             with self._state_lock:
-                self._down = False
+                self.down = False
         self.outage.recovered()
 
     def _run(self, steps: Steps, default: Any) -> Any:

@@ -145,7 +145,7 @@ class MysqlConnection(Connection):
         async def close() -> None:
             conn.close()
 
-        if asyncio._get_running_loop() is self._loop:
+        if runtime.running_asyncio_loop() is self._loop:
             conn.close()  # on its own loop: closing is synchronous
         else:
             runtime.submit_asyncio(self._loop, close())

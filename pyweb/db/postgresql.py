@@ -172,7 +172,7 @@ class PostgresConnection(Connection):
             except Exception:
                 conn.terminate()
 
-        if asyncio._get_running_loop() is self._loop:
+        if runtime.running_asyncio_loop() is self._loop:
             conn.terminate()  # on its own loop, maybe as the loop ends: no round trip
         else:
             runtime.submit_asyncio(self._loop, close())

@@ -90,6 +90,7 @@ __all__ = [
     "loop_id",
     "now",
     "run_asyncio",
+    "running_asyncio_loop",
     "sleep",
     "submit_asyncio",
     "to_thread",
@@ -97,7 +98,7 @@ __all__ = [
 ]
 
 _sniffio_local = sniffio.thread_local
-_running_asyncio_loop = asyncio._get_running_loop
+_get_running_loop = asyncio.get_running_loop  # (one lookup less per call of current())
 _BY_NAME: dict[str, Runtime] = {"trio": _trio, "asyncio": _asyncio}  # (mypy checks both)
 
 
@@ -108,13 +109,23 @@ def current() -> Runtime:
     ``trio.run`` or an asyncio loop)."""
     if _sniffio_local.name == "trio":
         return _trio
-    if _running_asyncio_loop() is not None:
-        return _asyncio
     try:
-        library = sniffio.current_async_library()
-    except sniffio.AsyncLibraryNotFoundError:
-        raise RuntimeError("pyweb's async calls must run inside trio or asyncio") from None
-    return get(library)
+        _get_running_loop()
+    except RuntimeError:  # no asyncio loop runs in this thread: ask sniffio
+        try:
+            library = sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:
+            raise RuntimeError("pyweb's async calls must run inside trio or asyncio") from None
+        return get(library)
+    return _asyncio
+
+
+def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop running in the calling thread, or None (outside any, or on trio)."""
+    try:
+        return _get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def get(name: str) -> Runtime:

@@ -25,9 +25,16 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 LOCUST = "locust==2.47.0"
 DEFAULT_LOCUSTFILE = Path(__file__).with_name("visitor_locustfile.py")
+
+
+class Subcommands(Protocol):
+    """What ``ArgumentParser.add_subparsers()`` returns, as far as a subcommand needs it."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 def default_venv() -> Path:
@@ -54,7 +61,7 @@ def ensure_locust(venv: Path | None = None) -> Path:
     return venv / "bin" / "locust"
 
 
-def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     """Add the ``loadtest`` subcommand to pyweb's command line."""
     loadtest = commands.add_parser(
         "loadtest",

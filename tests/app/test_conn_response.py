@@ -42,7 +42,7 @@ def test_the_usual_answer_is_the_response_the_dataclass_makes(body, status, cont
     assert type(response) is Response
     assert response == expected
     assert repr(response) == repr(expected)
-    assert conn._made is response  # the site adds its headers in place
+    assert conn.own_response is response  # the site adds its headers in place
     other = _conn()
     other.return_(body, status=status, content_type=content_type)
     assert other.response.headers is not response.headers  # a list of its own per request

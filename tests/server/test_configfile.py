@@ -19,11 +19,7 @@ from pyweb.server.configfile import (
 
 
 def serve_parser() -> argparse.ArgumentParser:
-    parser = build_parser()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices["serve"]
-    raise AssertionError("no serve command")
+    return build_parser().subcommands["serve"]
 
 
 def write(tmp_path, text: str) -> str:

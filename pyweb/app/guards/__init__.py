@@ -5,7 +5,7 @@ headers) as separate middleware in one declared order for every route; pyweb's a
 modules below, and :data:`GUARDS` is their order: the order in which they begin, each
 with its ``before`` step; their ``after`` steps run once the page has answered, the inner
 ones first (a guard with nothing to do on one side says so in its docstring). The runner
-(:meth:`pyweb.app.runner.Runner._run_page`) calls them, and every kind of route reaches the
+(:meth:`pyweb.app.runner.Runner.run_in_guards`) calls them, and every kind of route reaches the
 runner: pages, services, templates, static files, WebSocket handshakes, error pages (a 404
 is the answer of the static-file route), the notebook's server and ASGI (both serve a
 :class:`~pyweb.app.site.Site`). docs/request-path.md shows this list, and a test keeps the

@@ -57,7 +57,7 @@ def after(
     size = _size(body) if response.status == 200 else None
     if (
         size is None
-        or size < site._compress_at  # (larger than any body with compression off)
+        or size < site.compress_at  # (larger than any body with compression off)
         or not _may_encode(response.headers)
     ):
         return response

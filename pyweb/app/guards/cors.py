@@ -47,7 +47,7 @@ async def around(site: Any, ctx: Any, page: Any, params: dict[str, str] | None) 
     answer = before(site, cors, request, origin, page.methods)
     if answer is not None:
         return answer
-    response = await site._run_page(ctx, page, params, False)
+    response = await site.run_in_guards(ctx, page, params, False)
     return after(cors, origin, response)
 
 

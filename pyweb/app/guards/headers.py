@@ -37,7 +37,7 @@ def after(site: Any, response: Response) -> Response:
     fields = response.headers
     if fields:
         last = fields[-1]
-        if last is site._html_last or last is site._other_last:
+        if last is site.html_extra_last or last is site.other_extra_last:
             return response  # the site's own header objects: secured already
     extra = missing(site, fields)
     if not extra:
@@ -52,7 +52,9 @@ def missing(site: Any, fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
     if len(fields) == 1 and fields[0][0] == "Content-Type":
         # The usual answer (conn.return_, a service's value) has its type and nothing
         # else, so it lacks every security header: the lists made once do.
-        return site._html_extra if fields[0][1].startswith("text/html") else site._other_extra
+        if fields[0][1].startswith("text/html"):
+            return site.html_extra_headers
+        return site.other_extra_headers
     names = {name.lower() for name, _ in fields}
     html = False
     for name, value in fields:
@@ -61,7 +63,7 @@ def missing(site: Any, fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
             break
     return [
         (name, value)
-        for name, value, html_only in site._security_headers
+        for name, value, html_only in site.security_headers
         if (html or not html_only) and name.lower() not in names
     ]
 
@@ -89,7 +91,7 @@ def private(conn: Conn, value: str = "private") -> None:
         extra.append(("Vary", "Cookie"))
     if not extra:
         return
-    if response is conn._made:
+    if response is conn.own_response:
         response.headers.extend(extra)
     else:  # (the page's own object may be shared: a new one)
         conn.response = dataclasses.replace(response, headers=[*response.headers, *extra])

@@ -26,16 +26,16 @@ async def before(site: Any, conn: Conn, cookies: str) -> None:
     jar = conn._cookies = parse_cookies(cookies) if cookies else {}
     cookie = jar.get(COOKIE_NAME)
     if cookie:
-        conn._session = await site.sessions.load(cookie)
+        conn.session_or_none = await site.sessions.load(cookie)
 
 
 def after(site: Any, conn: Conn) -> Coroutine[Any, Any, None] | None:
     """After a page that answered and touched the session: the coroutine that stores it
     when the page wrote to it (the caller awaits it), else None, the cookies and cache
     headers added at once (a first visit's CSRF token is held, not stored)."""
-    if conn._session is None or conn.response is None:
+    if conn.session_or_none is None or conn.response is None:
         return None
-    if conn._session.modified:
+    if conn.session_or_none.modified:
         return _save(site, conn)
     _cookie(conn, tokens.COOKIE, tokens.first_visit_cookie(conn))
     headers.private(conn)
@@ -45,9 +45,9 @@ def after(site: Any, conn: Conn) -> Coroutine[Any, Any, None] | None:
 async def _save(site: Any, conn: Conn) -> None:
     """Store the session; tell the browser a new id, or, when no session was stored, the
     CSRF token made for it (its own cookie)."""
-    assert conn._session is not None
+    assert conn.session_or_none is not None
     tokens.keep_cookie_token(conn)  # a new session keeps the token of a form shown before
-    value = await site.sessions.save(conn._session)
+    value = await site.sessions.save(conn.session_or_none)
     if value is not None:
         _cookie(conn, COOKIE_NAME, value)
     else:

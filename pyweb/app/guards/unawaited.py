@@ -32,7 +32,7 @@ def after(site: Any, ctx: Context, conn: Conn, name: str, response: Response) ->
         return response
     messages = []
     for item in found:
-        message, _line = dropped.explain(item, conn._filename, site.display)
+        message, _line = dropped.explain(item, conn.filename, site.display)
         if message not in messages:
             messages.append(message)
     why = " ".join(messages)
