@@ -1,9 +1,12 @@
 """Workers: one server process per core under a supervisor that never gives up.
 
 (What a worker itself does for its supervisor, on either loop, is ``supervised.py``;
-this module is the supervisor, a program of its own that serves no pages.)
+this module is the supervisor, a program of its own that serves no pages. It runs on
+trio whichever loop its workers serve on: what it needs, child processes with piped
+stderr, a signal receiver and a nursery of watchers, is outside what pages and
+connections ask of an event loop, so it stays out of ``pyweb.runtime``.)
 
-One trio server uses one core. ``pyweb serve --workers N`` runs N copies of it, each a
+One server process uses one core. ``pyweb serve --workers N`` runs N copies of it, each a
 process of its own, sharing one listening socket, under a *supervisor*: the parent process,
 which serves nothing itself and only keeps the workers alive. This is Marlow's fault
 tolerance (§1: "never crash, or restart at once") moved up a level: a page that crashes
