@@ -133,3 +133,26 @@ def test_unread_bytes_are_not_a_hang_up(loop):
         close_socket(listener)
 
     run_on(loop, main)
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
+def test_both_servers_listen_on_an_ipv6_host(kit):
+    """Both servers open their socket with open_listener, which takes the address family
+    from the host (the asyncio server could not bind ``::1`` before it did)."""
+    with kit.running(None, host="::1") as srv:
+        assert srv.server.url.startswith("http://[::1]:")
+        with socket.create_connection(("::1", srv.port), timeout=5) as client:
+            client.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := client.recv(65536):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"hello")

@@ -17,6 +17,7 @@ import socket
 from typing import Any
 
 from ..base import BaseServer
+from ..listener import open_listener
 from ..logging import ServerLog
 from .connection import HttpProtocol
 from .deadlines import Deadlines
@@ -84,8 +85,8 @@ class AsyncioServer(BaseServer):
         self._drained = loop.create_future()
         if sock is None and config.listen_fd is not None:
             sock = socket.socket(fileno=config.listen_fd)
-        if sock is None:
-            sock = socket.create_server((config.host, config.port), backlog=config.backlog)
+        if sock is None:  # the trio server's listening socket (IPv6 hosts too)
+            sock = await open_listener(config.host, config.port, config.backlog)
         sock.setblocking(False)
         self.listener = sock
         self.host, self.port = sock.getsockname()[:2]
