@@ -5,9 +5,9 @@ trio is pyweb's default loop and its teaching model; this is the second schedule
 :class:`AsyncioServer` is a :class:`~pyweb.server.base.BaseServer`, as the trio server is
 (the same settings, handler layers, status and metrics pages, ``max_requests`` recycling,
 reload, error pages and shutdown broadcast); only how bytes move differs: its connections
-are :class:`~.connection.HttpProtocol` objects, accepted by Hop's schedulers on this loop (``--scheduler``: one-to-one, pool, nothread;
-``schedulers.py``). The process around it (signals, SIGHUP reload, ``--workers``) is
-``main.py``.
+are :class:`~.connection.HttpProtocol` objects, accepted by Hop's schedulers on this loop
+(``--scheduler``: one-to-one, pool, nothread; ``schedulers.py``). The process around it
+(signals, SIGHUP reload, ``--workers``) is ``main.py``.
 """
 
 from __future__ import annotations
