@@ -32,9 +32,11 @@ from pyweb.app.sharing import workers_need_shared_cache
 from pyweb.app.site import Site, SiteError, check_site
 from pyweb.background import Background
 from pyweb.server import Server, ServerConfig
+from pyweb.server.base import BaseServer
 from pyweb.server.config import setting_default, settings
 from pyweb.server.configfile import ConfigFileError, find_config_file, read_config_file
-from pyweb.server.workers import RECYCLE_EXIT, Supervisor, announce_ready
+from pyweb.server.supervised import RECYCLE_EXIT, announce_ready
+from pyweb.server.workers import Supervisor
 
 __all__ = ["main", "build_parser"]
 
@@ -339,7 +341,7 @@ def _first_leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def learning_banner(server: Server) -> str:
+def learning_banner(server: BaseServer) -> str:
     """What ``make run`` (``pyweb serve DIR --dev``) tells a student, after the status line."""
     directory = (server.config.site_dir or ".").rstrip("/")
     other = server.port + 1 if 0 < server.port < 65535 else 8001
@@ -359,7 +361,7 @@ def _say(text: str) -> None:
 
 
 def reload(
-    server: Server, argv: Sequence[str] | None, started: dict[str, object] | None = None
+    server: BaseServer, argv: Sequence[str] | None, started: dict[str, object] | None = None
 ) -> bool:
     """SIGHUP (Marlow §6): read the configuration file and the pages again. New connections
     get the new settings and pages, requests in progress finish with the old ones. A bad
@@ -395,7 +397,7 @@ async def serve_until_signalled(
     background: Background | None = None,
 ) -> int:
     """Run ``server``; the first SIGINT/SIGTERM shuts it down gracefully (exit status 0, or
-    :data:`~pyweb.server.workers.RECYCLE_EXIT` after ``--max-requests``), a second one
+    :data:`~pyweb.server.supervised.RECYCLE_EXIT` after ``--max-requests``), a second one
     cancels everything at once (exit status 1); SIGHUP reloads (:func:`reload`); SIGUSR1
     reopens the log files (the logrotate convention)."""
     forced = False

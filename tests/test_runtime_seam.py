@@ -134,3 +134,82 @@ def test_both_implementations_keep_the_typed_contract():
     partial.__dict__.update({k: getattr(runtime.get("trio"), k) for k in runtime.get("trio").__all__})
     del partial.park
     assert not isinstance(partial, Runtime)
+
+
+@pytest.mark.parametrize("loop", ["trio", "asyncio"])
+def test_notify_closing_wakes_the_socket_waiter_with_closed_resource_error(loop):
+    """Before a socket another task waits on is closed, ``notify_closing`` ends that wait
+    with the runtime's ClosedResourceError (the loop stops watching the descriptor), and
+    the socket can be waited on again afterwards by another task."""
+    import asyncio
+    import socket
+
+    import trio
+
+    from pyweb import runtime
+
+    async def main():
+        rt = runtime.current()
+        a, b = socket.socketpair()
+        a.setblocking(False)
+        seen = []
+        done = rt.Event()
+
+        async def wait():
+            try:
+                await rt.wait_readable(a)
+                seen.append("readable")
+            except rt.ClosedResourceError:
+                seen.append("closed")
+            done.set()
+
+        rt.spawn_background(wait)
+        for _ in range(10):
+            await rt.sleep(0)
+        assert seen == []
+        rt.notify_closing(a)
+        await done.wait()
+        assert seen == ["closed"]
+        b.send(b"x")  # the descriptor is free for a new wait
+        await rt.wait_readable(a)
+        a.close()
+        b.close()
+
+    if loop == "trio":
+        trio.run(main)
+    else:
+        asyncio.run(main())
+
+
+@pytest.mark.parametrize("loop", ["trio", "asyncio"])
+def test_thread_handoff_runs_a_call_in_the_loops_thread(loop):
+    """What a worker thread uses to touch the loop's state (the log's bridge): the call
+    runs in the loop's own thread, soon, without the loop being woken by anything else."""
+    import asyncio
+    import threading
+
+    import trio
+
+    from pyweb import runtime
+
+    async def main():
+        rt = runtime.current()
+        handoff = rt.thread_handoff()
+        ran_in = []
+        done = rt.Event()
+
+        def in_the_loop():
+            ran_in.append(threading.get_ident())
+            done.set()
+
+        thread = threading.Thread(target=handoff, args=(in_the_loop,))
+        thread.start()
+        with rt.move_on_after(10):
+            await done.wait()
+        thread.join()
+        assert ran_in == [threading.get_ident()]
+
+    if loop == "trio":
+        trio.run(main)
+    else:
+        asyncio.run(main())

@@ -51,6 +51,14 @@ and :class:`~pyweb.runtime.contract.Runtime` types it for mypy)
 ``await wait_readable(sock)`` / ``await wait_writable(sock)``
     Suspend until a socket (or descriptor) is ready; cancelling the wait unregisters it at
     once.  ``BusyResourceError`` if another task waits on the same socket.
+``notify_closing(sock)``
+    Call before closing a socket another task may wait on: that wait ends at once with
+    ``ClosedResourceError`` (how shutdown stops an accept loop).
+``thread_handoff()``
+    A function that another thread (a worker thread, a driver's) calls with a
+    synchronous function to have it run soon in the loop's own thread (trio's token's
+    ``run_sync_soon``, asyncio's ``call_soon_threadsafe``): state that belongs to the
+    loop is then touched by the loop alone.
 ``await to_thread(fn, *args, abandon_on_cancel=False)``
     Run a blocking call in a worker thread.
 ``Event()``, ``Lock()``, ``Semaphore(n)`` (with ``value``, ``acquire_nowait`` raising

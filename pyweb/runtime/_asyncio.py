@@ -49,6 +49,7 @@ _get_running_loop = asyncio.get_running_loop
 
 __all__ = [
     "BusyResourceError",
+    "ClosedResourceError",
     "acquire_within",
     "asyncio_loop",
     "CancelScope",
@@ -64,12 +65,14 @@ __all__ = [
     "loop_id",
     "move_on_after",
     "name",
+    "notify_closing",
     "now",
     "park",
     "run_asyncio",
     "sleep",
     "sleep_forever",
     "spawn_background",
+    "thread_handoff",
     "to_thread",
     "unpark",
     "wait_readable",
@@ -84,6 +87,11 @@ class WouldBlock(Exception):
 
 class BusyResourceError(Exception):
     """Two tasks waited on the same socket at once (as trio's error of that name)."""
+
+
+class ClosedResourceError(Exception):
+    """The socket a task waited on was closed under it (:func:`notify_closing`), as
+    trio's error of that name."""
 
 
 def now() -> float:
@@ -216,6 +224,11 @@ async def to_thread(fn: Callable[..., T], *args: Any, abandon_on_cancel: bool = 
         raise
 
 
+def thread_handoff() -> Callable[[Callable[[], object]], object]:
+    """How another thread hands a call to this loop: its ``call_soon_threadsafe``."""
+    return _get_running_loop().call_soon_threadsafe
+
+
 def loop_id() -> object:
     """The running loop itself."""
     return _get_running_loop()
@@ -301,6 +314,19 @@ async def wait_readable(sock: socket.socket | int) -> None:
 async def wait_writable(sock: socket.socket | int) -> None:
     """Suspend until ``sock`` can be written without blocking."""
     await _wait_fd(sock, True)
+
+
+def notify_closing(sock: socket.socket | int) -> None:
+    """``sock`` is about to be closed: every task waiting on it through this module wakes
+    with :class:`ClosedResourceError` (its wait is unregistered first, so the loop never
+    watches a closed descriptor)."""
+    fd = sock if isinstance(sock, int) else sock.fileno()
+    for writing in (False, True):
+        w = _waiting.get((fd, writing))
+        if w is not None:
+            _unregister(w)
+            if not w.done():
+                w.set_exception(ClosedResourceError(f"descriptor {fd} was closed"))
 
 
 async def acquire_within(semaphore: Semaphore, seconds: float) -> bool:

@@ -38,14 +38,17 @@ Event = trio.Event
 Lock = trio.Lock
 WouldBlock = trio.WouldBlock
 BusyResourceError = trio.BusyResourceError
+ClosedResourceError = trio.ClosedResourceError
 now: Callable[[], float] = trio.current_time
 sleep = trio.sleep
 sleep_forever = trio.sleep_forever
 wait_readable = trio.lowlevel.wait_readable
 wait_writable = trio.lowlevel.wait_writable
+notify_closing = trio.lowlevel.notify_closing
 
 __all__ = [
     "BusyResourceError",
+    "ClosedResourceError",
     "acquire_within",
     "asyncio_loop",
     "CancelScope",
@@ -61,12 +64,14 @@ __all__ = [
     "loop_id",
     "move_on_after",
     "name",
+    "notify_closing",
     "now",
     "park",
     "run_asyncio",
     "sleep",
     "sleep_forever",
     "spawn_background",
+    "thread_handoff",
     "to_thread",
     "unpark",
     "wait_readable",
@@ -114,6 +119,11 @@ async def _guarded(fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
 async def to_thread(fn: Callable[..., T], *args: Any, abandon_on_cancel: bool = False) -> T:
     """Run the blocking ``fn(*args)`` in a worker thread."""
     return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=abandon_on_cancel)
+
+
+def thread_handoff() -> Callable[[Callable[[], object]], object]:
+    """How another thread hands a call to this run: the run's token's ``run_sync_soon``."""
+    return current_trio_token().run_sync_soon
 
 
 def loop_id() -> object:

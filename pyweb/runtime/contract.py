@@ -89,6 +89,10 @@ class Runtime(Protocol):
         """Another task waits on the same socket."""
 
     @property
+    def ClosedResourceError(self) -> type[Exception]:  # noqa: N802
+        """A socket waited on was closed under the waiter (:meth:`notify_closing`)."""
+
+    @property
     def CancelScope(self) -> Callable[..., Scope]:  # noqa: N802
         """``CancelScope(deadline=..., shield=...)``."""
 
@@ -136,6 +140,12 @@ class Runtime(Protocol):
     async def wait_readable(self, sock: socket.socket | int, /) -> None: ...
 
     async def wait_writable(self, sock: socket.socket | int, /) -> None: ...
+
+    def notify_closing(self, sock: socket.socket | int, /) -> None:
+        """Wake the tasks waiting on ``sock`` with ``ClosedResourceError`` (before closing it)."""
+
+    def thread_handoff(self) -> Callable[[Callable[[], object]], object]:
+        """What another thread calls with a function to have it run soon on this loop."""
 
     async def acquire_within(self, semaphore: Any, seconds: float, /) -> bool:
         """Take a unit of ``semaphore``, waiting at most ``seconds``."""

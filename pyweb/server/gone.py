@@ -20,9 +20,15 @@ A *half-close* counts as gone: a client that sends its request and then shuts do
 sending side (``shutdown(SHUT_WR)``, rare among HTTP clients) is treated as having left.
 
 The watching costs nothing until a handler asks: the first ``client_gone_evt()`` sync of a
-request starts one small system task that waits on the socket; the connection stops it
-when the reply has been sent (or before it reads the request body, since trio lets only
-one task wait on a socket at a time, and starts it again after).
+request starts one small background task that waits on the socket; the connection stops
+it when the reply has been sent (or before it reads the request body, since only one task
+may wait on a socket at a time, and starts it again after).
+
+The watch needs only a loop that can wait on a socket, so it is written against
+:mod:`pyweb.runtime` and works on either loop; it serves a driver whose task reads the
+socket itself (trio's ``Connection``). The asyncio driver does not need it: its transport
+reads the socket all along, and the loop tells it when the client hangs up
+(``connection_lost``).
 """
 
 from __future__ import annotations
@@ -31,9 +37,9 @@ import errno
 import select
 import socket
 
-import trio
-
 from pyweb.events import ClientGoneEvt, Latch
+from pyweb.runtime import current
+from pyweb.runtime.contract import Scope
 
 __all__ = ["ClientWatch", "RECHECK"]
 
@@ -79,7 +85,7 @@ class ClientWatch:
         self.sock = sock
         self.latch = Latch()
         """Set (for good) once the client has gone."""
-        self.scope: trio.CancelScope | None = None
+        self.scope: Scope | None = None
         self.running = False
 
     @property
@@ -98,8 +104,9 @@ class ClientWatch:
         if self.running or self.latch.is_set:
             return
         self.running = True
-        self.scope = trio.CancelScope()
-        trio.lowlevel.spawn_system_task(self._watch, self.scope, name="client_gone watch")
+        rt = current()
+        self.scope = rt.CancelScope()
+        rt.spawn_background(self._watch, self.scope)
 
     def stop(self) -> None:
         """Stop watching (the reply is out, or the connection is about to read the socket).
@@ -109,7 +116,8 @@ class ClientWatch:
             self.scope = None
         self.running = False
 
-    async def _watch(self, scope: trio.CancelScope) -> None:
+    async def _watch(self, scope: Scope) -> None:
+        rt = current()
         with scope:
             try:
                 while not self.check():
@@ -118,9 +126,9 @@ class ClientWatch:
                     if self._readable():
                         # Bytes wait unread, so the socket is readable at once: waiting on
                         # it would spin. Check again a little later instead.
-                        await trio.sleep(RECHECK)
+                        await rt.sleep(RECHECK)
                     else:
-                        await trio.lowlevel.wait_readable(self.sock)
+                        await rt.wait_readable(self.sock)
             except Exception:  # closed under us, busy: the client is as good as gone
                 self.latch.set()
         if scope is self.scope:

@@ -14,10 +14,14 @@ Why plain (non-blocking) standard-library sockets and not ``trio.socket``: every
 ``trio.socket`` call passes through trio's scheduler once even when the system call
 succeeds at once, so that a task can never run forever without letting others in. That
 is the right default, but on the hot path of a server it doubles the cost of an accept or
-a recv. pyweb tries the system call first and waits with ``trio.lowlevel.wait_readable``
-only when it would block, and takes its fairness checkpoint once per reply instead
-(``Replies.send_all`` in reply.py). Measured with ``make bench-peers``: one connection per request
-went from 0.36× to about 0.9× of a raw trio server.
+a recv. pyweb tries the system call first and waits for the socket (the runtime's
+``wait_readable``) only when it would block, and takes its fairness checkpoint once per
+reply instead (``Replies.send_all`` in reply.py). Measured with ``make bench-peers``: one
+connection per request went from 0.36× to about 0.9× of a raw trio server.
+
+Nothing here is trio's own: the waits go through :mod:`pyweb.runtime`, so a scheduler on
+either loop may accept with these functions (a task waits on the listener while nobody
+else does; closing it with :func:`close_socket` wakes that task).
 """
 
 from __future__ import annotations
@@ -25,16 +29,21 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-import trio
+from pyweb.runtime import current, to_thread
 
 __all__ = ["open_listener", "accept", "close_socket"]
 
 
 async def open_listener(host: str, port: int, backlog: int = 128) -> socket.socket:
     """Bind a TCP socket to ``host:port`` (port 0: any free port) and start listening."""
-    infos = await trio.socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )
+    try:  # an address needs no lookup: no thread for it
+        infos = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE | socket.AI_NUMERICHOST
+        )
+    except socket.gaierror:  # a name: looked up in a thread, the loop goes on meanwhile
+        infos = await to_thread(
+            socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
+        )
     if not infos:
         raise OSError(f"cannot resolve {host!r}")
     family, type_, proto, _, address = infos[0]
@@ -52,9 +61,10 @@ async def open_listener(host: str, port: int, backlog: int = 128) -> socket.sock
 
 async def accept(listener: socket.socket) -> tuple[socket.socket, str]:
     """Wait for the next connection; return its non-blocking socket (Nagle off) and the
-    peer as text. Raises ``trio.ClosedResourceError`` if the listener is closed meanwhile
-    (that is how shutdown stops an accept loop: ``Server.shutdown`` closes the listener),
-    ``OSError`` if accept fails (EMFILE...).
+    peer as text. Raises the runtime's ``ClosedResourceError`` (trio's own on trio) if the
+    listener is closed meanwhile (that is how shutdown stops an accept loop:
+    ``Server.shutdown`` closes it with :func:`close_socket`), ``OSError`` if accept fails
+    (EMFILE...).
 
     The wait is a plain ``wait_readable``: a choice of the socket and the server's
     broadcast (``select(readable_evt(listener), port.recv_evt())``, CML §2.3) said the same
@@ -67,7 +77,7 @@ async def accept(listener: socket.socket) -> tuple[socket.socket, str]:
             fd, address = listener._accept()  # type: ignore[attr-defined]
             break
         except BlockingIOError:
-            await trio.lowlevel.wait_readable(listener)
+            await current().wait_readable(listener)
     # The listener's family, type and protocol, as socket.accept passes them; read from
     # the C socket below the wrapper, as plain ints (the wrapper's properties make enums).
     plain: Any = super(socket.socket, listener)
@@ -85,8 +95,9 @@ async def accept(listener: socket.socket) -> tuple[socket.socket, str]:
 
 
 def close_socket(sock: socket.socket) -> None:
-    """Close ``sock``, first waking any task that waits on it (it gets
-    ``trio.ClosedResourceError``), as trio requires before an fd is closed under a waiter."""
+    """Close ``sock``, first waking any task that waits on it (it gets the runtime's
+    ``ClosedResourceError``): a loop must not go on watching a descriptor that is closed,
+    and may be reused, under its waiter."""
     if sock.fileno() >= 0:
-        trio.lowlevel.notify_closing(sock)
+        current().notify_closing(sock)
     sock.close()

@@ -43,9 +43,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import trio
+from typing import Any, Protocol
 
 from pyweb.events import Mailbox
 from pyweb.runtime import current, to_thread
@@ -403,6 +401,22 @@ def _stderr(message: str) -> None:
 _CLOSE = object()  # the last message: run() writes what came before it and returns
 
 
+class TaskStatus(Protocol):
+    """What ``trio``'s ``nursery.start`` passes a task to say it has started (any object
+    with ``started()`` will do: on asyncio nobody waits for it)."""
+
+    def started(self, value: Any = None, /) -> None: ...
+
+
+class _NobodyWaits:
+    def started(self, value: Any = None, /) -> None:
+        pass
+
+
+NOBODY_WAITS: TaskStatus = _NobodyWaits()
+"""The default ``task_status``: :meth:`ServerLog.run` was started without ``nursery.start``."""
+
+
 class _ErrorEntry:
     __slots__ = ("text",)
 
@@ -418,7 +432,7 @@ class ServerLog:
 
         log = ServerLog("access.log", "-")
         async with trio.open_nursery() as nursery:
-            await nursery.start(log.run)
+            await nursery.start(log.run)     # on asyncio: task = loop.create_task(log.run())
             log.access(AccessRecord("127.0.0.1:5000", time.time(), "GET", "/", "1.1", 200, 984))
             log.close()          # run() writes what is queued, then returns
 
@@ -484,7 +498,7 @@ class ServerLog:
         level: str = "error",
     ) -> None:
         """Queue an error-log entry (with ``exc``'s traceback, formatted now while it exists).
-        Call it from the server's trio thread (other threads: :class:`PythonLogBridge`)."""
+        Call it from the server's loop thread (other threads: :class:`PythonLogBridge`)."""
         if self._error is None or self._closed:
             return
         if len(self._mailbox) >= self._buffer:
@@ -565,8 +579,10 @@ class ServerLog:
 
     # -- the logging task --
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The logging task: write batches until :meth:`close`, then return."""
+    async def run(self, *, task_status: TaskStatus = NOBODY_WAITS) -> None:
+        """The logging task: write batches until :meth:`close`, then return. The same
+        task on both loops: it waits through ``pyweb.events`` and writes through
+        ``pyweb.runtime.to_thread``; ``task_status`` is for trio's ``nursery.start``."""
         sinks = [s for s in (self._access, self._error) if s is not None]
         for sink in sinks:
             sink.open()
@@ -641,7 +657,7 @@ class PythonLogBridge(pylogging.Handler):
     and the line lands in the error log, in its format, as ``[warning] mysite: the
     exchange rate service is down...``, not as a raw line on stderr.
     Records from another thread (a worker thread, a database driver's thread) go through
-    the server's loop (trio's token, or asyncio's ``call_soon_threadsafe``), since the
+    the server's loop (``pyweb.runtime``'s ``thread_handoff``), since the
     log's mailbox belongs to the loop's thread. With
     several servers in one process (tests), each server's log gets every record.
     """
@@ -651,7 +667,7 @@ class PythonLogBridge(pylogging.Handler):
         self.log = log
         self.logger = pylogging.getLogger(name)
         self.thread = threading.get_ident()
-        self.call_soon = _call_soon_threadsafe()
+        self.call_soon = current().thread_handoff()  # made in the loop's thread, used by others
         self.logger.addHandler(self)
 
     def remove(self) -> None:
@@ -668,12 +684,3 @@ class PythonLogBridge(pylogging.Handler):
                 self.call_soon(lambda: self.log.error(message, exc=exc, level=level))
         except Exception:  # the run is over, a bad format string...: logging must not raise
             self.handleError(record)
-
-
-def _call_soon_threadsafe() -> Callable[[Callable[[], Any]], Any]:
-    """How another thread hands a call to the running loop (trio or asyncio)."""
-    if current().name == "trio":
-        return trio.lowlevel.current_trio_token().run_sync_soon
-    import asyncio
-
-    return asyncio.get_running_loop().call_soon_threadsafe

@@ -219,7 +219,7 @@ class Metrics:
             return self.server.error_page(
                 503, detail="/_pyweb/metrics needs prometheus_client: pip install 'pyweb[metrics]'"
             )
-        from .workers import worker_table
+        from .supervised import worker_table
 
         live = {row["pid"] for row in worker_table()} | {os.getpid()}
         body = render(combine(self.everyone(live), live))

@@ -202,7 +202,7 @@ class StatusHandler:
         )
 
     def snapshot(self) -> dict[str, Any]:
-        from .workers import worker_table
+        from .supervised import worker_table
 
         server = self.server
         config = server.config

@@ -1,6 +1,12 @@
 """Workers: one server process per core under a supervisor that never gives up.
 
-One trio server uses one core. ``pyweb serve --workers N`` runs N copies of it, each a
+(What a worker itself does for its supervisor, on either loop, is ``supervised.py``;
+this module is the supervisor, a program of its own that serves no pages. It runs on
+trio whichever loop its workers serve on: what it needs, child processes with piped
+stderr, a signal receiver and a nursery of watchers, is outside what pages and
+connections ask of an event loop, so it stays out of ``pyweb.runtime``.)
+
+One server process uses one core. ``pyweb serve --workers N`` runs N copies of it, each a
 process of its own, sharing one listening socket, under a *supervisor*: the parent process,
 which serves nothing itself and only keeps the workers alive. This is Marlow's fault
 tolerance (§1: "never crash, or restart at once") moved up a level: a page that crashes
@@ -55,18 +61,15 @@ from dataclasses import dataclass, field
 
 import trio
 
+from .supervised import RECYCLE_EXIT
+
 __all__ = [
     "Supervisor",
     "WorkerSlot",
     "RECYCLE_EXIT",
     "START_FAILED_EXIT",
     "START_FAILURES",
-    "announce_ready",
-    "worker_table",
 ]
-
-RECYCLE_EXIT = 75
-"""Exit status of a worker that stopped on purpose after ``--max-requests`` (EX_TEMPFAIL)."""
 
 START_FAILED_EXIT = 3
 """Exit status of a supervisor whose worker could not start :data:`START_FAILURES` times."""
@@ -111,32 +114,6 @@ class WorkerSlot:
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
-
-
-def announce_ready() -> None:
-    """In a worker: tell the supervisor that this worker listens (once; a no-op when the
-    process was not started by a supervisor)."""
-    fd = os.environ.pop("PYWEB_READY_FD", None)
-    if fd is None:
-        return
-    try:
-        os.write(int(fd), b"1")
-        os.close(int(fd))
-    except (OSError, ValueError):  # the supervisor is gone, or the variable is not ours
-        pass
-
-
-def worker_table(path: str | None = None) -> list[dict[str, int]]:
-    """The live workers as the supervisor last wrote them (``[{"worker": i, "pid": p}]``);
-    empty when not running under a supervisor. Read by the status page."""
-    path = path or os.environ.get("PYWEB_WORKERS_FILE")
-    if not path:
-        return []
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return []
 
 
 class Supervisor:

@@ -14,7 +14,7 @@ import pytest
 from pyweb import runtime
 from pyweb.events import select, timeout, wrap
 from pyweb.protocol.response import Response
-from pyweb.server.control import RELOAD
+from pyweb.server.control import RELOAD, SHUTDOWN
 from tests.helpers import until
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
@@ -170,6 +170,33 @@ def test_reload_message_leaves_idle_connections_open_and_shutdown_closes_them(ki
         srv.shutdown()
         assert c.closed_by_server(timeout=3)
         assert srv.returned.wait(5)
+
+
+def test_shutdown_is_one_message_on_the_broadcast_on_both_loops(kit):
+    """A handler listening on the server's broadcast hears SHUTDOWN when shutdown begins
+    (the asyncio server sent RELOAD but not SHUTDOWN before its shutdown was base.py's)."""
+    listening = threading.Event()
+    servers: list = []
+
+    async def handler(ctx):
+        port = servers[0].broadcast.port()  # sees every message from now on
+        listening.set()
+        heard = []
+        while not heard or heard[-1] != SHUTDOWN:
+            heard.append(await select(port.recv_evt(), wrap(timeout(20), lambda _: "timeout")))
+            if heard[-1] == "timeout":
+                break
+        return Response(200, TEXT, " ".join(heard).encode())
+
+    with kit.running(handler) as srv, srv.connect() as c:
+        servers.append(srv.server)
+        c.send(kit.build("GET", "/listen"))
+        assert listening.wait(5)
+        srv.call(srv.server.broadcast.send, RELOAD)
+        srv.shutdown()
+        r = c.read_response()
+        assert r.body == f"{RELOAD} {SHUTDOWN}".encode()
+        assert r.headers["connection"] == "close"
 
 
 def test_a_fresh_connection_is_served_even_if_shutdown_comes_first(kit):

@@ -15,13 +15,12 @@ import sys
 import pytest
 import trio
 
+from pyweb.server.supervised import RECYCLE_EXIT, worker_table
 from pyweb.server.workers import (
     FIRST_DELAY,
-    RECYCLE_EXIT,
     START_FAILED_EXIT,
     START_FAILURES,
     Supervisor,
-    worker_table,
 )
 
 # A worker: accept on the inherited socket, answer with our pid; after `limit` answers exit

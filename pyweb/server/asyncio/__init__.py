@@ -5,7 +5,7 @@ What a connection does is written once, in ``pyweb/server/`` (the body, the hand
 view, the WebSocket session, the slots, the replies' framing, the logs), against the
 ``ServerConnection`` contract (``contract.py``); this folder supplies how bytes move:
 
-- ``server.py``: :class:`AsyncioServer`, the :class:`~pyweb.server.Server` whose
+- ``server.py``: :class:`AsyncioServer`, a :class:`~pyweb.server.base.BaseServer` whose
   connections are asyncio protocols;
 - ``connection.py``: :class:`HttpProtocol`, one connection (Marlow's ``talk``);
 - ``replies.py``: its replies, written to the transport;

@@ -4,7 +4,7 @@ What ``pyweb serve`` does around a trio server (``cli.serve_until_signalled``), 
 :class:`~pyweb.server.asyncio.AsyncioServer` on an asyncio loop (uvloop when installed):
 
 * SIGINT/SIGTERM: graceful shutdown (exit status 0, or
-  :data:`~pyweb.server.workers.RECYCLE_EXIT` after ``--max-requests``); a second one closes
+  :data:`~pyweb.server.supervised.RECYCLE_EXIT` after ``--max-requests``); a second one closes
   every connection at once (exit status 1);
 * SIGHUP: ``reload(server)``, given by the command line (it re-reads the configuration
   file and the pages; connections already open keep their settings);
@@ -25,7 +25,7 @@ from typing import Any
 
 import pyweb_regions
 
-from ..workers import RECYCLE_EXIT, announce_ready
+from ..supervised import RECYCLE_EXIT, announce_ready
 from .server import AsyncioServer, new_loop
 
 __all__ = ["serve_asyncio"]

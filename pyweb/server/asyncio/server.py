@@ -2,12 +2,12 @@
 schedulers), on uvloop when it is installed.
 
 trio is pyweb's default loop and its teaching model; this is the second scheduler.
-:class:`AsyncioServer` *is* a :class:`~pyweb.server.Server` (the same settings, handler
-layers, status page, ``max_requests`` recycling, reload and error pages); only how bytes
-move differs: its connections are :class:`~.connection.HttpProtocol` objects, accepted by
-Hop's schedulers on this loop (``--scheduler``: one-to-one, pool, nothread;
-``schedulers.py``). The process around it (signals, SIGHUP reload, ``--workers``) is
-``main.py``.
+:class:`AsyncioServer` is a :class:`~pyweb.server.base.BaseServer`, as the trio server is
+(the same settings, handler layers, status and metrics pages, ``max_requests`` recycling,
+reload, error pages and shutdown broadcast); only how bytes move differs: its connections
+are :class:`~.connection.HttpProtocol` objects, accepted by Hop's schedulers on this loop
+(``--scheduler``: one-to-one, pool, nothread; ``schedulers.py``). The process around it
+(signals, SIGHUP reload, ``--workers``) is ``main.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import asyncio
 import socket
 from typing import Any
 
-from .. import Server
+from ..base import BaseServer
+from ..listener import open_listener
 from ..logging import ServerLog
 from .connection import HttpProtocol
 from .deadlines import Deadlines
@@ -34,8 +35,8 @@ def new_loop() -> tuple[asyncio.AbstractEventLoop, str]:
     return uvloop.new_event_loop(), "uvloop"
 
 
-class AsyncioServer(Server):
-    """A :class:`~pyweb.server.Server` whose connections are asyncio protocols::
+class AsyncioServer(BaseServer):
+    """A server whose connections are asyncio protocols::
 
     server = AsyncioServer(config, site)
     await server.start()          # listening: server.url is valid
@@ -44,11 +45,11 @@ class AsyncioServer(Server):
     await server.wait_closed()    # requests finished, log written
     """
 
-    # The trio server's Slots and connection set, holding HttpProtocols: the slots need
-    # only what both kinds of connection have (see slots.py).
+    # The Slots and connection set of base.py, holding HttpProtocols: the slots need only
+    # what both kinds of connection have (see slots.py).
     slots: Any
     connections: set[Any]
-    scheduler: AioScheduler  # type: ignore[assignment]
+    scheduler: AioScheduler
     loop: asyncio.AbstractEventLoop
     """The loop the server runs on (set by :meth:`start`). Its connections ask it, not
     ``asyncio.get_running_loop()``, which on Python 3.11 makes a ``getpid`` system call
@@ -84,8 +85,8 @@ class AsyncioServer(Server):
         self._drained = loop.create_future()
         if sock is None and config.listen_fd is not None:
             sock = socket.socket(fileno=config.listen_fd)
-        if sock is None:
-            sock = socket.create_server((config.host, config.port), backlog=config.backlog)
+        if sock is None:  # the trio server's listening socket (IPv6 hosts too)
+            sock = await open_listener(config.host, config.port, config.backlog)
         sock.setblocking(False)
         self.listener = sock
         self.host, self.port = sock.getsockname()[:2]
@@ -96,13 +97,8 @@ class AsyncioServer(Server):
         """Graceful shutdown: stop accepting, give idle connections ``close_grace`` (a
         request may be on its way), let requests in flight finish (their replies say
         ``Connection: close``); :meth:`wait_closed` returns when the last one is done."""
-        if self.closing:
+        if not self.begin_shutdown():  # SHUTDOWN, stopping, the scheduler (base.py)
             return
-        self.closing = True
-        loop = asyncio.get_running_loop()
-        self.closing_since = loop.time()
-        self.stopping.set()  # long waits in handlers (ctx.shutdown_evt()) end now
-        self.scheduler.stop()
         for connection in list(self.connections):
             connection.server_closing()
         self.connection_ended()
