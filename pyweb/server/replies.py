@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import trio
 
 from pyweb.events import select, timeout, wrap, writable_evt
-from pyweb.protocol.response import FileBody, Response
+from pyweb.protocol import response as framing
+from pyweb.protocol.response import FileBody, Response, frame_response
 from pyweb_regions import Arena
 
 from .reply import (
@@ -35,7 +36,6 @@ from .reply import (
     Unframeable,
     closing_reply,
     fill_arena,
-    frame,
 )
 
 if TYPE_CHECKING:
@@ -97,7 +97,15 @@ class Replies(ReplyCore):
             return await self.send_stream(request, response, keep_alive)
         length = len(body)
         try:
-            head = frame(request, response, length, keep_alive)
+            head = None
+            if framing.C_FRAME is not None:  # the C framer itself (docs/performance.md)
+                head = framing.C_FRAME(
+                    request, response.status, response.headers, length, keep_alive, None
+                )
+            if head is None:  # (C framer off, or a reply it leaves to the Python code)
+                head = frame_response(
+                    request, response.status, response.headers, length, keep_alive=keep_alive
+                )
             if not head.send_body:
                 length = 0
             rest = fill_arena(self.arena, head.data, body, length)

@@ -30,13 +30,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import pyweb_regions
-from pyweb.protocol import response as framing
 from pyweb.protocol.response import (
     LAST_CHUNK,
     FileBody,
     Fragments,
     Response,
-    ResponseHead,
     encode_chunk,
     frame_response,
 )
@@ -49,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HEAD_LIMIT", "REPLY_PAGES", "ReplyAborted", "ReplyCore", "Sent", "Unframeable",
-    "fill_arena", "frame", "request_line",
+    "fill_arena", "request_line",
 ]  # fmt: skip
 
 REPLY_PAGES = 64 * 1024 // pyweb_regions.PAGE_SIZE + 1
@@ -78,21 +76,6 @@ class ReplyAborted(Exception):
 class Unframeable(Exception):
     """A reply that cannot be sent as the handler gave it (its message says why); nothing
     of it has been sent, so the client gets a 500 instead."""
-
-
-def frame(
-    request: Request, response: Response, length: int, keep_alive: bool, join: Any = None
-) -> ResponseHead:
-    """The head of a reply whose body has ``length`` bytes (``join``: a small body to copy
-    behind it). ValueError: a header that cannot be sent (a CR LF in a value)."""
-    if framing.C_FRAME is not None:  # the C framer itself (docs/performance.md)
-        head = framing.C_FRAME(request, response.status, response.headers, length, keep_alive, join)
-        if head is not None:
-            return head
-    # (C framer off, or a reply it leaves to the Python code)
-    return frame_response(
-        request, response.status, response.headers, length, keep_alive=keep_alive, join=join
-    )
 
 
 def fragments_bytes(body: Fragments) -> bytes:
@@ -191,28 +174,22 @@ class ReplyCore:
         writers' fast paths do better): a 500 instead when it cannot be framed."""
         body = response.body
         try:
-            if isinstance(body, Fragments):
-                body = fragments_bytes(body)
-            head = frame(request, response, len(body), keep_alive)  # type: ignore[arg-type]
-            self.check_head(head, body, False)
+            data: bytes = fragments_bytes(body) if isinstance(body, Fragments) else body  # type: ignore[assignment]
+            head = frame_response(
+                request, response.status, response.headers, len(data), keep_alive=keep_alive
+            )
+            if len(head.data) > HEAD_LIMIT:
+                raise Unframeable(
+                    f"the reply's header fields do not fit the reply arena ({len(head.data)} "
+                    f"bytes, more than {HEAD_LIMIT})"
+                )
         except (ValueError, Unframeable) as exc:  # nothing has been sent: a 500 instead
             return await self.send_500(request, str(exc), keep_alive)
-        if head.send_body and body:
-            await self.send_all(head.data + body)  # type: ignore[operator]
-            return response.status, len(body), head.keep_alive  # type: ignore[arg-type]
+        if head.send_body and data:
+            await self.send_all(head.data + data)
+            return response.status, len(data), head.keep_alive
         await self.send_all(head.data)
         return response.status, 0, head.keep_alive
-
-    @staticmethod
-    def check_head(head: ResponseHead, body: Any, joined: bool) -> None:
-        """:class:`Unframeable` when the head is larger than :data:`HEAD_LIMIT` (``joined``:
-        the body is copied behind it in ``head.data``)."""
-        size = len(head.data) - (len(body) if joined else 0)
-        if size > HEAD_LIMIT:
-            raise Unframeable(
-                f"the reply's header fields do not fit the reply arena ({size} bytes, "
-                f"more than {HEAD_LIMIT})"
-            )
 
     async def send_500(self, request: Request, message: str, keep_alive: bool) -> Sent:
         """Nothing of the reply has been sent and it cannot be: log why and send a 500

@@ -23,9 +23,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from pyweb.protocol.response import FileBody, Fragments, Response
+from pyweb.protocol import response as framing
+from pyweb.protocol.response import FileBody, Fragments, Response, frame_response
 
-from ..reply import HEAD_LIMIT, ReplyCore, Sent, closing_reply, frame
+from ..reply import HEAD_LIMIT, ReplyCore, Sent, closing_reply
 
 if TYPE_CHECKING:
     from pyweb.protocol.messages import Request
@@ -99,8 +100,15 @@ class AioReplies(ReplyCore):
                 return None
         length = len(body)
         join = body if length <= JOIN_LIMIT and type(body) is bytes else None
+        status = response.status
         try:  # a small body is joined behind the head: one bytes, one write
-            head = frame(request, response, length, keep_alive, join)
+            head = None
+            if framing.C_FRAME is not None:  # the C framer itself (docs/performance.md)
+                head = framing.C_FRAME(request, status, response.headers, length, keep_alive, join)
+            if head is None:  # (C framer off, or a reply it leaves to the Python code)
+                head = frame_response(
+                    request, status, response.headers, length, keep_alive=keep_alive, join=join
+                )
         except ValueError:
             return None
         data = head.data
@@ -113,7 +121,7 @@ class AioReplies(ReplyCore):
             self.transport.write(data)
         else:
             self.transport.writelines((data, body))
-        return response.status, length, head.keep_alive
+        return status, length, head.keep_alive
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Write ``data`` and wait while the transport holds too much."""
