@@ -15,13 +15,13 @@ import os
 import sys
 
 import pyweb.server.asyncio.replies as aio_reply
-import pyweb.server.reply as reply
+import pyweb.server.replies as replies
 from pyweb.cli import main
 from pyweb.protocol.response import Response
 
 LIMIT = int(sys.argv[1])
 aio_reply.SMALL_FILE = LIMIT
-_send_file = reply.Replies._send_file
+_send_file = replies.Replies.send_file
 
 
 async def _copy_small_file(self, request, response, body, keep_alive):  # type: ignore[no-untyped-def]
@@ -35,7 +35,7 @@ async def _copy_small_file(self, request, response, body, keep_alive):  # type: 
     return await self.send(request, Response(response.status, response.headers, data), keep_alive)
 
 
-reply.Replies._send_file = _copy_small_file  # type: ignore[method-assign]
+replies.Replies.send_file = _copy_small_file  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[2:]))

@@ -84,7 +84,8 @@ from .core import ConnectionCore
 from .gone import ClientWatch
 from .proxy import peer_host
 from .recvbuf import receive
-from .reply import Replies, ReplyAborted, request_line
+from .replies import Replies
+from .reply import ReplyAborted, request_line
 from .websocket import run_session
 
 if TYPE_CHECKING:

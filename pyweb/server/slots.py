@@ -40,8 +40,11 @@ backlog. :class:`Slots` decides who gets a slot, as nginx does:
 The default scheduler (one-to-one) uses it; the pool and nothread schedulers have a fixed
 number of tasks, which is their own limit (Hop §2.4). The asyncio server (``asyncio/``)
 uses the same policy: what it needs of a connection is its ``peer``, ``phase``, ``fresh``,
-``in_stream_budget``, ``sock`` (for the peek) and ``evict()``; it waits for a newcomer's
-request with its own timer, counted in :attr:`Slots.waiting_to_speak`.
+``in_stream_budget``, ``sock`` (for the peek) and ``evict()`` (the ``ServerConnection``
+contract); it waits for a newcomer's request with its own timer, counted in
+:attr:`Slots.waiting_to_speak`, and refuses on a transport (``asyncio/slots.py``). The
+waits written here (a newcomer's request, a refused connection's linger) go through
+:mod:`pyweb.runtime`, so this module imports no loop.
 """
 
 from __future__ import annotations
@@ -49,14 +52,17 @@ from __future__ import annotations
 import random
 import socket
 from collections import Counter
-from typing import TYPE_CHECKING, Generic, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-import trio
+from pyweb.runtime import current as current_loop
 
 from .contract import HEAD
 from .proxy import peer_host
 
 if TYPE_CHECKING:
+    from pyweb.runtime.contract import Scope
+
     from .config import ServerConfig
     from .contract import Peekable, ServerConnection
 
@@ -64,6 +70,13 @@ __all__ = ["Slots", "BUSY_503", "has_bytes"]
 
 Connection = TypeVar("Connection", bound="ServerConnection")
 """The loop's connection class (the slots ask of it only the ServerConnection contract)."""
+
+
+class Spawner(Protocol):
+    """Where a refused connection lingers: a trio nursery (``start_soon``)."""
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], /, *args: Any) -> None: ...
+
 
 BUSY_503 = (
     b"HTTP/1.1 503 Service Unavailable\r\n"
@@ -120,7 +133,7 @@ class Slots(Generic[Connection]):
         self.waiting_to_speak = 0
         """Newcomers at the limit waiting to send their request (:meth:`wait_to_speak`;
         the asyncio server counts its own here too): at most ``max_connections``."""
-        self._speakers: dict[socket.socket, trio.CancelScope] = {}
+        self._speakers: dict[socket.socket, Scope] = {}
         """The waits of :meth:`wait_to_speak`, oldest first."""
 
     def admit(self, peer: str, speaking: bool = False) -> bool:
@@ -176,9 +189,7 @@ class Slots(Generic[Connection]):
             if self.clients[host] <= 0:
                 del self.clients[host]
 
-    def waiting(
-        self, connection: Connection, stalled_body: bool = False
-    ) -> dict[Connection, None]:
+    def waiting(self, connection: Connection, stalled_body: bool = False) -> dict[Connection, None]:
         """The connection waits for bytes (of a request body: ``stalled_body``): it may be
         closed for a newcomer. Returns where it is kept: when the wait is over, popping it
         from there is the cheap :meth:`working` (the one place it can be)."""
@@ -229,12 +240,13 @@ class Slots(Generic[Connection]):
         if self.waiting_to_speak >= self.limit and speakers:
             speakers.pop(next(iter(speakers))).cancel()
             self.waiting_to_speak -= 1
-        scope = trio.CancelScope(deadline=trio.current_time() + self.first_byte(self.patience))
+        loop = current_loop()
+        scope = loop.CancelScope(deadline=loop.now() + self.first_byte(self.patience))
         speakers[sock] = scope
         self.waiting_to_speak += 1
         try:
             with scope:
-                await trio.lowlevel.wait_readable(sock)
+                await loop.wait_readable(sock)
         finally:
             if speakers.pop(sock, None) is not None:
                 self.waiting_to_speak -= 1
@@ -269,18 +281,27 @@ class Slots(Generic[Connection]):
         self.evicted += 1
         return True
 
-    def refuse(self, sock: socket.socket, nursery: trio.Nursery) -> None:
-        """Answer a connection that gets no slot with :data:`BUSY_503` and close it."""
+    def refusing(self, can_linger: bool = True) -> bool:
+        """A connection gets no slot and is answered with :data:`BUSY_503`: counted. True
+        if it may linger (closed after :data:`LINGER`, counted in ``lingering`` until the
+        loop gives it back), False if it must close at once (too many linger already)."""
         self.refused += 1
+        if self.lingering >= MAX_LINGERING or not can_linger:
+            return False
+        self.lingering += 1
+        return True
+
+    def refuse(self, sock: socket.socket, nursery: Spawner) -> None:
+        """Answer a connection that gets no slot with :data:`BUSY_503` and close it (the
+        one-to-one scheduler's; the asyncio server's is ``asyncio/slots.py``)."""
         try:
             sock.send(BUSY_503)
         except OSError:
             pass
-        if self.lingering >= MAX_LINGERING:
+        if not self.refusing():
             _drain_now(sock)
             _close(sock)
             return
-        self.lingering += 1
         nursery.start_soon(self._linger, sock)
 
     async def _linger(self, sock: socket.socket) -> None:
@@ -292,13 +313,14 @@ class Slots(Generic[Connection]):
                 sock.shutdown(socket.SHUT_WR)
             except OSError:
                 return
-            with trio.move_on_after(LINGER):
+            loop = current_loop()
+            with loop.move_on_after(LINGER):
                 while True:
                     try:
                         if not sock.recv(65536):
                             return
                     except BlockingIOError:
-                        await trio.lowlevel.wait_readable(sock)
+                        await loop.wait_readable(sock)
                     except OSError:
                         return
         finally:

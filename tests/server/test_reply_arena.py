@@ -1,5 +1,5 @@
 """Replies assembled in the connection's arena and sent with one writev (Hop §3.1,
-SMLserver §5; pyweb/server/connection.py ``send_arena``), over real sockets, with h11
+SMLserver §5; ``Replies.send_arena`` in pyweb/server/replies.py), over real sockets, with h11
 as the oracle, with the C arena and its pure-Python twin (one reply path, either arena)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 import pyweb_regions
 from pyweb.protocol.response import Fragments, Response
-from pyweb.server import reply
+from pyweb.server import replies, reply
 from pyweb_regions import _fallback
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
@@ -67,7 +67,7 @@ def arena_mode(request, monkeypatch):
         if pyweb_regions.IMPLEMENTATION != "c":
             pytest.skip("the C implementation of pyweb_regions is not built")
     else:  # the pure-Python Arena: the same API, so the same reply path
-        monkeypatch.setattr(reply, "Arena", _fallback.Arena)
+        monkeypatch.setattr(replies, "Arena", _fallback.Arena)
     return request.param
 
 

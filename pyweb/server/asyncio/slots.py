@@ -24,7 +24,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from ..slots import BUSY_503, MAX_LINGERING, Slots
+from ..slots import BUSY_503, Slots
 
 __all__ = ["PeekSocket", "refuse"]
 
@@ -49,11 +49,9 @@ def refuse(slots: Slots, transport: Any) -> bool:
     """Answer a connection that gets no slot with the fast 503. True if it now lingers
     (the caller drops its bytes and closes it after :data:`LINGER`), False if it was
     closed at once (too many lingering already)."""
-    slots.refused += 1
     transport.write(BUSY_503)
-    if slots.lingering >= MAX_LINGERING or not transport.can_write_eof():
+    if not slots.refusing(transport.can_write_eof()):
         transport.close()
         return False
-    slots.lingering += 1
     transport.write_eof()
     return True
