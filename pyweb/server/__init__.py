@@ -11,7 +11,7 @@ reaches idle connections and the listener.
         ─►  Connection.talk (connection.py, Marlow §3.2, timeouts §4)
         ─►  handler(RequestContext) -> Response   (context.py; pyweb.app.site by default;
                                                    the body on demand: body.py)
-        ─►  Replies.send (reply.py, Hop §3: the arena, sendfile, chunked streams)
+        ─►  Replies.send (replies.py on reply.py, Hop §3: the arena, sendfile, chunked streams)
         ─►  ServerLog (logging.py, Marlow §5: one logging task fed through a Mailbox)
 
 Where a task waits for more than one thing it says so with first-class events (CML §2,

@@ -19,7 +19,7 @@ Marlow's worker thread serves one connection with a five-step pipeline::
 (``getRequest`` + ``parseRequest``: bytes fed to the sans-IO parser; a
 :class:`~pyweb.protocol.ProtocolError` is the ``Left resp`` case, answered by
 :meth:`~Connection.reject`), :meth:`~Connection.run_handler` (``genResponse``),
-``replies.send`` (``sendResponse``, in ``reply.py``), :meth:`~Connection.log_access`
+``replies.send`` (``sendResponse``, in ``replies.py`` on ``reply.py``), :meth:`~Connection.log_access`
 (``logAccess``), and round again while the connection is persistent. The request body is
 read on demand by the handler through ``body.py``'s :class:`RequestBody`, which also deals
 with what the handler left unread. Everything the connection does uses the settings it

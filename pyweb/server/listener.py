@@ -16,7 +16,7 @@ succeeds at once, so that a task can never run forever without letting others in
 is the right default, but on the hot path of a server it doubles the cost of an accept or
 a recv. pyweb tries the system call first and waits for the socket (the runtime's
 ``wait_readable``) only when it would block, and takes its fairness checkpoint once per
-reply instead (``Replies.send_all`` in reply.py). Measured with ``make bench-peers``: one
+reply instead (``Replies.send_all`` in replies.py). Measured with ``make bench-peers``: one
 connection per request went from 0.36× to about 0.9× of a raw trio server.
 
 Nothing here is trio's own: the waits go through :mod:`pyweb.runtime`, so a scheduler on

@@ -18,7 +18,7 @@ a coroutine more, the whole server served 8 % fewer ``hello`` requests per secon
 without arenas (``benchmarks/peers.py --servers pyweb,pyweb-noarena``): allocation that is
 freed at once is cheap in CPython, and saving it must not add interpreter work.
 
-Replies go the other way through a second arena, one per connection (``reply.py``): a
+Replies go the other way through a second arena, one per connection (``replies.py``): a
 reply may have to wait for a slow client, so its pages cannot be shared by the thread; they
 are held only until the reply is sent.
 
