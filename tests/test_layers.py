@@ -168,8 +168,8 @@ DRIVERS = ("pyweb.server.asyncio", "pyweb.server.connection", "pyweb.server.sche
 trio ``Server`` of ``pyweb/server/__init__.py`` starts)."""
 SHARED = (
     "pyweb.server.accepting", "pyweb.server.body", "pyweb.server.context",
-    "pyweb.server.contract", "pyweb.server.core", "pyweb.server.host", "pyweb.server.slots",
-    "pyweb.server.websocket",
+    "pyweb.server.contract", "pyweb.server.core", "pyweb.server.host", "pyweb.server.scheduling",
+    "pyweb.server.slots", "pyweb.server.websocket",
 )  # fmt: skip
 """What a connection does, written once for both loops (docs/request-path.md)."""
 

@@ -46,7 +46,7 @@ from .connection import Connection
 from .context import RequestContext
 from .control import RELOAD, SHUTDOWN
 from .proxy import TrustedProxies
-from .schedulers import Scheduler, make_scheduler
+from .schedulers import Scheduler, TrioDriver, make_scheduler
 from .slots import Slots
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ class Server:
                     address = self.listener.getsockname()
                     self.host, self.port = address[0], address[1]
                     async with trio.open_nursery() as nursery:
-                        await self.scheduler.accept(self, nursery)
+                        await self.scheduler.accept(self, TrioDriver(self, nursery))
                         task_status.started(self)
                         while not self.closing:  # (shutdown() may come before serve())
                             await stop_port.recv()
