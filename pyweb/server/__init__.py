@@ -2,7 +2,7 @@
 
 :class:`Server` puts the pieces together, in the order a connection meets them::
 
-    listener (listener.py)  ─►  scheduler (schedulers.py, Hop §2.4)
+    listener (listener.py)  ─►  scheduler (scheduling.py, Hop §2.4; trio's I/O: schedulers.py)
         ─►  Connection.talk (connection.py, Marlow §3.2, timeouts §4)
         ─►  handler(RequestContext) -> Response   (context.py; pyweb.app.site by default;
                                                    the body on demand: body.py)
@@ -14,8 +14,8 @@ pyweb.events; docs/events.md "How the server uses events"), and graceful shutdow
 SHUTDOWN message on ``Server.broadcast``, a Multicast (control.py, CML §3.1). The two
 hottest waits are written out by hand instead: an idle connection waits for
 ``choose(bytes, its deadline, shutdown)`` as a cancel scope around the socket's wait
-(shutdown shortens its deadline), and the accept loop for a connection or the listener's
-closing (shutdown closes it).
+(shutdown shortens its deadline), and the accept loop for a connection within a cancel
+scope (the scheduler's stop cancels it).
 
 Use::
 
@@ -276,4 +276,4 @@ class Server:
         if self.listener is not None:
             from .listener import close_socket
 
-            close_socket(self.listener)  # a task still blocked in accept gets an error
+            close_socket(self.listener)  # (stop() has ended the wait at accept on it)

@@ -31,7 +31,7 @@ from trio.lowlevel import Abort, Task, current_task, reschedule, wait_task_resch
 
 from .connection import Connection
 from .listener import close_socket
-from .scheduling import Scheduler, admit_at_once, admit_when_it_speaks, make_scheduler
+from .scheduling import Driver, Scheduler, admit_at_once, admit_when_it_speaks, make_scheduler
 
 if TYPE_CHECKING:
     from .host import Host
@@ -55,7 +55,7 @@ def _prepared(sock: socket.socket, address: Any) -> tuple[socket.socket, str]:
     return sock, str(address)
 
 
-class TrioDriver:
+class TrioDriver(Driver):
     """The schedulers' I/O on trio: tasks in the server's ``nursery``."""
 
     def __init__(self, server: Host, nursery: trio.Nursery) -> None:

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ..scheduling import Driver
 from ..slots import LINGER
 from .slots import refuse
 
@@ -50,7 +51,7 @@ Protocols = Callable[[socket.socket], Accepted]
 HttpProtocol(server, sock)``)."""
 
 
-class AioDriver:
+class AioDriver(Driver):
     """The schedulers' I/O on asyncio: tasks and transports of the server's loop."""
 
     def __init__(self, server: Host, protocols: Protocols) -> None:
