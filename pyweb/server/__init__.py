@@ -46,7 +46,8 @@ from .connection import Connection
 from .context import RequestContext
 from .control import RELOAD, SHUTDOWN
 from .proxy import TrustedProxies
-from .schedulers import Scheduler, TrioDriver, make_scheduler
+from .schedulers import TrioDriver
+from .scheduling import Scheduler, make_scheduler
 from .slots import Slots
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from trio.lowlevel import Abort, Task, current_task, reschedule, wait_task_resch
 
 from .connection import Connection
 from .listener import close_socket
-from .scheduling import Driver, Scheduler, admit_at_once, admit_when_it_speaks, make_scheduler
+from .scheduling import Driver, admit_at_once, admit_when_it_speaks
 
 if TYPE_CHECKING:
     from .host import Host
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 SPARE_TASKS = 64
 """Tasks of finished connections kept to serve the next ones (one-to-one's ``spawn``)."""
 
-__all__ = ["Scheduler", "SPARE_TASKS", "TrioDriver", "make_scheduler"]
+__all__ = ["SPARE_TASKS", "TrioDriver"]
 
 
 def _prepared(sock: socket.socket, address: Any) -> tuple[socket.socket, str]:
@@ -64,9 +64,26 @@ class TrioDriver(Driver):
         self.spares: list[Task] = []
         """Tasks waiting for a connection to serve, the one that ended last at the end."""
         self.stopped = False
+        self.watching = trio.CancelScope()
+        """The scope of the one-to-one accept loop (:meth:`watch`)."""
 
     def start(self, fn: Callable[..., Awaitable[None]], /, *args: Any) -> None:
         self.nursery.start_soon(fn, *args)
+
+    def watch(self, listener: socket.socket, burst: Callable[[], float | None]) -> None:
+        self.nursery.start_soon(self._watch, listener, burst)
+
+    async def _watch(self, listener: socket.socket, burst: Callable[[], float | None]) -> None:
+        """One-to-one's accept loop: a burst, then a wait (``stop`` cancels it)."""
+        with self.watching:
+            while True:
+                pause = burst()
+                if pause is None:
+                    await trio.lowlevel.wait_readable(listener)
+                elif pause:
+                    await trio.sleep(pause)
+                else:
+                    await trio.lowlevel.checkpoint()  # (the others get a turn)
 
     async def serve(self, sock: socket.socket, address: Any) -> None:
         await Connection(self.server, *_prepared(sock, address)).run()
@@ -132,6 +149,7 @@ class TrioDriver(Driver):
 
     def stop(self) -> None:
         self.stopped = True
+        self.watching.cancel()
         spares, self.spares = self.spares, []
         for task in spares:
             reschedule(task, Value(None))

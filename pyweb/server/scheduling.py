@@ -30,8 +30,10 @@ scheduler (Hop §2.4.2): one task runs all the stages of a connection in a row, 
   connection at a time. Unrealistic for production, perfect for stepping through a
   request in a debugger.
 
-Every wait goes through the runtime seam (:mod:`pyweb.runtime`: ``wait_readable``,
-``sleep``, ``Lock``, ``CancelScope``), so the same lines run on trio and on asyncio.
+The pool's waits go through the runtime seam (:mod:`pyweb.runtime`: ``wait_readable``,
+``sleep``, ``Lock``, ``CancelScope``), so the same lines run on trio and on asyncio; the
+one-to-one accept loop is a burst of accepts here, and the driver says how it waits for
+the next (:meth:`Driver.watch`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from __future__ import annotations
 import _socket
 import socket
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pyweb.runtime import current
@@ -97,8 +100,14 @@ class Driver(Protocol):
     def refuse(self, sock: socket.socket) -> None:
         """Answer the fast 503 (``slots.py`` says how) and close."""
 
+    def watch(self, listener: socket.socket, burst: Callable[[], float | None]) -> None:
+        """Call ``burst()`` whenever ``listener`` is readable, until :meth:`stop`. What it
+        returns says what next: None, wait until the listener is readable again; 0, more
+        may be queued (go on once the others have had a turn); else pause that long."""
+
     def stop(self) -> None:
-        """The scheduler stops: let go of whatever waits to serve a connection."""
+        """The scheduler stops: stop watching, and let go of whatever waits to serve a
+        connection; nothing waits on the listener once this returns."""
 
 
 class AcceptedSocket(socket.socket):
@@ -147,7 +156,7 @@ async def admit_when_it_speaks(slots: Slots, sock: socket.socket, peer: str) -> 
 
 class Scheduler:
     """The abstract scheduler: :meth:`accept` starts the accept stage(s); :meth:`stop`
-    ends them. The task waiting at ``accept`` does so in :attr:`waiting`, a cancel
+    ends them. A pool's task waiting at ``accept`` does so in :attr:`waiting`, a cancel
     scope that :meth:`stop` cancels; the listener is closed once nobody waits on it
     (asyncio must forget a descriptor before it is closed)."""
 
@@ -183,16 +192,16 @@ class Scheduler:
         self.listener, self.driver = server.listener, driver
         return server.listener
 
-    async def _accept_failed(self, rt: Runtime, server: Host, exc: BaseException) -> None:
-        """accept() failed without a shutdown. Out of file descriptors (EMFILE): log it
-        and pause briefly, so connections can finish and free descriptors, instead of
-        spinning or bringing the whole server down. A connection that failed before it
-        was accepted (ECONNABORTED): nothing to wait for, the next one is accepted at once."""
-        if not pauses_accepting(exc):
-            return
+    def _pause_after(self, server: Host, exc: OSError) -> float:
+        """accept() failed: how long to stop accepting. Out of file descriptors (EMFILE):
+        log it and pause briefly, so connections can finish and free descriptors, instead
+        of spinning or bringing the whole server down. A connection that failed before it
+        was accepted (ECONNABORTED), or a shutdown: nothing to wait for."""
+        if self.stopped or not pauses_accepting(exc):
+            return 0.0
         if server.log is not None:
             server.log.error(f"accept failed: {exc}", exc=exc)
-        await rt.sleep(ACCEPT_PAUSE)
+        return ACCEPT_PAUSE
 
 
 class OneToOneScheduler(Scheduler):
@@ -202,42 +211,37 @@ class OneToOneScheduler(Scheduler):
        (letrec ((th (instantiate::hopthread (body (lambda () (apply p S th o))))))
           (thread-start! th)))
 
-    The accept loop takes every connection queued at once (up to
-    :data:`~pyweb.server.accepting.ACCEPTS_IN_A_ROW` before the others get a turn) and
-    waits only when none is: a burst of connections is accepted in one go, their requests
-    arrive together and their replies go out together (docs/performance.md)."""
+    When the listening socket is readable, :meth:`_burst` accepts every connection queued
+    there (up to :data:`~pyweb.server.accepting.ACCEPTS_IN_A_ROW` before the others get a
+    turn) and spawns each: a burst of connections is accepted in one go, their requests
+    arrive together and their replies go out together (docs/performance.md). How the loop
+    waits for the listener is the driver's (:meth:`Driver.watch`): a task on trio, a
+    reader callback on asyncio (a task's wait there costs a future and a turn per burst)."""
 
     name = "one-to-one"
 
     async def accept(self, server: Host, driver: Driver) -> None:
-        driver.start(self._accept_loop, server, driver)
-
-    async def _accept_loop(self, server: Host, driver: Driver) -> None:
         listener = self._begin(server, driver)
-        rt = current()
-        wait_readable, spawn = rt.wait_readable, driver.spawn
-        in_a_row = 0
-        self.waiting = scope = rt.CancelScope()  # (the loop does nothing but accept)
-        try:
-            with scope:
-                while not self.stopped:
-                    try:
-                        sock, address = accept_now(listener)
-                    except BlockingIOError:
-                        in_a_row = 0  # (the wait lets the others run)
-                        await wait_readable(listener)
-                        continue
-                    except OSError as exc:
-                        await self._accept_failed(rt, server, exc)
-                        continue
-                    spawn(sock, address)
-                    in_a_row += 1
-                    if in_a_row >= ACCEPTS_IN_A_ROW:
-                        in_a_row = 0
-                        await rt.cancel_shielded_checkpoint()
-        finally:
-            self.waiting = None
-            self._close_listener()
+        driver.watch(listener, partial(self._burst, server, driver.spawn, listener))
+
+    def _burst(
+        self, server: Host, spawn: Callable[[socket.socket, Any], None], listener: socket.socket
+    ) -> float | None:
+        """Accept what is queued, each connection spawned at once; what next (see
+        :meth:`Driver.watch`)."""
+        for _ in range(ACCEPTS_IN_A_ROW):
+            try:
+                sock, address = accept_now(listener)
+            except BlockingIOError:
+                return None  # the queue is empty
+            except OSError as exc:
+                if pause := self._pause_after(server, exc):
+                    return pause
+                if self.stopped:
+                    return None
+                continue  # one connection failed before it was accepted: the next
+            spawn(sock, address)
+        return 0.0
 
 
 class PoolScheduler(Scheduler):
@@ -296,7 +300,8 @@ class PoolScheduler(Scheduler):
             except BlockingIOError:
                 await self._wait_at_accept(rt, listener)
             except OSError as exc:
-                await self._accept_failed(rt, server, exc)
+                if pause := self._pause_after(server, exc):
+                    await rt.sleep(pause)
                 return None
         return None
 

@@ -59,11 +59,31 @@ class AioDriver(Driver):
         self.protocols = protocols
         self.loop = asyncio.get_running_loop()
         self.tasks: set[asyncio.Task[None]] = set()
+        self.listener: socket.socket | None = None
+        """The listener :meth:`watch` watches (one-to-one)."""
+        self.burst: Callable[[], float | None] | None = None
+        self.pause: asyncio.TimerHandle | None = None
+        self.stopped = False
 
     def start(self, fn: Callable[..., Awaitable[None]], /, *args: Any) -> None:
         task: asyncio.Task[None] = self.loop.create_task(fn(*args))  # type: ignore[arg-type]
         self.tasks.add(task)  # (the loop keeps only a weak reference to a task)
         task.add_done_callback(self.tasks.discard)
+
+    def watch(self, listener: socket.socket, burst: Callable[[], float | None]) -> None:
+        self.listener, self.burst = listener, burst
+        self.loop.add_reader(listener.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        assert self.burst is not None and self.listener is not None
+        pause = self.burst()
+        if pause:  # (None, 0: the reader stays, called again while connections are queued)
+            self.loop.remove_reader(self.listener.fileno())
+            self.pause = self.loop.call_later(pause, self._resume)
+
+    def _resume(self) -> None:
+        if not self.stopped and self.listener is not None:
+            self.loop.add_reader(self.listener.fileno(), self._readable)
 
     def spawn(self, sock: socket.socket, address: Any) -> None:
         connect = self.loop.connect_accepted_socket(partial(self.protocols, sock), sock)
@@ -83,7 +103,11 @@ class AioDriver(Driver):
         _run_by_hand(self.loop.connect_accepted_socket(lambda: _Refused(slots), sock))
 
     def stop(self) -> None:
-        pass  # (nothing waits for a connection but the scheduler's own tasks)
+        self.stopped = True
+        if self.pause is not None:
+            self.pause.cancel()
+        if self.listener is not None and self.listener.fileno() >= 0:
+            self.loop.remove_reader(self.listener.fileno())
 
 
 def _run_by_hand(coro: Coroutine[Any, Any, Any]) -> None:
