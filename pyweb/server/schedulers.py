@@ -94,10 +94,16 @@ class TrioDriver(Driver):
 
     def spawn(self, sock: socket.socket, address: Any) -> None:
         sock, peer = _prepared(sock, address)
-        if admit_at_once(self.server.slots, sock, peer):
-            self._hand_over(Connection(self.server, sock, peer))
-        else:
+        if not admit_at_once(self.server.slots, sock, peer):
             self.nursery.start_soon(self._admit_when_it_speaks, sock, peer)
+        elif self.spares:  # the task that was serving a connection last (its frames are warm)
+            task = self.spares.pop()
+            # The context a new task would have (trio runs each step of a task in its
+            # context: set while the task waits, it holds from the step that wakes it).
+            task.context = contextvars.copy_context()
+            reschedule(task, Value(Connection(self.server, sock, peer)))
+        else:
+            self.nursery.start_soon(self._serve, Connection(self.server, sock, peer))
 
     async def _admit_when_it_speaks(self, sock: socket.socket, peer: str) -> None:
         slots = self.server.slots
@@ -112,16 +118,6 @@ class TrioDriver(Driver):
             slots.refuse(sock, self.nursery)
         else:
             await self._serve(Connection(self.server, sock, peer))
-
-    def _hand_over(self, connection: Connection) -> None:
-        if self.spares:  # the task that was serving a connection last (its frames are warm)
-            task = self.spares.pop()
-            # The context a new task would have (trio runs each step of a task in its
-            # context: set while the task waits, it holds from the step that wakes it).
-            task.context = contextvars.copy_context()
-            reschedule(task, Value(connection))
-        else:
-            self.nursery.start_soon(self._serve, connection)
 
     async def _serve(self, connection: Connection | None) -> None:
         """Serve ``connection``, then, as a spare, the connections ``spawn`` hands over."""
