@@ -172,6 +172,7 @@ DRIVERS = (
 SHARED = (
     "pyweb.server.accepting", "pyweb.server.body", "pyweb.server.context",
     "pyweb.server.contract", "pyweb.server.core", "pyweb.server.host", "pyweb.server.reply",
+    "pyweb.server.scheduling",
     "pyweb.server.slots", "pyweb.server.websocket",
 )  # fmt: skip
 """What a connection does, written once for both loops (docs/request-path.md)."""

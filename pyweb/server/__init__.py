@@ -7,7 +7,7 @@ reaches idle connections and the listener.
 
 :class:`Server` puts the pieces together, in the order a connection meets them::
 
-    listener (listener.py)  ─►  scheduler (schedulers.py, Hop §2.4)
+    listener (listener.py)  ─►  scheduler (scheduling.py, Hop §2.4; trio's I/O: schedulers.py)
         ─►  Connection.talk (connection.py, Marlow §3.2, timeouts §4)
         ─►  handler(RequestContext) -> Response   (context.py; pyweb.app.site by default;
                                                    the body on demand: body.py)
@@ -19,8 +19,8 @@ pyweb.events; docs/events.md "How the server uses events"), and graceful shutdow
 SHUTDOWN message on ``Server.broadcast``, a Multicast (control.py, CML §3.1). The two
 hottest waits are written out by hand instead: an idle connection waits for
 ``choose(bytes, its deadline, shutdown)`` as a cancel scope around the socket's wait
-(shutdown shortens its deadline), and the accept loop for a connection or the listener's
-closing (shutdown closes it).
+(shutdown shortens its deadline), and the accept loop for a connection within a cancel
+scope (the scheduler's stop cancels it).
 
 Use::
 
@@ -43,7 +43,7 @@ from .base import BaseServer
 from .config import ServerConfig
 from .connection import Connection
 from .context import RequestContext
-from .schedulers import Scheduler, make_scheduler
+from .schedulers import TrioDriver
 from .slots import Slots
 
 __all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
@@ -55,12 +55,6 @@ class Server(BaseServer):
     slots: Slots[Connection]
     connections: set[Connection]
     """Live :class:`~pyweb.server.connection.Connection` objects (for shutdown)."""
-
-    def __init__(self, config: ServerConfig, handler: Handler) -> None:
-        super().__init__(config, handler)
-        self.scheduler: Scheduler = make_scheduler(
-            config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
-        )
 
     async def serve(
         self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED
@@ -92,7 +86,7 @@ class Server(BaseServer):
                     address = self.listener.getsockname()
                     self.host, self.port = address[0], address[1]
                     async with trio.open_nursery() as nursery:
-                        await self.scheduler.accept(self, nursery)
+                        await self.scheduler.accept(self, TrioDriver(self, nursery))
                         task_status.started(self)
                         while not self.closing:  # (shutdown() may come before serve())
                             await stop_port.recv()
@@ -118,4 +112,4 @@ class Server(BaseServer):
         if self.listener is not None:
             from .listener import close_socket
 
-            close_socket(self.listener)  # a task still blocked in accept gets an error
+            close_socket(self.listener)  # (stop() has ended the wait at accept on it)

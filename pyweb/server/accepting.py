@@ -3,9 +3,9 @@ how many connections are accepted in a row, and the door of the pool and nothrea
 schedulers (when a newcomer waiting in the listen backlog is let in by closing a waiting
 connection, or answered with the fast 503).
 
-The schedulers themselves (``schedulers.py`` on trio, ``asyncio/schedulers.py`` on asyncio)
-supply the accepting, the sleeping and the refusing: this module holds no I/O but a
-zero-timeout poll of the listener.
+The schedulers (``scheduling.py``) run these decisions through the runtime seam, and the
+loops' drivers (``schedulers.py`` on trio, ``asyncio/schedulers.py`` on asyncio) do the
+refusing: this module holds no I/O but a zero-timeout poll of the listener.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from .collector import size_young_generation
 from .config import ServerConfig, settings
 from .control import RELOAD, SHUTDOWN
 from .proxy import TrustedProxies
+from .scheduling import Scheduler, make_scheduler
 from .slots import Slots
 
 if TYPE_CHECKING:
@@ -51,7 +52,6 @@ __all__ = ["BaseServer"]
 class BaseServer:
     """The part of an HTTP/1.1 server that does not depend on its event loop."""
 
-    scheduler: Any
     """Hop's scheduler: each loop's server makes its own (schedulers.py, asyncio/)."""
 
     def __init__(self, config: ServerConfig, handler: Handler) -> None:
@@ -80,6 +80,11 @@ class BaseServer:
         size_young_generation(config.gc_young)  # a request's objects die young (collector.py)
         self.slots: Slots[Any] = Slots(config)
         """Who holds the connection slots (slots.py: idle first out, fast 503)."""
+        self.scheduler: Scheduler = make_scheduler(
+            config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
+        )
+        """Hop's scheduler (``--scheduler``: scheduling.py), the same policy on both loops;
+        each loop's server hands it a driver for its own I/O when it starts."""
         self.proxies = self._proxies(config)
         """The trusted reverse proxies (``--proxy-headers``), or None: :mod:`.proxy`."""
         self.site_handler: Handler = handler

@@ -1,7 +1,7 @@
 """Out of file descriptors: accept() fails (EMFILE) while clients keep connecting. The
 server logs it, stops accepting for a moment instead of spinning on a listener that stays
 readable, and serves again once connections have closed and freed descriptors. On both
-loops (the asyncio server accepts by itself, in bursts, as trio does: aio_schedulers.py)."""
+loops (the asyncio server accepts by itself, in bursts, as trio does: scheduling.py)."""
 
 from __future__ import annotations
 

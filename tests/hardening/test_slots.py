@@ -132,7 +132,6 @@ def test_one_client_over_its_limit_gets_a_fast_503():
         until(lambda: normal_get(port)[0] == 200, "a 200 under the limit again")
 
 
-@pytest.mark.loops("trio")  # (the pool and nothread schedulers are trio's)
 @pytest.mark.parametrize("scheduler", ["pool", "nothread"])
 def test_the_fixed_schedulers_let_idle_connections_give_way(scheduler):
     """A pool's tasks are its limit: idle keep-alive connections holding them all used to
@@ -155,7 +154,6 @@ def test_the_fixed_schedulers_let_idle_connections_give_way(scheduler):
                 s.close()
 
 
-@pytest.mark.loops("trio")  # (the pool scheduler is trio's)
 def test_a_full_pool_answers_a_fast_503():
     with pyweb.testing.serve(app, scheduler="pool", pool_size=2) as client:
         port = client.server.port

@@ -4,9 +4,12 @@ one after the other, one-to-one all at once, pool as many at once as it has task
 from __future__ import annotations
 
 import errno
+import socket
 import threading
 
 import pytest
+
+from tests.helpers import until
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
@@ -107,3 +110,42 @@ def test_only_running_out_of_resources_pauses_accepting(error: OSError, pauses: 
     from pyweb.server.accepting import pauses_accepting
 
     assert pauses_accepting(error) is pauses
+
+
+def _refused(port: int) -> bool:
+    """Does a new client find the port closed?"""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("scheduler", ["one-to-one", "pool", "nothread"])
+def test_shutdown_stops_accepting_while_a_request_runs(kit, scheduler):
+    """Stopping a scheduler ends the wait at accept and closes the listener at once (new
+    clients are refused), while the connection being served finishes its request: for
+    pool the task waiting at accept is stopped, for nothread nobody waits there."""
+    from pyweb import runtime
+    from pyweb.protocol import Response
+
+    started, release = threading.Event(), threading.Event()
+
+    async def handler(ctx):
+        started.set()
+        await runtime.to_thread(release.wait, 20)
+        return Response(200, [], b"done")
+
+    with kit.running(handler, scheduler=scheduler, pool_size=2) as srv:
+        try:
+            with srv.connect(timeout=10) as c:
+                c.send(kit.build("GET", "/"))
+                assert started.wait(10)
+                srv.shutdown()
+                until(lambda: _refused(srv.port), "the listener to close")
+                release.set()
+                reply = c.read_response()
+                assert reply.body == b"done" and reply.headers["connection"] == "close"
+            assert srv.returned.wait(10)
+        finally:
+            release.set()

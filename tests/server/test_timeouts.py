@@ -81,7 +81,7 @@ def test_a_stuck_client_does_not_block_others(kit):
 
 def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
     # The pool scheduler's limit is its number of tasks (Hop §2.4.5); a newcomer in the
-    # backlog no longer waits for the idle connection's keep-alive timeout (schedulers.py).
+    # backlog no longer waits for the idle connection's keep-alive timeout (scheduling.py).
     with kit.running(max_connections=1, scheduler="pool", pool_size=1,
                      keepalive_timeout=60.0) as srv:  # fmt: skip
         first = srv.connect()
@@ -100,7 +100,7 @@ def test_with_the_pool_an_idle_connection_gives_way_to_one_in_the_backlog(kit):
         # one-to-one (slots.py): every slot busy with a request, the 503 at once
         pytest.param({}, 1.0, id="one-to-one"),
         # the pool's one task in a request, nothing for the door to close: the 503 after
-        # the door's patience (a second: schedulers.py), not a wait in the backlog
+        # the door's patience (a second: scheduling.py), not a wait in the backlog
         pytest.param({"scheduler": "pool", "pool_size": 1}, 2.5, id="pool"),
     ],
 )

@@ -10,7 +10,8 @@ view, the WebSocket session, the slots, the replies' framing, the logs), against
 - ``connection.py``: :class:`HttpProtocol`, one connection (Marlow's ``talk``);
 - ``replies.py``: its replies, written to the transport;
 - ``deadlines.py``: the connections' timeouts under one timer;
-- ``schedulers.py``, ``slots.py``: Hop's schedulers and the fast 503 on this loop;
+- ``schedulers.py``, ``slots.py``: where Hop's schedulers (``scheduling.py``) hand a
+  connection on this loop, and the fast 503;
 - ``main.py``: the process (signals, reload, workers).
 """
 

@@ -5,8 +5,9 @@ trio is pyweb's default loop and its teaching model; this is the second schedule
 :class:`AsyncioServer` is a :class:`~pyweb.server.base.BaseServer`, as the trio server is
 (the same settings, handler layers, status and metrics pages, ``max_requests`` recycling,
 reload, error pages and shutdown broadcast); only how bytes move differs: its connections
-are :class:`~.connection.HttpProtocol` objects, accepted by Hop's schedulers on this loop
-(``--scheduler``: one-to-one, pool, nothread; ``schedulers.py``). The process around it
+are :class:`~.connection.HttpProtocol` objects, accepted by Hop's schedulers
+(``--scheduler``: one-to-one, pool, nothread; ``scheduling.py``, the same as on trio, with
+this loop's I/O: ``schedulers.py``). The process around it
 (signals, SIGHUP reload, ``--workers``) is ``main.py``.
 """
 
@@ -21,7 +22,7 @@ from ..listener import open_listener
 from ..logging import ServerLog
 from .connection import HttpProtocol
 from .deadlines import Deadlines
-from .schedulers import AioScheduler, make_aio_scheduler
+from .schedulers import AioDriver
 
 __all__ = ["AsyncioServer", "new_loop"]
 
@@ -49,7 +50,6 @@ class AsyncioServer(BaseServer):
     # what both kinds of connection have (see slots.py).
     slots: Any
     connections: set[Any]
-    scheduler: AioScheduler
     loop: asyncio.AbstractEventLoop
     """The loop the server runs on (set by :meth:`start`). Its connections ask it, not
     ``asyncio.get_running_loop()``, which on Python 3.11 makes a ``getpid`` system call
@@ -57,9 +57,6 @@ class AsyncioServer(BaseServer):
 
     def __init__(self, config: Any, handler: Any) -> None:
         super().__init__(config, handler)
-        self.scheduler = make_aio_scheduler(  # Hop's schedulers, on this loop
-            config.scheduler, pool_size=config.pool_size, max_connections=config.max_connections
-        )
         self._log_task: asyncio.Task[None] | None = None
         self._metrics_task: asyncio.Task[None] | None = None
         self._drained: asyncio.Future[None] | None = None
@@ -91,7 +88,7 @@ class AsyncioServer(BaseServer):
         self.listener = sock
         self.host, self.port = sock.getsockname()[:2]
         self.set_nodelay = not type(loop).__module__.startswith("uvloop")
-        await self.scheduler.start(self, lambda sock: HttpProtocol(self, sock))
+        await self.scheduler.accept(self, AioDriver(self, lambda sock: HttpProtocol(self, sock)))
 
     def shutdown(self) -> None:
         """Graceful shutdown: stop accepting, give idle connections ``close_grace`` (a
