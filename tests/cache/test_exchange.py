@@ -116,12 +116,12 @@ def test_set_is_refused_in_production(clock, rate_file):
 def test_many_cold_requests_ask_the_foreign_site_once(clock, rate_file, monkeypatch):
     hits = []
 
-    async def foreign(ctx):
+    async def slow_foreign_site(ctx):
         hits.append(1)
-        await runtime.sleep(0.3)  # a slow foreign site (on the test's loop)
+        await runtime.sleep(0.3)  # (on the test's loop)
         return Response(200, [("Content-Type", "text/html")], b"<td>USDDKK</td><td>6.0000</td>")
 
-    with testing.serve(foreign) as rates:
+    with testing.serve(slow_foreign_site) as rates:
         monkeypatch.setenv("PYWEB_RATE_URL", rates.base_url + "/")
         with testing.serve(PAGES) as site:
             texts = []
