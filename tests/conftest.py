@@ -101,6 +101,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     chosen = selected(metafunc.config.getoption("--loops"))
     params = [pytest.param(name, id=name) for name in mark.args if name in chosen]
+    if metafunc.definition.get_closest_marker("loop_free") is not None:
+        params = params[:1]  # no server: a second loop would run the same code again
     if not params:  # e.g. a trio-only test in a run on asyncio alone
         params = [pytest.param(mark.args[0], id=mark.args[0], marks=pytest.mark.skip(
             reason=f"runs on {', '.join(mark.args)} only; --loops chose {', '.join(chosen)}"))]

@@ -8,7 +8,10 @@ loop, and so does every ``pyweb serve`` process started with ``tests.helpers.ser
 (``start_serve``), which adds ``--loop``. A test about trio itself keeps
 ``@pytest.mark.loops("trio")`` with a comment saying why; one case of a parametrised test,
 ``pytest.param(..., marks=pytest.mark.trio_only("why"))`` (its asyncio run is skipped, with
-the reason). ``--loops trio`` (or ``PYWEB_TEST_LOOPS=trio``) runs one loop only; ``make
+the reason). A test of such a module that starts no server (a property of pure code, a
+signature, a parser) is marked ``@pytest.mark.loop_free``: it runs once, on the first of
+the module's loops that the run selected, since the other loop would run the same code
+again. ``--loops trio`` (or ``PYWEB_TEST_LOOPS=trio``) runs one loop only; ``make
 test`` runs both.
 
 The asyncio server does not do everything the trio server does yet. A test that needs

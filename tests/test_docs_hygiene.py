@@ -39,3 +39,25 @@ def test_no_internal_references_in_docs_and_comments():
             if FORBIDDEN.search(line):
                 found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+MEASUREMENT_PAGES = {"performance.md", "benchmarks.md"}
+"""Where measurements live; a how-to page links to them instead of carrying a table."""
+
+MEASURED_CELL = re.compile(
+    r"^\**[~≈]?[\d.,–]+ ?(µs|ms|ns|×)\**(,.*)?$|req/s|^µs$|instructions per request|B allocated"
+)
+"""A table cell that holds a measurement (a time, a ratio, a rate, bytes allocated), or a
+header that names one; a setting such as "30 s" or "1,000" is not one."""
+
+
+def test_how_to_pages_carry_no_measurement_tables():
+    found = []
+    for path in sorted((ROOT / "docs").glob("*.md")):
+        if path.name in MEASUREMENT_PAGES:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            cells = line.strip().strip("|").split("|") if line.startswith("|") else []
+            if any(MEASURED_CELL.search(cell.strip()) for cell in cells):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}")
+    assert not found, "move these to docs/performance.md or benchmarks.md:\n" + "\n".join(found)

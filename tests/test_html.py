@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 import markupsafe
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pyweb import html as h
@@ -538,7 +538,6 @@ def _outcome(make: Any, args: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[A
 _children_lists = st.one_of(_any_child.map(lambda kid: [kid]), st.lists(_any_child, max_size=4))
 
 
-@settings(max_examples=300)
 @given(st.sampled_from(_FAST_CONSTRUCTORS), _children_lists, _any_attrs)
 def test_property_fast_constructor_equals_the_plain_one(
     name: str, children: list[Any], attrs: dict[str, Any]

@@ -22,7 +22,7 @@ import trio
 import trustme
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import pyweb.testing
@@ -257,7 +257,7 @@ def test_outbox_gives_the_mail_a_served_site_sent(tmp_path: Path, loop: str) -> 
     assert msg["To"] == "ada@example.com" and msg.get_content().strip() == "You wrote: hello"
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.loop_free
 @given(subject=st.text(max_size=60))
 def test_any_subject_with_a_line_break_is_refused_and_any_other_is_kept(subject: str) -> None:
     mail.configure("outbox")
@@ -276,6 +276,7 @@ def test_any_subject_with_a_line_break_is_refused_and_any_other_is_kept(subject:
         mail.configure("console")
 
 
+@pytest.mark.loop_free  # (refused before a loop is chosen)
 def test_pyweb_serve_refuses_a_bad_mail_url(tmp_path: Path, loop: str) -> None:
     import subprocess
     import sys

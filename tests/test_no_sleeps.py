@@ -30,11 +30,13 @@ VIRTUAL_TIME = {
 """Files (or folders) whose sleeps move a virtual clock."""
 
 SUBJECT = {
-    ("tests/cache/test_exchange.py", "foreign"): "the slow foreign site the page fetches",
-    ("tests/cache/test_memoize.py", "slow"): "the slow computation memoize shares",
-    ("tests/cache/test_memoize.py", "boom"): "the slow failing computation memoize shares",
+    ("tests/cache/test_exchange.py", "slow_foreign_site"): "the slow foreign site the page fetches",
+    ("tests/cache/test_memoize.py", "slow_increment"): "the slow computation memoize shares",
+    ("tests/cache/test_memoize.py", "slow_failure"): "the slow failing computation memoize shares",
     ("tests/cache/test_memoize.py", "slow_rate"): "the slow computation memoize shares",
-    ("tests/cache/test_memoize.py", "broken"): "the slow failing computation memoize shares",
+    ("tests/cache/test_memoize.py", "site_down_once"): "the slow computation memoize shares, "
+    "failing the first time",
+    ("tests/cache/test_memoize.py", "slow_double"): "the slow computation memoize shares",
     ("tests/db/test_db.py", "count_up_to"): "a step of a fold that lets others interleave",
     ("tests/db/test_pool_property.py", "inner"): "a step of a fold that lets others interleave",
     ("tests/db/test_outages.py", "shut_down"): "the proxy imitates a server going down: "

@@ -257,6 +257,7 @@ def test_csrf_tokens_differ_per_page_and_still_post(site_dir: Path) -> None:
 # ---- the rules, as plain functions -------------------------------------------------------
 
 
+@pytest.mark.loop_free
 def test_accepted_codings() -> None:
     assert compression.accepted(None) == ()
     assert compression.accepted("identity") == ()
@@ -270,6 +271,7 @@ def test_accepted_codings() -> None:
     assert compression.accepted("gzip;q=0.000") == ()
 
 
+@pytest.mark.loop_free
 def test_compressible_types() -> None:
     for ctype in ("text/html; charset=utf-8", "text/css", "application/javascript",
                   "application/json", "image/svg+xml; charset=utf-8", "application/wasm"):  # fmt: skip
@@ -279,6 +281,7 @@ def test_compressible_types() -> None:
         assert not compression.compressible(ctype), ctype
 
 
+@pytest.mark.loop_free
 def test_etags_and_vary() -> None:
     assert compression.coded_etag('"abc"', "br") == '"abc-br"'
     assert compression.coded_etag('W/"abc"', "gzip") == 'W/"abc-gzip"'
@@ -289,6 +292,7 @@ def test_etags_and_vary() -> None:
     assert compression.add_vary([]) == [("Vary", "Accept-Encoding")]
 
 
+@pytest.mark.loop_free
 def test_encode_is_deterministic_and_names_a_bad_coding() -> None:
     assert compression.encode(CSS, "gzip") == compression.encode(CSS, "gzip")
     with pytest.raises(ValueError, match="'zstd'"):

@@ -212,6 +212,7 @@ def test_settings_reach_the_site(site_dir) -> None:
     assert site.cors is not None and site.cors.methods == ("GET", "HEAD", "PUT")
 
 
+@pytest.mark.loop_free
 @pytest.mark.parametrize(
     ("kwargs", "named"),
     [

@@ -103,6 +103,7 @@ def test_a_bad_message_or_category_is_an_error_naming_it(site):
         assert client.get("/bad?message=hi").text == "kept"  # the server goes on
 
 
+@pytest.mark.loop_free
 def test_flash_is_a_str_with_a_category():
     f = Flash("Saved.", "success")
     assert f == "Saved." and f.category == "success" and f.message == "Saved."

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pyweb import db
@@ -103,6 +103,7 @@ def sent_by(markup: str) -> dict[str, str]:
 # -- unit: parse, messages, render ---------------------------------------------------------
 
 
+@pytest.mark.loop_free
 def test_parse_collects_every_error_and_keeps_every_good_value():
     form = Everything.parse({"name": " Ann ", "age": "200", "temp": "x", "email": "a@b.co"})
     assert not form.ok
@@ -117,6 +118,7 @@ def test_parse_collects_every_error_and_keeps_every_good_value():
     assert [e.name for e in caught.value.errors] == list(form.errors)
 
 
+@pytest.mark.loop_free
 def test_render_shows_values_as_typed_escaped_with_messages_beside_their_fields():
     form = Everything.parse({"name": '<script>"x"</script>', "age": "a&b", "note": "</textarea>"})
     markup = form.render(action="/go").__html__()
@@ -133,6 +135,7 @@ def test_render_shows_values_as_typed_escaped_with_messages_beside_their_fields(
     assert sent_by(markup)["age"] == "a&b"
 
 
+@pytest.mark.loop_free
 def test_a_password_is_never_shown_again():
     class Login(Form):
         user: str
@@ -152,6 +155,7 @@ def test_a_form_outside_a_request_has_no_csrf_field_and_inserts_in_a_quotation()
     assert "csrf_token" not in markup
 
 
+@pytest.mark.loop_free
 def test_declaration_mistakes_are_caught_when_the_class_is_made():
     with pytest.raises(TypeError, match=r"Bad\.n: .*mx"):
 
@@ -221,7 +225,7 @@ _values = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.loop_free
 @given(_values)
 def test_render_then_parse_round_trips_the_values(values):
     markup = Everything(values).render().__html__()
@@ -230,7 +234,7 @@ def test_render_then_parse_round_trips_the_values(values):
     assert parsed.values == values
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.loop_free
 @given(st.dictionaries(st.sampled_from(list(Everything.fields)), st.text(max_size=30)))
 def test_whatever_is_sent_shows_again_as_sent(sent):
     parsed = Everything.parse(sent)

@@ -244,6 +244,7 @@ def test_bad_path_patterns_are_refused():
 segment = st.text(alphabet="abcxyz0123", min_size=1, max_size=3)
 
 
+@pytest.mark.loop_free
 @given(
     st.lists(
         st.lists(st.one_of(segment, st.just(None)), min_size=1, max_size=4), min_size=1, max_size=6
@@ -273,6 +274,7 @@ def test_the_most_specific_route_wins(shapes, path_segments):
     assert all(pattern.rank <= other.rank for other in candidates)
 
 
+@pytest.mark.loop_free
 def test_script_pattern_of_a_folder():
     pattern = script_pattern("[user]/todo/[id]")
     assert pattern is not None and pattern.names == ("user", "id")

@@ -177,6 +177,7 @@ def run_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.loop_free
 def test_cli_check(site):
     root = site(BROKEN)
     result = run_cli("check", str(root))
@@ -189,6 +190,7 @@ def test_cli_check(site):
     assert "no errors" in good.stdout
 
 
+@pytest.mark.loop_free  # (refused before a loop is chosen)
 def test_cli_serve_refuses_a_broken_site(site):
     root = site(BROKEN)
     result = run_cli("serve", str(root), "--port", "0")

@@ -190,6 +190,7 @@ def test_load_errors(site):
     )
 
 
+@pytest.mark.loop_free
 def test_decorator_errors_name_the_problem():
     with pytest.raises(TypeError, match="n"):
 
@@ -201,6 +202,7 @@ def test_decorator_errors_name_the_problem():
         service("nope")(lambda: None)
 
 
+@pytest.mark.loop_free
 def test_a_service_can_be_called_directly():
     @service("/sq")
     async def sq(n: int):

@@ -6,7 +6,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from pyweb import cache, runtime, testing
 from pyweb.protocol.response import Response
 
 from ..csrf_helpers import csrf_token
+from ..helpers import start_serve, stop_serve
 from .conftest import REDIS_URL, need_redis, unique_prefix
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
@@ -116,12 +116,12 @@ def test_set_is_refused_in_production(clock, rate_file):
 def test_many_cold_requests_ask_the_foreign_site_once(clock, rate_file, monkeypatch):
     hits = []
 
-    async def foreign(ctx):
+    async def slow_foreign_site(ctx):
         hits.append(1)
-        await runtime.sleep(0.3)  # a slow foreign site (on the test's loop)
+        await runtime.sleep(0.3)  # (on the test's loop)
         return Response(200, [("Content-Type", "text/html")], b"<td>USDDKK</td><td>6.0000</td>")
 
-    with testing.serve(foreign) as rates:
+    with testing.serve(slow_foreign_site) as rates:
         monkeypatch.setenv("PYWEB_RATE_URL", rates.base_url + "/")
         with testing.serve(PAGES) as site:
             texts = []
@@ -150,40 +150,14 @@ def test_a_second_server_process_shares_the_rate_through_redis(rate_file, monkey
             assert "64.32 DKK" in amount(first)  # fetched and cached in Redis
             first.get("/rate?set=9")
             monkeypatch.setenv("PYWEB_RATE_URL", first.base_url + "/rate")
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-            s.close()
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "pyweb",
-                    "serve",
-                    str(PAGES),
-                    "--port",
-                    str(port),
-                    "--cache",
-                    url,
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
+            # Started as an operator starts it, on the test's loop; start_serve returns once
+            # the banner says it listens (no bound to guess on a loaded machine).
+            proc, port = start_serve(PAGES, "--cache", url)
             try:
-                second = testing.Client(f"http://127.0.0.1:{port}")
-                deadline = time.monotonic() + 20
-                while True:
-                    try:
-                        text = amount(second)
-                        break
-                    except OSError:
-                        if time.monotonic() > deadline or proc.poll() is not None:
-                            raise
-                        time.sleep(0.1)
-                assert "64.32 DKK" in text  # the shared cached rate, not 9
+                assert "64.32 DKK" in amount(testing.Client(f"http://127.0.0.1:{port}"))
+                # (the shared cached rate, not 9)
             finally:
-                proc.terminate()
-                proc.wait(10)
+                stop_serve(proc)
     finally:
         cache.configure("memory")
 

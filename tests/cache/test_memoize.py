@@ -74,13 +74,13 @@ def test_dogpile_threads_compute_once(clock, name):
     calls = []
     started = threading.Event()
 
-    def slow(n):
+    def slow_increment(n):
         calls.append(n)
         started.set()
         time.sleep(0.3)
         return n + 1
 
-    f = cache.memoize(cache.get(Int, Int, name, TimeOut(60)), slow)
+    f = cache.memoize(cache.get(Int, Int, name, TimeOut(60)), slow_increment)
     results = []
     threads = [threading.Thread(target=lambda: results.append(f(7))) for _ in range(8)]
     for t in threads:
@@ -94,12 +94,12 @@ def test_dogpile_threads_compute_once(clock, name):
 def test_dogpile_threads_share_a_failure(clock, name):
     calls = []
 
-    def boom(n):
+    def slow_failure(n):
         calls.append(n)
         time.sleep(0.3)
         raise ValueError(f"no value for {n}")
 
-    f = cache.memoize(cache.get(Int, Int, name, TimeOut(60)), boom)
+    f = cache.memoize(cache.get(Int, Int, name, TimeOut(60)), slow_failure)
     errors = []
 
     def call():
@@ -154,14 +154,14 @@ def test_dogpile_async_failure_reaches_every_waiter_and_is_not_cached(clock, nam
     calls = []
     c = cache.get(Int, Int, name, TimeOut(300))
 
-    async def broken(n):
+    async def site_down_once(n):
         calls.append(n)
         await anyio.sleep(0.1)
         if len(calls) == 1:
             raise OSError("foreign site down")
         return 42
 
-    f = cache.memoize(c, broken)
+    f = cache.memoize(c, site_down_once)
     outcomes = []
 
     async def call():
@@ -186,12 +186,12 @@ def test_dogpile_cancelled_leader_lets_a_waiter_take_over(clock, name, loop):
     calls = []
     c = cache.get(Int, Int, name, TimeOut(300))
 
-    async def slow(n):
+    async def slow_double(n):
         calls.append(n)
         await anyio.sleep(0.2)
         return n * 2
 
-    f = cache.memoize(c, slow)
+    f = cache.memoize(c, slow_double)
 
     async def main():
         results = []

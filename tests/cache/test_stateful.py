@@ -129,8 +129,10 @@ def test_kind_follows_the_model(backend, kind):
     try:
         run_state_machine_as_test(
             machine(url, kind),
+            # A third of the profile's examples (each is up to 40 steps): 50 in make test,
+            # thousands in make fuzz (HYPOTHESIS_PROFILE=fuzz).
             settings=settings(
-                max_examples=250 if backend == "memory" else 100,
+                max_examples=settings.default.max_examples // 3,
                 stateful_step_count=40,
                 deadline=None,
             ),

@@ -87,6 +87,11 @@ class AsyncioMailboxModel(MailboxModel):
 
 assert RUNTIMES == ("trio", "asyncio")
 TestMailboxModel = MailboxModel.TestCase
-TestMailboxModel.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+# A fifth of the profile's examples (each is up to 30 steps): 30 in make test, thousands in
+# make fuzz (HYPOTHESIS_PROFILE=fuzz).
+_EXAMPLES = settings.default.max_examples // 5
+TestMailboxModel.settings = settings(max_examples=_EXAMPLES, stateful_step_count=30, deadline=None)
 TestMailboxModelAsyncio = AsyncioMailboxModel.TestCase
-TestMailboxModelAsyncio.settings = settings(max_examples=30, stateful_step_count=30, deadline=None)
+TestMailboxModelAsyncio.settings = settings(
+    max_examples=_EXAMPLES, stateful_step_count=30, deadline=None
+)

@@ -149,7 +149,7 @@ def run_program(program, seed, runtime):
         assert not ch._senders and not ch._receivers
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(program=program_st, seed=st.integers(0, 2**16))
 def test_random_programs(program, seed, runtime):
     run_program(program, seed, runtime)

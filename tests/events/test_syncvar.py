@@ -175,9 +175,7 @@ async def test_mvar_take_in_a_choice_is_taken_once():
     assert other.poll() == 8 and not var.is_full
 
 
-@settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(st.sampled_from(["put", "take", "get"]), max_size=30))
 def test_mvar_model(ops, runtime):
     """Without blocking, an MVar behaves as an Optional cell: put on full raises, take on

@@ -99,7 +99,7 @@ async def test_a_message_committed_as_the_sync_is_cancelled_is_not_lost(no_helpe
             async def waiter():
                 with scope:
                     got.append(await select(ev.readable_evt(a), box.recv_evt()))
-                    await anyio.sleep(10)  # the cancellation arrives here, not before
+                    await anyio.sleep_forever()  # the cancellation arrives here, not before
 
             n.start_soon(waiter)
             await wait_all_tasks_blocked()

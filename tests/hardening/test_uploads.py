@@ -68,7 +68,7 @@ pieces = st.sampled_from(
 bodies = st.lists(pieces, max_size=40).map(b"".join)
 
 
-@settings(max_examples=400, deadline=None)
+@pytest.mark.loop_free
 @given(bodies, st.lists(st.integers(0, 400), max_size=12))
 def test_a_body_split_anywhere_parses_as_the_whole(body, cuts):
     whole = parse_in_pieces(body, "B", [])
@@ -76,6 +76,7 @@ def test_a_body_split_anywhere_parses_as_the_whole(body, cuts):
     assert parse_in_pieces(body, "B", list(range(len(body)))) == whole  # byte by byte
 
 
+@pytest.mark.loop_free
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(st.text("ab", min_size=1, max_size=3), st.binary(max_size=300)), max_size=5),
@@ -91,6 +92,7 @@ def test_well_formed_bodies_split_anywhere_give_their_parts(parts, cuts):
     assert [p[2] for p in got] == [data for _, data in parts]  # type: ignore[union-attr]
 
 
+@pytest.mark.loop_free
 def test_an_upload_over_its_memory_bound_is_a_temporary_file(tmp_path):
     big = os.urandom(3000)
     body = (b'--B\r\nContent-Disposition: form-data; name="f"; filename="a.bin"\r\n\r\n'
@@ -109,6 +111,7 @@ def test_an_upload_over_its_memory_bound_is_a_temporary_file(tmp_path):
     assert small.save(tmp_path / "s.txt").read_bytes() == b"12"
 
 
+@pytest.mark.loop_free
 def test_a_failed_parse_leaves_no_temporary_file(tmp_path):
     body = (b'--B\r\nContent-Disposition: form-data; name="f"; filename="a"\r\n\r\n'
             + b"x" * 5000)  # no closing delimiter  # fmt: skip

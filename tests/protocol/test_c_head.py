@@ -28,7 +28,7 @@ import sys
 import tracemalloc
 
 import pytest
-from hypothesis import event, given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from pyweb.protocol import (
@@ -221,6 +221,13 @@ LIMITS = st.sampled_from([Limits(), Limits(), SMALL]) | st.builds(
 )
 
 
+PIPELINES = settings(max_examples=settings.default.max_examples // 2)
+"""Half the profile's examples for the agreement tests whose example is a whole pipeline
+of requests (or a head fed byte by byte): 75 in make test, thousands in make fuzz, which runs
+tests/protocol with HYPOTHESIS_PROFILE=fuzz."""
+
+
+@PIPELINES
 @given(st.data(), LIMITS)
 def test_c_and_python_agree_on_built_heads(data: st.DataObject, limits: Limits) -> None:
     raw = data.draw(st.lists(mutated(heads()), min_size=1, max_size=3).map(b"".join))
@@ -228,6 +235,7 @@ def test_c_and_python_agree_on_built_heads(data: st.DataObject, limits: Limits) 
     assert_agree_and_say(pieces, limits)
 
 
+@PIPELINES
 @given(st.data(), LIMITS)
 def test_c_and_python_agree_on_generated_requests(data: st.DataObject, limits: Limits) -> None:
     raw = data.draw(pipelines() | mutations() | mutated(pipelines()))
@@ -235,6 +243,7 @@ def test_c_and_python_agree_on_generated_requests(data: st.DataObject, limits: L
     assert_agree_and_say(pieces, limits)
 
 
+@PIPELINES
 @given(st.data())
 def test_c_and_python_agree_byte_by_byte(data: st.DataObject) -> None:
     # The incremental search (parser._scan) across many small reads.

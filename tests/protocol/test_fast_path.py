@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyweb.protocol import NEED_DATA, ConnectionClosed, Limits, ProtocolError, RequestParser
@@ -78,11 +78,19 @@ def assert_same(data: bytes, warm: list[bytes], limits: Limits = DEFAULT_LIMITS)
         assert outcome(data, limits) == expected
 
 
+PIPELINES = settings(max_examples=settings.default.max_examples // 2)
+"""Half the profile's examples for the tests whose example is a whole pipeline of requests
+(and more to warm the caches): 75 in make test, thousands in make fuzz, which runs
+tests/protocol with HYPOTHESIS_PROFILE=fuzz."""
+
+
+@PIPELINES
 @given(pipelines(), st.lists(pipelines(), max_size=3))
 def test_valid_requests_same_outcome_from_the_caches(data: bytes, warm: list[bytes]) -> None:
     assert_same(data, warm)
 
 
+@PIPELINES
 @given(mutations(), st.lists(pipelines() | mutations(), max_size=3))
 def test_mutated_requests_same_outcome_from_the_caches(data: bytes, warm: list[bytes]) -> None:
     assert_same(data, warm)
@@ -93,6 +101,7 @@ def test_same_outcome_under_small_limits(data: bytes, warm: list[bytes]) -> None
     assert_same(data, warm, SMALL)
 
 
+@PIPELINES
 @given(http.invalid_requests(), st.lists(pipelines(), max_size=2))
 def test_invalid_requests_same_error_from_the_caches(invalid, warm: list[bytes]) -> None:
     assert_same(bytes(invalid.wire), warm)

@@ -395,7 +395,6 @@ TestArenaMachine = ArenaMachine.TestCase
 # ---- utf8_length: a reply's Content-Length before its fragments are written ----------------
 
 
-@settings(max_examples=200, deadline=None)
 @given(parts=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",))), max_size=8))
 def test_utf8_length_is_the_encoded_length(parts):
     expected = len("".join(parts).encode("utf-8"))

@@ -20,6 +20,7 @@ import time
 import uuid
 
 import pytest
+from argon2 import PasswordHasher
 
 import pyweb.testing
 from pyweb import auth, db
@@ -85,8 +86,10 @@ def member_site(request, tmp_path):
     table = "member_" + uuid.uuid4().hex[:10]
     suffix = uuid.uuid4().hex[:6]
     names = {"carol": "carol" + suffix, "dave": "dave" + suffix}
-    hashed = auth.hash_password(PASSWORD)  # (outside a loop: a plain call)
-    assert isinstance(hashed, str)
+    # argon2id with low costs: verify_password checks a hash with the parameters it carries,
+    # so these tests spend their time on logins; the cost of the default parameters is
+    # test_four_concurrent_logins_do_not_stall_a_static_file's subject.
+    hashed = PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1).hash(PASSWORD)
     root = write_site(
         tmp_path / "site", {"login.py": LOGIN.replace("TABLE", table), "me.py": ME}
     )

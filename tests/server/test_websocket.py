@@ -54,10 +54,12 @@ def handshake(**changes) -> Request:
     )
 
 
+@pytest.mark.loop_free
 def test_the_rfc_example_accept_value():
     assert check_handshake(handshake()) == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
 
 
+@pytest.mark.loop_free
 @pytest.mark.parametrize(
     "changes, status, words",
     [
@@ -90,6 +92,7 @@ def test_origins_same_site_listed_or_any():
     assert check_handshake(handshake(origin=None))  # a program, not a browser page
 
 
+@pytest.mark.loop_free
 @given(st.text(max_size=40), st.text(max_size=40))
 def test_same_origin_never_raises(origin, host):
     assert same_origin(origin, host) in (True, False)
