@@ -403,7 +403,10 @@ class Connection(ConnectionCore):
         something that is not a Response. A ProtocolError (a bad body) goes up."""
         self.phase = HANDLER
         try:
-            return self.checked(await self.handler(ctx))
+            response = await self.handler(ctx)
+            if type(response) is not Response or type(response.body) is not bytes:
+                response = self.checked(response)  # (a page's usual answer needs no check)
+            return response
         except ProtocolError:
             raise
         except Exception as exc:
