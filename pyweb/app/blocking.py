@@ -173,8 +173,9 @@ class Watchdog:
         if page is None or frame is None:
             return None  # not a page (the framework itself, or a library's start-up)
         run = page.held
+        first = run is None
         if run is None:  # its first hold: the record is made here, not per request
-            run = page.held = PageRun(page.page, page.site_root or "")
+            run = PageRun(page.page, page.site_root or "")
         prefix = run.root + os.sep
         f: types.FrameType | None = frame
         while f is not None and own is None:
@@ -192,6 +193,8 @@ class Watchdog:
             return page
         source = linecache.getline(filename, line).strip()
         run.blocked.append(Blocked(filename, line, source, seconds, step))
+        if first:  # published whole: the page's own thread may read it at once (watched.py)
+            page.held = run
         return page
 
     def _running_page(self, frame: types.FrameType | None) -> WatchedPage | None:
