@@ -78,8 +78,13 @@ class TrioDriver(Driver):
         with self.watching:
             while True:
                 pause = burst()
+                if self.stopped:
+                    return  # stop() came during the burst: the listener is closed
                 if pause is None:
-                    await trio.lowlevel.wait_readable(listener)
+                    try:
+                        await trio.lowlevel.wait_readable(listener)
+                    except trio.ClosedResourceError:
+                        return  # the scheduler stopped and closed it under the wait
                 elif pause:
                     await trio.sleep(pause)
                 else:

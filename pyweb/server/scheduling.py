@@ -184,8 +184,12 @@ class Scheduler:
             self._close_listener()
 
     def _close_listener(self) -> None:
-        if self.listener is not None:
-            self.listener.close()
+        listener = self.listener
+        if listener is not None and listener.fileno() >= 0:
+            # A task still waiting on it is woken first (the runtime's ClosedResourceError):
+            # a loop must not watch a closed descriptor, whose number a new socket may take.
+            current().notify_closing(listener)
+            listener.close()
 
     def _begin(self, server: Host, driver: Driver) -> socket.socket:
         assert server.listener is not None, "the schedulers run while the server listens"
