@@ -31,7 +31,7 @@ from typing import Any
 
 from pyweb.runtime import current, to_thread
 
-__all__ = ["open_listener", "accept", "close_socket"]
+__all__ = ["open_listener", "accept", "prepared", "close_socket"]
 
 
 async def open_listener(host: str, port: int, backlog: int = 128) -> socket.socket:
@@ -81,17 +81,20 @@ async def accept(listener: socket.socket) -> tuple[socket.socket, str]:
     # The listener's family, type and protocol, as socket.accept passes them; read from
     # the C socket below the wrapper, as plain ints (the wrapper's properties make enums).
     plain: Any = super(socket.socket, listener)
-    sock = socket.socket(plain.family, plain.type, plain.proto, fileno=fd)
+    return prepared(socket.socket(plain.family, plain.type, plain.proto, fileno=fd), address)
+
+
+def prepared(sock: socket.socket, address: Any) -> tuple[socket.socket, str]:
+    """An accepted socket as a connection wants it: non-blocking, Nagle off (the module
+    doc says why), and the peer as ``"host:port"``."""
     sock.setblocking(False)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except OSError:
         pass  # not TCP (a test may pass a Unix socket): nothing to switch off
     if isinstance(address, tuple):
-        peer = f"{address[0]}:{address[1]}"
-    else:
-        peer = str(address)
-    return sock, peer
+        return sock, f"{address[0]}:{address[1]}"
+    return sock, str(address)
 
 
 def close_socket(sock: socket.socket) -> None:

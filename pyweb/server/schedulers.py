@@ -30,7 +30,7 @@ from outcome import Value
 from trio.lowlevel import Abort, Task, current_task, reschedule, wait_task_rescheduled
 
 from .connection import Connection
-from .listener import close_socket
+from .listener import close_socket, prepared
 from .scheduling import Driver, admit_at_once, admit_when_it_speaks
 
 if TYPE_CHECKING:
@@ -40,19 +40,6 @@ SPARE_TASKS = 64
 """Tasks of finished connections kept to serve the next ones (one-to-one's ``spawn``)."""
 
 __all__ = ["SPARE_TASKS", "TrioDriver"]
-
-
-def _prepared(sock: socket.socket, address: Any) -> tuple[socket.socket, str]:
-    """An accepted socket as a trio connection wants it: non-blocking, Nagle off
-    (``listener.py`` says why), and the peer as ``"host:port"``."""
-    sock.setblocking(False)
-    try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except OSError:
-        pass  # not TCP (a test may pass a Unix socket): nothing to switch off
-    if isinstance(address, tuple):
-        return sock, f"{address[0]}:{address[1]}"
-    return sock, str(address)
 
 
 class TrioDriver(Driver):
@@ -91,14 +78,14 @@ class TrioDriver(Driver):
                     await trio.lowlevel.checkpoint()  # (the others get a turn)
 
     async def serve(self, sock: socket.socket, address: Any) -> None:
-        await Connection(self.server, *_prepared(sock, address)).run()
+        await Connection(self.server, *prepared(sock, address)).run()
 
     def refuse(self, sock: socket.socket) -> None:
         sock.setblocking(False)
         self.server.slots.refuse(sock, self.nursery)
 
     def spawn(self, sock: socket.socket, address: Any) -> None:
-        sock, peer = _prepared(sock, address)
+        sock, peer = prepared(sock, address)
         if not admit_at_once(self.server.slots, sock, peer):
             self.nursery.start_soon(self._admit_when_it_speaks, sock, peer)
         elif self.spares:  # the task that was serving a connection last (its frames are warm)
