@@ -420,8 +420,7 @@ async def serve_until_signalled(
             config = server.config
             worker = os.environ.get("PYWEB_WORKER_ID")
             if config.listen_fd is not None and worker is not None:
-                print(f"pyweb worker {worker} (pid {os.getpid()}) ready", flush=True)
-                announce_ready()
+                announce_ready(worker)
             else:
                 print(
                     f"pyweb serving {config.site_dir} on {server.url} "

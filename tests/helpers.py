@@ -160,9 +160,8 @@ class ReadyWorkers:
         self._thread.start()
 
     def _read(self, pipe: Iterable[str]) -> None:
-        for line in pipe:
-            found = READY.search(line)
-            if found:
+        for line in pipe:  # (every match: a line may hold two, see announce_ready)
+            for found in READY.finditer(line):
                 self.started.append((int(found.group(1)), int(found.group(2))))
 
     def pids(self) -> dict[int, int]:

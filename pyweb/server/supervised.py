@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 __all__ = ["RECYCLE_EXIT", "announce_ready", "worker_table"]
 
@@ -24,9 +25,17 @@ RECYCLE_EXIT = 75
 """Exit status of a worker that stopped on purpose after ``--max-requests`` (EX_TEMPFAIL)."""
 
 
-def announce_ready() -> None:
-    """In a worker: tell the supervisor that this worker listens (once; a no-op when the
-    process was not started by a supervisor)."""
+def announce_ready(worker: str) -> None:
+    """In a worker: say that this worker listens, on stdout (``pyweb worker I (pid P)
+    ready``, for people and test scripts) and to the supervisor through the pipe named by
+    ``PYWEB_READY_FD`` (once; no pipe when the process was not started by a supervisor).
+
+    The line goes out in one ``write``: the workers share the supervisor's stdout, and
+    ``print`` on an unbuffered stdout (``python -u``, ``PYTHONUNBUFFERED``) writes the text
+    and its newline apart, so two workers that start together could print
+    ``...readypyweb worker 1 ... ready`` and a reader of lines would see one of them."""
+    sys.stdout.write(f"pyweb worker {worker} (pid {os.getpid()}) ready\n")
+    sys.stdout.flush()
     fd = os.environ.pop("PYWEB_READY_FD", None)
     if fd is None:
         return

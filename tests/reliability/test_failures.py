@@ -14,6 +14,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -167,18 +168,22 @@ def pyweb_serve(site: Path, *args: str) -> tuple[subprocess.Popen, int]:
         port = s.getsockname()[1]
     # (the write page is a POST target for scripts, not a form: no CSRF token)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYWEB_SECRET_KEY="reliability-" + "k" * 32)
+    errors = tempfile.TemporaryFile("w+")  # (a file, not a pipe nobody reads: it never fills)
     proc = subprocess.Popen(
         serve_command(site, "--port", str(port), "--access-log", "none", "--csrf-exempt", "/w",
                       *args),
-        cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=errors, text=True,
     )  # fmt: skip
     # Ready when every worker says it listens: the supervisor's socket accepts (into the
     # backlog) before any worker runs, and on a loaded machine a worker takes seconds.
+    ready = ReadyWorkers(proc)
     try:
-        ReadyWorkers(proc).wait(worker_count(args))
-    except AssertionError:
+        ready.wait(worker_count(args))
+    except AssertionError as e:
         proc.kill()
-        raise
+        proc.wait()
+        errors.seek(0)  # what the supervisor and its workers said, to explain a hung start
+        raise AssertionError(f"{e}; ready: {ready.started}; stderr:\n{errors.read()[-4000:]}") from None
     return proc, port
 
 

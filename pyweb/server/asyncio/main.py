@@ -108,8 +108,7 @@ def _announce(server: AsyncioServer, site_dir: str, loop_name: str) -> None:
     config = server.config
     worker = os.environ.get("PYWEB_WORKER_ID")
     if config.listen_fd is not None and worker is not None:
-        print(f"pyweb worker {worker} (pid {os.getpid()}) ready", flush=True)
-        announce_ready()
+        announce_ready(worker)
         return
     print(
         f"pyweb serving {site_dir} on {server.url} (loop asyncio on {loop_name}, "
