@@ -221,11 +221,11 @@ def bench_assembly(short: bool) -> None:
 
 
 def bench_read(short: bool) -> None:
-    """The server's two read paths (pyweb/server/recvbuf.py), called as the connection
+    """The server's two read paths (pyweb/server/trio/recvbuf.py), called as the connection
     calls them: a request that is there, and a read that finds nothing (BlockingIOError,
     then the connection waits). The parser is a stand-in that copies what it is fed into
     its buffer, as the real one does."""
-    from pyweb.server import recvbuf
+    from pyweb.server.trio import recvbuf
 
     print("\n## 2b. Reading a request: Arena.recv into the thread's page vs recv(65536)\n")
     print("| path | µs per read, request there | bytes allocated | µs, nothing there | bytes |")
@@ -438,7 +438,7 @@ _GENERATOR_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC
 
 
 def _label(key: tuple[str, int, str]) -> str:
-    """``pyweb/server/connection.py:202 talk``; C functions by their profiler name."""
+    """``pyweb/server/trio/connection.py:202 talk``; C functions by their profiler name."""
     file, line, name = key
     if file == "~":
         return name.replace("<built-in method ", "<").replace("<method ", "<")
@@ -567,7 +567,7 @@ def bench_breakdown(n: int) -> None:
 
     # How a request finds the server decides what it costs: already in the socket buffer
     # when the server has sent the previous reply (one recv), or not yet (a failed recv,
-    # then the connection waits: the choice of pyweb/server/connection.py, an epoll
+    # then the connection waits: the choice of pyweb/server/trio/connection.py, an epoll
     # registration). A client that sends the next request only after reading the reply
     # (the other benchmarks) gets either, depending on thread timing; so both are forced.
     modes = FLOOR_MODES

@@ -4,7 +4,7 @@ An idle connection that finds no bytes (``recv`` would block) synchronizes on::
 
     choose(readable_evt(sock), wrap(guard(at_deadline), timed_out), port.recv_evt())
 
-(pyweb/server/connection.py). This measures one such wait against a bare
+(pyweb/server/trio/connection.py). This measures one such wait against a bare
 ``trio.lowlevel.wait_readable`` (the server before its events, which kept its deadlines in a
 watchdog task), on a socket pair: a writer task sends one byte after each checkpoint, the
 reader drains the socket and, when ``recv`` would block, waits. The difference per wait is

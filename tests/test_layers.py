@@ -163,12 +163,9 @@ def test_only_the_runtime_seam_imports_trio():
 # -- inside pyweb/server: arrows point down, and the shared code knows no loop's driver ---------
 
 SERVER = "pyweb.server"
-DRIVERS = (
-    "pyweb.server.asyncio", "pyweb.server.connection", "pyweb.server.replies",
-    "pyweb.server.schedulers",
-)  # fmt: skip
-"""Each loop's own code: asyncio's folder, and trio's connection, replies and schedulers
-(which the trio ``Server`` of ``pyweb/server/__init__.py`` starts)."""
+DRIVERS = ("pyweb.server.asyncio", "pyweb.server.trio")
+"""Each loop's own code, a folder each: its server, connection, replies and schedulers."""
+
 SHARED = (
     "pyweb.server.accepting", "pyweb.server.body", "pyweb.server.context",
     "pyweb.server.contract", "pyweb.server.core", "pyweb.server.host", "pyweb.server.reply",

@@ -15,7 +15,7 @@ import os
 import sys
 
 import pyweb.server.asyncio.replies as aio_reply
-import pyweb.server.replies as replies
+import pyweb.server.trio.replies as replies
 from pyweb.cli import main
 from pyweb.protocol.response import Response
 

@@ -1,26 +1,20 @@
-"""pyweb.server: the trio HTTP/1.1 server (Marlow §3-§7, Hop §2-§3).
+"""pyweb.server: the HTTP/1.1 server (Marlow §3-§7, Hop §2-§3), on trio or on asyncio.
 
-What it shares with the asyncio server (``asyncio/``), its settings, handler layers,
-reload, error pages and the start of shutdown, is :class:`~pyweb.server.base.BaseServer`
-(base.py); this module adds what trio does: ``serve()`` in nurseries, and how shutdown
-reaches idle connections and the listener.
+What a connection does is written once, in this folder, against the ``ServerConnection``
+contract (``contract.py``): the steps of Marlow's ``talk`` that move no bytes (``core.py``),
+the handler's view (``context.py``), the body (``body.py``), the replies' framing
+(``reply.py``), the slots (``slots.py``), the WebSocket session (``websocket.py``), the
+schedulers (``scheduling.py``), the logs. Each loop supplies only the I/O, in a folder of
+its own: ``trio/`` (:class:`Server`, the default) and ``asyncio/`` (``pyweb serve --loop
+asyncio``). A connection meets the pieces in this order::
 
-:class:`Server` puts the pieces together, in the order a connection meets them::
-
-    listener (listener.py)  ─►  scheduler (scheduling.py, Hop §2.4; trio's I/O: schedulers.py)
-        ─►  Connection.talk (connection.py, Marlow §3.2, timeouts §4)
+    listener (listener.py)  ─►  scheduler (scheduling.py, Hop §2.4; the loop's driver)
+        ─►  the connection's talk (trio/connection.py or asyncio/connection.py, on core.py:
+            Marlow §3.2, timeouts §4)
         ─►  handler(RequestContext) -> Response   (context.py; pyweb.app.site by default;
                                                    the body on demand: body.py)
-        ─►  Replies.send (replies.py on reply.py, Hop §3: the arena, sendfile, chunked streams)
+        ─►  the reply (reply.py, and the loop's replies.py, Hop §3)
         ─►  ServerLog (logging.py, Marlow §5: one logging task fed through a Mailbox)
-
-Where a task waits for more than one thing it says so with first-class events (CML §2,
-pyweb.events; docs/events.md "How the server uses events"), and graceful shutdown is one
-SHUTDOWN message on ``Server.broadcast``, a Multicast (control.py, CML §3.1). The two
-hottest waits are written out by hand instead: an idle connection waits for
-``choose(bytes, its deadline, shutdown)`` as a cancel scope around the socket's wait
-(shutdown shortens its deadline), and the accept loop for a connection within a cancel
-scope (the scheduler's stop cancels it).
 
 Use::
 
@@ -33,83 +27,10 @@ Use::
 
 from __future__ import annotations
 
-import socket
-
-import trio
-
 from pyweb.handler import Handler
 
-from .base import BaseServer
 from .config import ServerConfig
-from .connection import Connection
 from .context import RequestContext
-from .schedulers import TrioDriver
-from .slots import Slots
+from .trio import Server
 
 __all__ = ["Server", "ServerConfig", "RequestContext", "Handler"]
-
-
-class Server(BaseServer):
-    """An HTTP/1.1 server on trio: ``await server.serve()`` until :meth:`shutdown`."""
-
-    slots: Slots[Connection]
-    connections: set[Connection]
-    """Live :class:`~pyweb.server.connection.Connection` objects (for shutdown)."""
-
-    async def serve(
-        self, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Listen, call ``task_status.started(self)``, serve until :meth:`shutdown`, then
-        wait for in-flight requests and the log to drain, and return."""
-        from .listener import close_socket, open_listener
-        from .logging import ServerLog
-
-        config = self.config
-        self.log = log = ServerLog(
-            config.access_log,
-            config.error_log,
-            access_format=config.access_log_format,
-            log_format=config.log_format,
-        )
-        stop_port = self.broadcast.port()  # serve() itself waits for SHUTDOWN
-        async with trio.open_nursery() as outer:
-            await outer.start(log.run)
-            if self.metrics is not None:  # a worker's counts, for the others (metrics.py)
-                outer.start_soon(self.metrics.keep_written)
-            try:
-                if config.listen_fd is not None:  # a worker: the supervisor's shared socket
-                    self.listener = socket.socket(fileno=config.listen_fd)
-                    self.listener.setblocking(False)
-                else:
-                    self.listener = await open_listener(config.host, config.port, config.backlog)
-                try:
-                    address = self.listener.getsockname()
-                    self.host, self.port = address[0], address[1]
-                    async with trio.open_nursery() as nursery:
-                        await self.scheduler.accept(self, TrioDriver(self, nursery))
-                        task_status.started(self)
-                        while not self.closing:  # (shutdown() may come before serve())
-                            await stop_port.recv()
-                        # From here the nursery only waits for connections to finish.
-                finally:
-                    close_socket(self.listener)
-            finally:
-                log.close()
-                if self.metrics is not None:
-                    self.metrics.write()  # drained: the last counts
-
-    def shutdown(self) -> None:
-        """Graceful shutdown (call from a task in the server's trio run): stop accepting,
-        close idle persistent connections now, let requests in flight finish (their replies
-        say ``Connection: close``); :meth:`serve` returns when the last one is done."""
-        if not self.begin_shutdown():  # SHUTDOWN, stopping, the scheduler (base.py)
-            return
-        # A connection waiting idle for its next request does not listen to the broadcast
-        # (its wait is the hot path: connection.py): it is told here, and closes once
-        # close_grace is over.
-        for connection in list(self.slots.idle):
-            connection.close_when_idle()
-        if self.listener is not None:
-            from .listener import close_socket
-
-            close_socket(self.listener)  # (stop() has ended the wait at accept on it)

@@ -27,7 +27,7 @@ from .logging import ACCESS_FORMATS, LOG_FORMATS
 __all__ = ["LOOPS", "ServerConfig", "SCHEDULERS", "Setting", "setting", "settings"]
 
 SCHEDULERS = ("one-to-one", "pool", "nothread")
-"""The scheduler names of Hop §2.4 that pyweb implements (see :mod:`pyweb.server.schedulers`)."""
+"""The scheduler names of Hop §2.4 that pyweb implements (see :mod:`pyweb.server.scheduling`)."""
 
 LOOPS = ("trio", "asyncio")
 """The event loops ``pyweb serve`` runs on (``--loop``; asyncio uses uvloop when installed)."""

@@ -101,7 +101,7 @@ class RequestContext:
     def client_gone_evt(self) -> Event[None]:
         """An event (:mod:`pyweb.events`) enabled once the client has closed or reset its
         connection while this request is being answered: put it in a choice so that a
-        long wait ends when nobody listens any more (see ``pyweb/server/gone.py``)::
+        long wait ends when nobody listens any more (see ``pyweb/server/trio/gone.py``)::
 
             msg = await select(port.recv_evt(), timeout(30), ctx.client_gone_evt())
         """

@@ -2,7 +2,7 @@
 (§3.2) that move no bytes.
 
 :class:`ConnectionCore` is the common base of the two drivers, trio's
-:class:`~pyweb.server.connection.Connection` and asyncio's
+:class:`~pyweb.server.trio.connection.Connection` and asyncio's
 :class:`~pyweb.server.asyncio.HttpProtocol`. It holds no state of its own (each driver keeps
 its fields its own way) and no I/O: it is the handler's side of ``genResponse`` (a
 Response or a 500 page), Marlow's ``Left resp`` (a protocol error's page), whether the

@@ -144,7 +144,7 @@ def test_recv_into_the_arena_from_a_real_socket(impl):
 
 
 def test_recv_reads_one_page_and_gives_back_what_it_did_not_use(impl):
-    """Arena.recv(fd): what the server's read path does (pyweb/server/recvbuf.py): one read
+    """Arena.recv(fd): what the server's read path does (pyweb/server/trio/recvbuf.py): one read
     into a page, no bytes object; BlockingIOError and end of file keep no page."""
     in_use = impl.pool_stats()["in_use"]
     a = impl.Arena(max_pages=2)

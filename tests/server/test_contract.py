@@ -17,7 +17,7 @@ from pyweb.server.host import Host
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 
-DRIVERS = {"trio": "pyweb.server.connection", "asyncio": "pyweb.server.asyncio.connection"}
+DRIVERS = {"trio": "pyweb.server.trio.connection", "asyncio": "pyweb.server.asyncio.connection"}
 
 
 def test_a_requests_connection_keeps_the_contract(kit, loop):

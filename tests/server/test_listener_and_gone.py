@@ -19,8 +19,8 @@ import trio
 
 from pyweb import runtime
 from pyweb.events import select, timeout, wrap
-from pyweb.server.gone import ClientWatch
 from pyweb.server.listener import accept, close_socket, open_listener
+from pyweb.server.trio.gone import ClientWatch
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.loops("trio", "asyncio")]
 

@@ -1,5 +1,5 @@
 """Replies assembled in the connection's arena and sent with one writev (Hop §3.1,
-SMLserver §5; ``Replies.send_arena`` in pyweb/server/replies.py), over real sockets, with h11
+SMLserver §5; ``Replies.send_arena`` in pyweb/server/trio/replies.py), over real sockets, with h11
 as the oracle, with the C arena and its pure-Python twin (one reply path, either arena)."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 
 import pyweb_regions
 from pyweb.protocol.response import Fragments, Response
-from pyweb.server import replies, reply
+from pyweb.server import reply
+from pyweb.server.trio import replies
 from pyweb_regions import _fallback
 
 pytestmark = pytest.mark.loops("trio", "asyncio")

@@ -7,7 +7,7 @@ import inspect
 import textwrap
 from pathlib import Path
 
-from pyweb.server.connection import Connection
+from pyweb.server.trio.connection import Connection
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "request-path.md"
 

@@ -4,7 +4,7 @@ The sockets are real (a server on 127.0.0.1 and a client in the same trio run); 
 clock is fake. It stands still (``rate=0``) until the test jumps it, so a test can say
 "9.9 virtual seconds later the connection is still open, 0.2 later it got its 408" without
 sleeping for ten real seconds, and without the flakiness of short real timeouts on a busy
-machine. This checks the watchdog of ``pyweb/server/connection.py`` both ways: it never
+machine. This checks the watchdog of ``pyweb/server/trio/connection.py`` both ways: it never
 fires early and it does fire after the deadline.
 """
 

@@ -77,26 +77,25 @@ from pyweb.protocol.parser import RequestParser
 from pyweb.protocol.response import Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
-from .body import DRAIN_LIMIT
-from .context import RequestContext
-from .contract import HANDLER, HEAD, IDLE, Evicted
-from .core import ConnectionCore
+from ..body import DRAIN_LIMIT
+from ..context import RequestContext
+from ..contract import HANDLER, HEAD, IDLE, Evicted
+from ..core import ConnectionCore
+from ..proxy import peer_host
+from ..reply import ReplyAborted, request_line
+from ..websocket import run_session
 from .gone import ClientWatch
-from .proxy import peer_host
 from .recvbuf import receive
 from .replies import Replies
-from .reply import ReplyAborted, request_line
-from .websocket import run_session
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .host import Host
+    from ..host import Host
 
 __all__ = ["Connection", "DRAIN_LIMIT", "request_line"]
 
 _INF = math.inf
-
 
 
 class _TimedOut(Exception):

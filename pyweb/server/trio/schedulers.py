@@ -5,7 +5,7 @@ loops; this is where an accepted connection goes on trio (:class:`TrioDriver`).
 * ``spawn`` (one-to-one): a newcomer that gets a slot at once (``scheduling.
   admit_at_once``) is served by a task of its own; one at the limit waits for its
   request in a task of its own (``scheduling.admit_when_it_speaks``).
-* ``serve`` (pool, nothread): the :class:`~pyweb.server.connection.Connection` runs in the
+* ``serve`` (pool, nothread): the :class:`~pyweb.server.trio.connection.Connection` runs in the
   calling task, to its end.
 * ``refuse``: the fast 503, its lingering in the server's nursery (``slots.py``).
 
@@ -29,12 +29,12 @@ import trio
 from outcome import Value
 from trio.lowlevel import Abort, Task, current_task, reschedule, wait_task_rescheduled
 
+from ..listener import close_socket, prepared
+from ..scheduling import Driver, admit_at_once, admit_when_it_speaks
 from .connection import Connection
-from .listener import close_socket, prepared
-from .scheduling import Driver, admit_at_once, admit_when_it_speaks
 
 if TYPE_CHECKING:
-    from .host import Host
+    from ..host import Host
 
 SPARE_TASKS = 64
 """Tasks of finished connections kept to serve the next ones (one-to-one's ``spawn``)."""

@@ -27,7 +27,7 @@ from pyweb.protocol import response as framing
 from pyweb.protocol.response import FileBody, Response, frame_response
 from pyweb_regions import Arena
 
-from .reply import (
+from ..reply import (
     REPLY_PAGES,
     SIZED,
     ReplyAborted,
@@ -41,8 +41,8 @@ from .reply import (
 if TYPE_CHECKING:
     from pyweb.protocol.messages import Request
 
-    from .config import ServerConfig
-    from .logging import ServerLog
+    from ..config import ServerConfig
+    from ..logging import ServerLog
 
 __all__ = ["Replies", "ReplyAborted", "Sent"]
 
