@@ -7,32 +7,43 @@
 its fields its own way) and no I/O: it is the handler's side of ``genResponse`` (a
 Response or a 500 page), Marlow's ``Left resp`` (a protocol error's page), whether the
 connection stays open (``isKeepAlive``, with nginx's two limits), what the request holds
-of the body budget, and ``logAccess``. The driver reads, waits and writes around these
-steps; the shared modules ask it only what ``contract.py`` promises.
+of the body budget, how long a wait for a request may last, which client a trusted proxy
+speaks for, a WebSocket upgrade (its 503 or its ``101``, then the session), and
+``logAccess``. The driver reads, waits and writes around these steps; the shared modules
+ask it only what ``contract.py`` promises.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pyweb.protocol.negotiation import prefers_json
 from pyweb.protocol.response import Response
 
 from .budget import BUDGET
+from .contract import HEAD
 from .logging import access_record
+from .proxy import peer_host
 from .reply import request_line
+from .websocket import run_session
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyweb.handler import Handler
     from pyweb.protocol.errors import ProtocolError
     from pyweb.protocol.messages import Request
     from pyweb.protocol.parser import RequestParser
+    from pyweb.protocol.websocket import WebSocketUpgrade
 
     from .config import ServerConfig
     from .context import RequestContext
+    from .contract import ServerConnection
     from .host import Host
     from .logging import ServerLog
+    from .proxy import TrustedProxies
+    from .reply import Sent
 
 __all__ = ["ConnectionCore"]
 
@@ -53,6 +64,15 @@ class ConnectionCore:
     opened_at: float
     reserved: int
     in_stream_budget: bool
+    phase: int
+    fresh: bool
+    proxies: TrustedProxies | None
+    via_proxy: Callable[[str], bool] | None
+
+    if TYPE_CHECKING:  # the driver's (asyncio's comes from a base class after this one)
+
+        async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
+            """Send a reply: (status, body bytes sent, whether the connection stays)."""
 
     def checked(self, response: Response) -> Response:
         """``genResponse``: the handler's result, if it is a Response (a TypeError, for the
@@ -116,6 +136,55 @@ class ConnectionCore:
             self.parser.next_event()
             return keep_alive
         return body.settle(keep_alive)
+
+    def patience(self, now: float) -> float:
+        """How long a wait for a request may last from ``now`` (the loop's clock, the one
+        ``closing_since`` is in): the header timeout for a head under way, the
+        ``first_byte_timeout`` for a new connection's first request, what is left of
+        ``close_grace`` for an idle one once the server is stopping (its next request may
+        be on the wire: it is answered with ``Connection: close``), else the keep-alive
+        timeout. The slots spread the last two in a crowd (slots.py)."""
+        config = self.config
+        if self.phase == HEAD:
+            return config.header_timeout
+        slots = self.server.slots
+        if self.fresh:  # a new connection that has sent nothing yet (slots.py)
+            return slots.first_byte(config.first_byte_timeout)
+        if self.server.closing:
+            return max(0.0, self.server.closing_since + config.close_grace - now)
+        return slots.keepalive(config.keepalive_timeout)
+
+    def proxy_test(self) -> Callable[[str], bool] | None:
+        """When the peer is a trusted reverse proxy (each request names its client,
+        proxy.py): the test of the further proxies named in ``X-Forwarded-For``; else
+        None. Asked by the first request that has forwarding fields, and remembered
+        (``proxies`` is the server's list until then, None after): the connection of a
+        client that does not come through a proxy never looks its address up (6k
+        instructions a connection, docs/performance.md)."""
+        proxies = self.proxies
+        if proxies is not None:  # the first time
+            self.proxies = None
+            if proxies.trusts(peer_host(self.peer)):
+                self.via_proxy = proxies.trusts
+        return self.via_proxy
+
+    async def upgrade(self, request: Request, upgrade: WebSocketUpgrade, received_at: float) -> None:
+        """The handler accepted a WebSocket (RFC 6455: the connection leaves HTTP). Like a
+        long-poll it is a long wait, so it moves to the stream budget (a 503 when that is
+        full: it never takes a request slot); the ``101`` is logged, then the session has
+        the connection to itself until it closes (:mod:`pyweb.server.websocket`). The
+        driver closes the connection after it."""
+        log_access = self.server.access_enabled
+        if not self.server.slots.to_streams(self):
+            page = self.error_page(503, detail="every stream place is taken (max_streams)")
+            status, sent, _ = await self.send(request, page, False)
+            if log_access:
+                self.log_access(request, status, sent, received_at)
+            return
+        if log_access:
+            self.log_access(request, 101, 0, received_at)
+        # (each driver is a ServerConnection: test_contract.py checks it)
+        await run_session(cast("ServerConnection", self), request, upgrade)
 
     def release_body(self) -> None:
         """The request's body is no longer held: its bytes leave the budget (budget.py)."""

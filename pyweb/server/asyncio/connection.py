@@ -48,10 +48,8 @@ from ..context import RequestContext
 from ..contract import HANDLER, HEAD, IDLE, Evicted
 from ..core import ConnectionCore
 from ..host import Host
-from ..proxy import peer_host
 from ..reply import ReplyAborted, Sent
 from ..slots import LINGER
-from ..websocket import run_session
 from .deadlines import RESOLUTION, Deadlines
 from .replies import AioReplies
 from .schedulers import Accepted
@@ -103,8 +101,9 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
     # (docs/performance.md). The connection's own, set in __init__, are below.
     transport: Any = None
     _sock: PeekSocket | None = None
+    proxies: Any = None
     via_proxy: Any = None
-    """The trusted proxy's check, when the peer is one (proxy.py)."""
+    """The trusted proxy's check, when the peer is one (proxy.py, ``proxy_test``)."""
     phase = IDLE
     fresh = True
     """No request has been read yet (first_byte_timeout; slots.py)."""
@@ -179,9 +178,8 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
             sock = transport.get_extra_info("socket")
             if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        proxies = server.proxies
-        if proxies is not None and proxies.trusts(peer_host(self.peer)):
-            self.via_proxy = proxies.trusts
+        if server.proxies is not None:  # looked up by the first forwarded request (core.py)
+            self.proxies = server.proxies
         server.connections.add(self)
         if server.slots.admit(self.peer):
             self._admitted()
@@ -352,10 +350,6 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
         turn, then this task again (a 256 KiB read holds sixteen pieces)."""
         await asyncio.sleep(0)
 
-    def proxy_test(self) -> Any:
-        """The trusted proxy's check, when the peer is one (looked up on connection)."""
-        return self.via_proxy
-
     async def _bytes_arrived(self, seconds: float) -> bool:
         """Wait until the loop feeds more bytes to the parser: True; False after
         ``seconds``. Raises ConnectionResetError if the client left, :class:`Evicted` if
@@ -402,7 +396,10 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
     # request, and a new one a dictionary store, not a timer made and cancelled.
 
     def _arm(self, seconds: float) -> None:
-        self._deadline = deadline = self.server.loop.time() + seconds
+        self._arm_at(self.server.loop.time() + seconds)
+
+    def _arm_at(self, deadline: float) -> None:
+        self._deadline = deadline
         bucket = self.bucket
         if bucket is None or bucket * RESOLUTION > deadline:  # (else it stays where it is)
             self.server.deadlines.arm(self, deadline)
@@ -426,18 +423,6 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
         else:
             self.transport.close()  # idle, silent, or a refused one done lingering
 
-    def _patience(self) -> float:
-        """How long this wait for a request may last (as connection.py's)."""
-        config = self.config
-        if self.phase == HEAD:
-            return config.header_timeout
-        if self.fresh:
-            return config.first_byte_timeout
-        if self.server.closing:  # an idle connection during shutdown: its close_grace
-            since = self.server.loop.time() - self.server.closing_since
-            return max(0.0, config.close_grace - since)
-        return self.server.slots.keepalive(config.keepalive_timeout)  # (spread in a crowd)
-
     def server_closing(self) -> None:
         """The server began a graceful shutdown: an idle keep-alive connection gets
         ``close_grace`` (its next request may be on the wire), then closes."""
@@ -458,11 +443,12 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
         phase = HEAD if self.parser.buffered else IDLE
         if phase != self.phase or self._deadline == _INF:
             self.phase = phase
-            patience = self._patience()
-            if patience <= 0:
+            now = self.server.loop.time()
+            patience = self.patience(now)
+            if patience <= 0:  # an idle one whose close_grace is over
                 self.transport.close()
                 return
-            self._arm(patience)
+            self._arm_at(now + patience)
         # Listed where slots.waiting() would put it, at the end (the longest waits are
         # first), remembering the list: a request's start is one pop, not four.
         slots = self.server.slots
@@ -559,7 +545,12 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
         if self.closing:  # the client left while its page ran: nobody to answer
             return False
         if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
-            await self._websocket(request, response, ctx.received_at)
+            self.ws_chunks = []  # from now on the bytes are the session's (receive_frames)
+            try:
+                await self.upgrade(request, response, ctx.received_at)
+            finally:
+                self.closing = True
+                self.transport.close()
             return False
         body = ctx.request_body  # None: no body, and the handler asked for none
         keep_alive = self.may_keep_alive(ctx)
@@ -633,28 +624,6 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
         if self.server.access_enabled:
             self.log_access(request, sent[0], sent[1], ctx.received_at, ctx.alloc)
         return sent
-
-    async def _websocket(
-        self, request: Request, upgrade: WebSocketUpgrade, received_at: float
-    ) -> None:
-        """The handler accepted a WebSocket: a long wait, so it moves to the stream budget
-        (a 503 when that is full); the ``101`` is logged, then the session has the
-        connection to itself until it closes (as on trio: connection.py)."""
-        log_access = self.server.access_enabled
-        try:
-            if not self.server.slots.to_streams(self):
-                page = self.error_page(503, detail="every stream place is taken (max_streams)")
-                status, sent, _ = await self.send(request, page, False)
-                if log_access:
-                    self.log_access(request, status, sent, received_at)
-                return
-            if log_access:
-                self.log_access(request, 101, 0, received_at)
-            self.ws_chunks = []  # from now on the bytes are the session's (receive_frames)
-            await run_session(self, request, upgrade)
-        finally:
-            self.closing = True
-            self.transport.close()
 
     async def receive_frames(self) -> bytes:
         """The WebSocket's next bytes (``b""``: the peer closed its side)."""

@@ -81,9 +81,7 @@ from ..body import DRAIN_LIMIT
 from ..context import RequestContext
 from ..contract import HANDLER, HEAD, IDLE, Evicted
 from ..core import ConnectionCore
-from ..proxy import peer_host
-from ..reply import ReplyAborted, request_line
-from ..websocket import run_session
+from ..reply import ReplyAborted, Sent, request_line
 from .gone import ClientWatch
 from .recvbuf import receive
 from .replies import Replies
@@ -205,7 +203,8 @@ class Connection(ConnectionCore):
             except ProtocolError as err:  # from ctx.body(): a bad or oversized body
                 return await self.reject(err, request)
             if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
-                return await self.websocket(request, response, ctx.received_at)
+                self.stop_watching()
+                return await self.upgrade(request, response, ctx.received_at)
             body = ctx.request_body  # None: no body, and the handler asked for none
             keep_alive = self.may_keep_alive(ctx)
             try:
@@ -220,19 +219,6 @@ class Connection(ConnectionCore):
                 self.log_access(request, status, sent, ctx.received_at, ctx.alloc)
             if not keep_alive or (body is not None and body.must_drain and not await body.drain()):
                 return
-
-    def proxy_test(self) -> Callable[[str], bool] | None:
-        """When the peer is a trusted reverse proxy (each request names its client,
-        proxy.py): the test of the further proxies named in ``X-Forwarded-For``; else
-        None. Asked by the first request that has forwarding fields, and remembered: the
-        connection of a client that does not come through a proxy never looks its address
-        up (6k instructions a connection, docs/performance.md)."""
-        proxies = self.proxies
-        if proxies is not None:  # the first time
-            self.proxies = None
-            if proxies.trusts(peer_host(self.peer)):
-                self.via_proxy = proxies.trusts
-        return self.via_proxy
 
     def evict(self) -> None:
         """Close this waiting connection to make room for a newcomer (slots.py): its wait
@@ -297,6 +283,9 @@ class Connection(ConnectionCore):
     async def send_all(self, data: bytes) -> None:
         await self.replies.send_all(data)
 
+    async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
+        return await self.replies.send(request, response, keep_alive)
+
     # ------------------------------------------------------------- reading a request head
 
     async def read_request(self, event: object) -> Request | None:
@@ -314,7 +303,8 @@ class Connection(ConnectionCore):
                 except BlockingIOError:
                     if self.deadline == _INF:  # the first wait: for what, and how long
                         self.phase = HEAD if parser.buffered else IDLE
-                        self.deadline = trio.current_time() + self._patience()
+                        now = trio.current_time()
+                        self.deadline = now + self.patience(now)
                     if not await self.wait_for_request():
                         return None
                     continue
@@ -330,15 +320,6 @@ class Connection(ConnectionCore):
         self.fresh = False  # (a request already in the parser is never a connection's first)
         return event
 
-    def _patience(self) -> float:
-        """How long this wait may last: the keep-alive timeout between requests, the
-        header timeout for a head under way or a new connection's first request."""
-        if self.phase == HEAD:
-            return self.config.header_timeout
-        if self.fresh:  # a new connection that has sent nothing yet (slots.py)
-            return self.server.slots.first_byte(self.config.first_byte_timeout)  # (spread
-        return self.server.slots.keepalive(self.config.keepalive_timeout)  # in a crowd)
-
     async def wait_for_request(self) -> bool:
         """Wait until the socket has bytes (True), the deadline passes (an idle connection:
         False; half a head: raises :class:`_TimedOut`) or, while idle, the server's
@@ -350,15 +331,6 @@ class Connection(ConnectionCore):
         branch is :meth:`Server.shutdown` shortening that deadline for the connections
         that wait idle (:meth:`close_when_idle`). The general ``sync`` cost three times as
         much here (docs/performance.md)."""
-        # Graceful shutdown: an idle persistent connection stops waiting. A fresh one is not
-        # idle: its client has just connected and is about to send its request (closing it
-        # would reset a request already on its way), so it gets the header timeout.
-        if self.phase == IDLE and not self.fresh and self.server.closing:
-            # Graceful shutdown or a recycle: a keep-alive client may have sent its next
-            # request already (it is on the wire). Closing now would reset it; watch the
-            # connection a moment longer instead and answer it with Connection: close.
-            if not self._grace():
-                return False
         room = self.server.slots.waiting(self)  # (the idle room: what shutdown wakes)
         try:
             with trio.CancelScope(deadline=self.deadline) as scope:
@@ -386,15 +358,6 @@ class Connection(ConnectionCore):
             end = self.server.closing_since + self.config.close_grace
             self.deadline = scope.deadline = min(self.deadline, end)
 
-    def _grace(self) -> bool:
-        """Shorten an idle wait to the server's ``close_grace`` after its shutdown began;
-        False when that is already over (close now)."""
-        end = self.server.closing_since + self.config.close_grace
-        if trio.current_time() >= end:
-            return False
-        self.deadline = min(self.deadline, end)
-        return True
-
     # --------------------------------------------------------------------- the handler
 
     async def run_handler(self, ctx: RequestContext) -> Response:
@@ -413,24 +376,6 @@ class Connection(ConnectionCore):
         finally:
             if self.reserved:  # the page is done with its body: out of the budget
                 self.release_body()
-
-    async def websocket(
-        self, request: Request, upgrade: WebSocketUpgrade, received_at: float
-    ) -> None:
-        """The handler accepted a WebSocket. Like a long-poll it is a long wait, so it
-        moves to the stream budget (a 503 when that is full: it never takes a request
-        slot); the ``101`` is logged, then the session has the connection to itself until
-        it closes (:mod:`pyweb.server.websocket`). Its end releases the budget."""
-        self.stop_watching()
-        if not self.server.slots.to_streams(self):
-            page = self.error_page(503, detail="every stream place is taken (max_streams)")
-            status, sent, _ = await self.replies.send(request, page, False)
-            if self.server.access_enabled:
-                self.log_access(request, status, sent, received_at)
-            return
-        if self.server.access_enabled:
-            self.log_access(request, 101, 0, received_at)
-        await run_session(self, request, upgrade)
 
     def client_watch(self) -> ClientWatch:
         """The watch behind ``RequestContext.client_gone_evt`` (one per request)."""
