@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pyweb.protocol.negotiation import prefers_json
 from pyweb.protocol.response import Response
+from pyweb.runtime import now
 
 from .budget import BUDGET
 from .contract import HEAD
@@ -137,9 +138,8 @@ class ConnectionCore:
             return keep_alive
         return body.settle(keep_alive)
 
-    def patience(self, now: float) -> float:
-        """How long a wait for a request may last from ``now`` (the loop's clock, the one
-        ``closing_since`` is in): the header timeout for a head under way, the
+    def patience(self) -> float:
+        """How long a wait for a request may last, from now: the header timeout for a head under way, the
         ``first_byte_timeout`` for a new connection's first request, what is left of
         ``close_grace`` for an idle one once the server is stopping (its next request may
         be on the wire: it is answered with ``Connection: close``), else the keep-alive
@@ -151,7 +151,7 @@ class ConnectionCore:
         if self.fresh:  # a new connection that has sent nothing yet (slots.py)
             return slots.first_byte(config.first_byte_timeout)
         if self.server.closing:
-            return max(0.0, self.server.closing_since + config.close_grace - now)
+            return max(0.0, self.server.closing_since + config.close_grace - now())
         return slots.keepalive(config.keepalive_timeout)
 
     def proxy_test(self) -> Callable[[str], bool] | None:

@@ -396,10 +396,7 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
     # request, and a new one a dictionary store, not a timer made and cancelled.
 
     def _arm(self, seconds: float) -> None:
-        self._arm_at(self.server.loop.time() + seconds)
-
-    def _arm_at(self, deadline: float) -> None:
-        self._deadline = deadline
+        self._deadline = deadline = self.server.loop.time() + seconds
         bucket = self.bucket
         if bucket is None or bucket * RESOLUTION > deadline:  # (else it stays where it is)
             self.server.deadlines.arm(self, deadline)
@@ -443,12 +440,11 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
         phase = HEAD if self.parser.buffered else IDLE
         if phase != self.phase or self._deadline == _INF:
             self.phase = phase
-            now = self.server.loop.time()
-            patience = self.patience(now)
+            patience = self.patience()
             if patience <= 0:  # an idle one whose close_grace is over
                 self.transport.close()
                 return
-            self._arm_at(now + patience)
+            self._arm(patience)
         # Listed where slots.waiting() would put it, at the end (the longest waits are
         # first), remembering the list: a request's start is one pop, not four.
         slots = self.server.slots
@@ -508,73 +504,82 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
         self.busy = True
         return event
 
-    async def _talk(self, request: Request | None) -> None:
-        """Marlow's ``talk`` in the connection's one task: answer a request, then the next
-        (already in the parser, or handed over by :meth:`_next_request` when it arrives),
-        while the connection lasts. One task per connection, not per request, as on trio:
-        a keep-alive request costs a future, not a task (docs/performance.md)."""
+    async def _talk(self, request: Request) -> None:
+        """The connection's one task: :meth:`_serve` its requests, and abort when the
+        client leaves, reads nothing, or a stream breaks; a bug is logged."""
         try:
-            while request is not None and await self._exchange(request):
-                request = self._take_request()
-                if request is None and not self.closing:
-                    arrival = self._arrival = self.server.loop.create_future()
-                    request = await arrival
+            await self._serve(request)
         except (ReplyAborted, TimeoutError, OSError):
             self.abort()  # a client that left or reads nothing, or a broken stream
         except Exception as exc:  # a bug in the server itself: log it, keep serving others
             self.log.error(f"internal error on connection from {self.peer}", exc=exc)
             self.abort()
 
-    async def _exchange(self, request: Request) -> bool:
-        """One request: the handler's response, sent and logged. True when the connection
-        stays open for the next request."""
-        ctx = RequestContext(self, request)
-        try:
-            response = await self.handler(ctx)
-            if type(response) is not Response or type(response.body) not in _IN_MEMORY:
-                response = self.checked(response)  # (a page's body needs no check)
-        except ProtocolError as err:  # from ctx.body(): a bad, slow or oversized body
-            self.release_body()
-            self._reject(err, request)
-            return False
-        except Exception as exc:
-            # (a client that left while its page ran is not an error)
-            response = self.failure_page(request, exc, quiet=self.closing)
-        if self.reserved:  # the page is done with its body: out of the budget
-            self.release_body()
-        if self.closing:  # the client left while its page ran: nobody to answer
-            return False
-        if type(response) is WebSocketUpgrade:  # RFC 6455: the connection leaves HTTP
-            self.ws_chunks = []  # from now on the bytes are the session's (receive_frames)
+    async def _serve(self, request: Request | None) -> None:
+        """Marlow's ``talk``, as trio's ``Connection.talk``: run the handler, reply, log,
+        and answer the next request (already in the parser, or handed over by
+        :meth:`_next_request` when it arrives) while the connection lasts. One task per
+        connection, and no coroutine per request: a keep-alive request costs a future
+        (docs/performance.md)."""
+        while request is not None:
+            ctx = RequestContext(self, request)
             try:
-                await self.upgrade(request, response, ctx.received_at)
-            finally:
-                self.closing = True
-                self.transport.close()
-            return False
-        body = ctx.request_body  # None: no body, and the handler asked for none
-        keep_alive = self.may_keep_alive(ctx)
-        # Sent at once when the body is in memory (bytes, a page's Fragments): no coroutine.
-        sent = self.write_now(request, response, keep_alive)
-        if sent is None or not self._writable or self.in_stream_budget:
-            sent = await self._reply_later(request, response, keep_alive, ctx, sent)
-        elif self.server.access_enabled:
-            self.log_access(request, sent[0], sent[1], ctx.received_at, ctx.alloc)
-        if ctx.after_reply is not None:  # the page's work after the reply starts (conn.after)
-            ctx.after_reply(sent[0])
-        keep_alive = sent[2]
-        if keep_alive and body is not None and body.must_drain:
-            keep_alive = await body.drain()
-        return self._replied(keep_alive)
+                response = await self.handler(ctx)
+                if type(response) is not Response or type(response.body) not in _IN_MEMORY:
+                    response = self.checked(response)  # (a page's body needs no check)
+            except ProtocolError as err:  # from ctx.body(): a bad, slow or oversized body
+                self.release_body()
+                self._reject(err, request)
+                return
+            except Exception as exc:  # (a client that left while its page ran: no error)
+                response = self.failure_page(request, exc, quiet=self.closing)
+            if self.reserved:  # the page is done with its body: out of the budget
+                self.release_body()
+            if self.closing or type(response) is WebSocketUpgrade:  # no more HTTP here
+                await self._leave_http(request, response, ctx.received_at)
+                return
+            keep_alive = self.may_keep_alive(ctx)
+            # Sent at once when the body is in memory (bytes, a page's Fragments).
+            sent = self.write_now(request, response, keep_alive)
+            if sent is None or not self._writable or self.in_stream_budget:
+                sent = await self._reply_later(request, response, keep_alive, ctx, sent)
+            elif self.server.access_enabled:
+                self.log_access(request, sent[0], sent[1], ctx.received_at, ctx.alloc)
+            if ctx.after_reply is not None:  # the page's work after the reply (conn.after)
+                ctx.after_reply(sent[0])
+            body = ctx.request_body  # None: no body, and the handler asked for none
+            keep_alive = sent[2]
+            if keep_alive and body is not None and body.must_drain:
+                keep_alive = await body.drain()
+            request = self._replied(keep_alive)
+            if request is None and not self.closing:  # the task waits for the next one
+                arrival = self._arrival = self.server.loop.create_future()
+                request = await arrival
 
-    def _replied(self, keep_alive: bool) -> bool:
-        """The reply is out: the connection waits for the next request, or closes."""
+    def _replied(self, keep_alive: bool) -> Request | None:
+        """The reply is out: the next request if it is here already, else None (the
+        connection waits for it, or closes)."""
         self.busy = False
         if not keep_alive or self.closing:
             self.closing = True
             self.close_after_reply()
-            return False
-        return True
+            return None
+        return self._take_request()
+
+    async def _leave_http(
+        self, request: Request, response: Response | WebSocketUpgrade, received_at: float
+    ) -> None:
+        """No more HTTP on this connection: the client left while its page ran (nobody to
+        answer), or the page accepted a WebSocket, whose session has the connection to
+        its end (core.py's ``upgrade``)."""
+        if self.closing or type(response) is not WebSocketUpgrade:
+            return
+        self.ws_chunks = []  # from now on the bytes are the session's (receive_frames)
+        try:
+            await self.upgrade(request, response, received_at)
+        finally:
+            self.closing = True
+            self.transport.close()
 
     def close_after_reply(self) -> None:
         """Close the connection after its last reply, the FIN right behind the reply.

@@ -101,10 +101,9 @@ class AioReplies(ReplyCore):
         length = len(body)
         join = body if length <= JOIN_LIMIT and type(body) is bytes else None
         status = response.status
+        c_frame = framing.C_FRAME  # the C framer itself (docs/performance.md), or None
         try:  # a small body is joined behind the head: one bytes, one write
-            head = None
-            if framing.C_FRAME is not None:  # the C framer itself (docs/performance.md)
-                head = framing.C_FRAME(request, status, response.headers, length, keep_alive, join)
+            head = c_frame and c_frame(request, status, response.headers, length, keep_alive, join)
             if head is None:  # (C framer off, or a reply it leaves to the Python code)
                 head = frame_response(
                     request, status, response.headers, length, keep_alive=keep_alive, join=join
@@ -114,10 +113,11 @@ class AioReplies(ReplyCore):
         data = head.data
         if not head.send_body:
             length = 0
-        joined = join is not None and head.send_body
-        if len(data) - (length if joined else 0) > HEAD_LIMIT:  # send() answers a 500
-            return None
-        if joined or not length:
+            join = None
+        size = len(data)
+        if size > HEAD_LIMIT and size - (0 if join is None else length) > HEAD_LIMIT:
+            return None  # a head too large for trio's arena: send() answers a 500
+        if join is not None or not length:
             self.transport.write(data)
         else:
             self.transport.writelines((data, body))

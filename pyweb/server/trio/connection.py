@@ -303,8 +303,7 @@ class Connection(ConnectionCore):
                 except BlockingIOError:
                     if self.deadline == _INF:  # the first wait: for what, and how long
                         self.phase = HEAD if parser.buffered else IDLE
-                        now = trio.current_time()
-                        self.deadline = now + self.patience(now)
+                        self.deadline = trio.current_time() + self.patience()
                     if not await self.wait_for_request():
                         return None
                     continue
