@@ -35,7 +35,7 @@ from pyweb.server import Server, ServerConfig
 from pyweb.server.base import BaseServer
 from pyweb.server.config import setting_default, settings
 from pyweb.server.configfile import ConfigFileError, find_config_file, read_config_file
-from pyweb.server.supervised import RECYCLE_EXIT, announce_ready
+from pyweb.server.supervised import RECYCLE_EXIT
 from pyweb.server.workers import Supervisor
 
 __all__ = ["main", "build_parser"]
@@ -417,32 +417,11 @@ async def serve_until_signalled(
             await nursery.start(serve)
             if background is not None:  # the scheduled jobs (pyweb/background.py)
                 nursery.start_soon(background.run)
-            config = server.config
-            worker = os.environ.get("PYWEB_WORKER_ID")
-            if config.listen_fd is not None and worker is not None:
-                announce_ready(worker)
-            else:
-                print(
-                    f"pyweb serving {config.site_dir} on {server.url} "
-                    f"(scheduler {config.scheduler}, dev mode {'on' if config.dev else 'off'}, "
-                    f"regions {pyweb_regions.IMPLEMENTATION})",
-                    flush=True,
-                )
-                if config.dev:
-                    print(learning_banner(server), flush=True)
+            if server.announce(server.config.site_dir) and server.config.dev:
+                print(learning_banner(server), flush=True)  # (not a worker's)
             async for signum in signals:
-                if signum == signal.SIGHUP:
-                    if not server.closing:
-                        reload(server, argv, started)
-                elif signum == signal.SIGUSR1:  # logrotate moved the files: open new ones
-                    if server.log is not None:
-                        server.log.reopen()
-                elif not server.closing:
-                    _say(f"{signal.Signals(signum).name}, shutting down")
-                    server.shutdown()
-                else:
-                    _say("second signal, stopping now")
-                    forced = True
+                if server.answer_signal(signum, lambda: reload(server, argv, started)):
+                    forced = True  # a second stop signal: at once
                     nursery.cancel_scope.cancel()
     if forced:
         return 1

@@ -24,10 +24,15 @@ connections and the listener are told).
 from __future__ import annotations
 
 import math
+import os
 import random
+import signal
 import socket
+import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import pyweb_regions
 from pyweb.events import Latch, Multicast
 from pyweb.handler import Context, Handler
 from pyweb.protocol.response import Response
@@ -37,9 +42,11 @@ from .budget import BUDGET, give_big_buffers_back
 from .collector import size_young_generation
 from .config import ServerConfig, settings
 from .control import RELOAD, SHUTDOWN
+from .listener import open_listener
 from .proxy import TrustedProxies
 from .scheduling import Scheduler, make_scheduler
 from .slots import Slots
+from .supervised import announce_ready
 
 if TYPE_CHECKING:
     from .logging import ServerLog
@@ -105,6 +112,69 @@ class BaseServer:
         from :meth:`shutdown`, :data:`RELOAD` from :meth:`reconfigure`; ``port()`` listens."""
         self.stopping = Latch()
         """Set by :meth:`shutdown`; ``ctx.shutdown_evt()`` is its event (control.py)."""
+
+    async def listen(self, sock: socket.socket | None = None) -> socket.socket:
+        """The listening socket, non-blocking: ``sock``, the supervisor's shared one
+        (``listen_fd``: this is a worker), or a new one on ``host:port``; ``host`` and
+        ``port`` say where it listens (port 0 becomes the real one)."""
+        config = self.config
+        if sock is None and config.listen_fd is not None:
+            sock = socket.socket(fileno=config.listen_fd)
+        if sock is None:
+            sock = await open_listener(config.host, config.port, config.backlog)
+        sock.setblocking(False)
+        self.listener = sock
+        self.host, self.port = sock.getsockname()[:2]
+        return sock
+
+    def open_log(self) -> ServerLog:
+        """The access and error logs of this run (written by the log's own task)."""
+        from .logging import ServerLog
+
+        config = self.config
+        self.log = ServerLog(
+            config.access_log,
+            config.error_log,
+            access_format=config.access_log_format,
+            log_format=config.log_format,
+        )
+        return self.log
+
+    def announce(self, site_dir: str | None, loop: str = "") -> bool:
+        """Say that the server listens: a worker tells its supervisor it is ready (False),
+        a server on its own prints where it serves (True; ``loop``: which loop, when not
+        trio's)."""
+        config = self.config
+        worker = os.environ.get("PYWEB_WORKER_ID")
+        if config.listen_fd is not None and worker is not None:
+            announce_ready(worker)  # (one write: supervised.py says why)
+            return False
+        print(
+            f"pyweb serving {site_dir} on {self.url} ({loop}scheduler "
+            f"{config.scheduler}, dev mode {'on' if config.dev else 'off'}, "
+            f"regions {pyweb_regions.IMPLEMENTATION})",
+            flush=True,
+        )
+        return True
+
+    def answer_signal(self, signum: int, reload: Callable[[], object] | None) -> bool:
+        """What ``pyweb serve`` does on a signal, on either loop: SIGHUP reloads
+        (``reload()``), SIGUSR1 reopens the log files (logrotate moved them), the first
+        SIGINT or SIGTERM begins a graceful shutdown. True for a second one: the caller
+        stops at once."""
+        if signum == signal.SIGHUP:
+            if reload is not None and not self.closing:
+                reload()
+        elif signum == signal.SIGUSR1:
+            if self.log is not None:
+                self.log.reopen()
+        elif not self.closing:
+            _say(f"{signal.Signals(signum).name}, shutting down")
+            self.shutdown()
+        else:
+            _say("second signal, stopping now")
+            return True
+        return False
 
     @property
     def url(self) -> str:
@@ -232,3 +302,7 @@ class BaseServer:
         self.stopping.set()  # long waits in handlers (ctx.shutdown_evt()) end now
         self.scheduler.stop()
         return True
+
+
+def _say(text: str) -> None:
+    print(f"pyweb: {text}", file=sys.stderr, flush=True)

@@ -17,15 +17,12 @@ What ``pyweb serve`` does around a trio server (``cli.serve_until_signalled``), 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 from collections.abc import Callable
 from typing import Any
 
-import pyweb_regions
-
-from ..supervised import RECYCLE_EXIT, announce_ready
+from ..supervised import RECYCLE_EXIT
 from .server import AsyncioServer, new_loop
 
 __all__ = ["serve_asyncio"]
@@ -95,26 +92,13 @@ async def _serve(
     if guard_signals is not None:
         guard_signals()
     try:
-        _announce(server, site_dir, loop_name)
+        server.announce(site_dir, f"loop asyncio on {loop_name}, ")
         if banner is not None:
             print(banner(server), flush=True)
         return await _run(server, forced)
     finally:
         for signum in watched:
             loop.remove_signal_handler(signum)
-
-
-def _announce(server: AsyncioServer, site_dir: str, loop_name: str) -> None:
-    config = server.config
-    worker = os.environ.get("PYWEB_WORKER_ID")
-    if config.listen_fd is not None and worker is not None:
-        announce_ready(worker)
-        return
-    print(
-        f"pyweb serving {site_dir} on {server.url} (loop asyncio on {loop_name}, "
-        f"scheduler {config.scheduler}, dev mode {'on' if config.dev else 'off'}, regions {pyweb_regions.IMPLEMENTATION})",
-        flush=True,
-    )
 
 
 def _watch_signals(
@@ -125,20 +109,15 @@ def _watch_signals(
 ) -> tuple[int, ...]:
     """Install the handlers of the signals ``pyweb serve`` answers; returns them."""
 
+    def reloaded() -> None:
+        if reload is not None:
+            reload(server)
+
     def on_signal(signum: int) -> None:
-        if signum == signal.SIGHUP:
-            if reload is not None and not server.closing:
-                reload(server)
-        elif signum == signal.SIGUSR1:
-            if server.log is not None:
-                server.log.reopen()
-        elif not server.closing:
-            _say(f"{signal.Signals(signum).name}, shutting down")
-            server.shutdown()
-        elif not forced.done():
-            _say("second signal, stopping now")
-            server.abort_all()
-            forced.set_result(None)
+        if server.answer_signal(signum, reloaded):
+            if not forced.done():  # a second stop signal: every connection ends now
+                server.abort_all()
+                forced.set_result(None)
 
     watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
     for signum in watched:

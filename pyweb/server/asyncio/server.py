@@ -18,8 +18,6 @@ import socket
 from typing import Any
 
 from ..base import BaseServer
-from ..listener import open_listener
-from ..logging import ServerLog
 from .connection import HttpProtocol
 from .deadlines import Deadlines
 from .schedulers import AioDriver
@@ -68,25 +66,12 @@ class AsyncioServer(BaseServer):
     async def start(self, sock: socket.socket | None = None) -> None:
         """Open the logs and listen (on ``sock``, the supervisor's ``listen_fd``, or a new
         socket on ``host:port``)."""
-        config = self.config
         self.loop = loop = asyncio.get_running_loop()
-        self.log = log = ServerLog(
-            config.access_log,
-            config.error_log,
-            access_format=config.access_log_format,
-            log_format=config.log_format,
-        )
-        self._log_task = loop.create_task(log.run())
+        self._log_task = loop.create_task(self.open_log().run())
         if self.metrics is not None:  # a worker's counts, for the others (metrics.py)
             self._metrics_task = loop.create_task(self.metrics.keep_written())
         self._drained = loop.create_future()
-        if sock is None and config.listen_fd is not None:
-            sock = socket.socket(fileno=config.listen_fd)
-        if sock is None:  # the trio server's listening socket (IPv6 hosts too)
-            sock = await open_listener(config.host, config.port, config.backlog)
-        sock.setblocking(False)
-        self.listener = sock
-        self.host, self.port = sock.getsockname()[:2]
+        await self.listen(sock)
         self.set_nodelay = not type(loop).__module__.startswith("uvloop")
         await self.scheduler.accept(self, AioDriver(self, lambda sock: HttpProtocol(self, sock)))
 

@@ -18,8 +18,6 @@ scope (the scheduler's stop cancels it).
 
 from __future__ import annotations
 
-import socket
-
 import trio
 
 from ..base import BaseServer
@@ -42,30 +40,17 @@ class Server(BaseServer):
     ) -> None:
         """Listen, call ``task_status.started(self)``, serve until :meth:`shutdown`, then
         wait for in-flight requests and the log to drain, and return."""
-        from ..listener import close_socket, open_listener
-        from ..logging import ServerLog
+        from ..listener import close_socket
 
-        config = self.config
-        self.log = log = ServerLog(
-            config.access_log,
-            config.error_log,
-            access_format=config.access_log_format,
-            log_format=config.log_format,
-        )
+        log = self.open_log()
         stop_port = self.broadcast.port()  # serve() itself waits for SHUTDOWN
         async with trio.open_nursery() as outer:
             await outer.start(log.run)
             if self.metrics is not None:  # a worker's counts, for the others (metrics.py)
                 outer.start_soon(self.metrics.keep_written)
             try:
-                if config.listen_fd is not None:  # a worker: the supervisor's shared socket
-                    self.listener = socket.socket(fileno=config.listen_fd)
-                    self.listener.setblocking(False)
-                else:
-                    self.listener = await open_listener(config.host, config.port, config.backlog)
+                listener = await self.listen()  # (a worker's: the supervisor's socket)
                 try:
-                    address = self.listener.getsockname()
-                    self.host, self.port = address[0], address[1]
                     async with trio.open_nursery() as nursery:
                         await self.scheduler.accept(self, TrioDriver(self, nursery))
                         task_status.started(self)
@@ -73,7 +58,7 @@ class Server(BaseServer):
                             await stop_port.recv()
                         # From here the nursery only waits for connections to finish.
                 finally:
-                    close_socket(self.listener)
+                    close_socket(listener)
             finally:
                 log.close()
                 if self.metrics is not None:
