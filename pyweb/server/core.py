@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from pyweb.protocol.negotiation import prefers_json
+from pyweb.protocol.parser import RequestParser
 from pyweb.protocol.response import Response
 from pyweb.runtime import now
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from pyweb.handler import Handler
     from pyweb.protocol.errors import ProtocolError
     from pyweb.protocol.messages import Request
-    from pyweb.protocol.parser import RequestParser
     from pyweb.protocol.websocket import WebSocketUpgrade
 
     from .config import ServerConfig
@@ -56,6 +56,7 @@ class ConnectionCore:
     # asyncio). No ``__slots__ = ()`` here: the fields it writes are the driver's.
     server: Host
     config: ServerConfig
+    handler: Handler
     site: Handler
     log: ServerLog
     parser: RequestParser
@@ -74,6 +75,21 @@ class ConnectionCore:
 
         async def send(self, request: Request, response: Response, keep_alive: bool) -> Sent:
             """Send a reply: (status, body bytes sent, whether the connection stays)."""
+
+    def open(self, server: Host) -> None:
+        """What a connection takes from its server when it opens, and keeps to its end (a
+        reload changes them for new connections only, Marlow §6): the settings, the
+        handler, the site (it draws the server's error pages with its own dev flag), the
+        log; with its own sans-IO parser, and when it opened (``keepalive_time``)."""
+        self.server = server
+        self.config = config = server.config
+        self.handler = server.handler
+        self.site = server.site_handler
+        log = server.log
+        assert log is not None, "connections exist only while the server serves"
+        self.log = log
+        self.parser = RequestParser(config.limits)
+        self.opened_at = time.time()
 
     def checked(self, response: Response) -> Response:
         """``genResponse``: the handler's result, if it is a Response (a TypeError, for the

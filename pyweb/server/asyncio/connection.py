@@ -40,7 +40,7 @@ from typing import Any, Protocol
 from pyweb.events import Latch
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
-from pyweb.protocol.parser import MAX_PIECE, RequestParser
+from pyweb.protocol.parser import MAX_PIECE
 from pyweb.protocol.response import Fragments, Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
@@ -141,19 +141,11 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
     """Set by :meth:`finished` (pool and nothread only)."""
 
     def __init__(self, server: AioHost, sock: socket.socket | None = None) -> None:
-        self.server = server
+        self.open(server)  # its settings, handler, site, log, parser (core.py)
         self.socket = sock
         """The connection's socket, as accepted (its transport owns it): for the early
         half-close of :meth:`close_after_reply` (None: not known, no early half-close)."""
-        self.config = config = server.config  # frozen for this connection (Marlow §6)
-        self.handler = server.handler  # a reload gives new connections a new handler
-        self.site = server.site_handler  # (and its error pages, with its dev flag)
-        log = server.log
-        assert log is not None, "connections exist only while the server serves"
-        self.log = log
-        self.parser = RequestParser(config.limits)
         self.peer = self.client = "-"
-        self.opened_at = time.time()
 
     @property
     def sock(self) -> PeekSocket | None:

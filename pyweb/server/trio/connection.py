@@ -73,7 +73,6 @@ from trio.lowlevel import wait_readable
 
 from pyweb.protocol.errors import ProtocolError
 from pyweb.protocol.messages import NEED_DATA, ConnectionClosed, Request
-from pyweb.protocol.parser import RequestParser
 from pyweb.protocol.response import Response
 from pyweb.protocol.websocket import WebSocketUpgrade
 
@@ -111,21 +110,11 @@ class Connection(ConnectionCore):
     )  # fmt: skip
 
     def __init__(self, server: Host, sock: socket.socket, peer: str) -> None:
-        self.server = server
-        self.config = config = server.config
-        """The settings this connection started with, kept to its end (Marlow §6)."""
-        self.handler = server.handler
-        self.site = server.site_handler
-        """The site this connection started with: it draws the server's error pages with
-        its own dev flag (a reload gives new connections a new site)."""
-        log = server.log
-        assert log is not None, "connections exist only while the server serves"
-        self.log = log
+        self.open(server)  # its settings, handler, site, log, parser (core.py)
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = peer
-        self.parser = RequestParser(config.limits)
-        self.replies = Replies(sock, peer, config, log, server.error_page, self.site)
+        self.replies = Replies(sock, peer, self.config, self.log, server.error_page, self.site)
         self.phase = IDLE
         self.deadline = _INF
         """When the current wait for a request stops waiting (trio clock)."""
@@ -146,8 +135,6 @@ class Connection(ConnectionCore):
         (set by RequestContext; the access log shows it)."""
         self.served = 0
         """Requests read on this connection (``keepalive_requests``)."""
-        self.opened_at = time.time()
-        """When the connection was accepted (``keepalive_time``)."""
         self.evicted = False
         """Closed by :class:`~.slots.Slots` to make room for a newcomer (it was waiting)."""
         self.in_stream_budget = False
