@@ -1,9 +1,9 @@
 """What the shared server code may ask of a connection: the ``ServerConnection`` contract.
 
 A connection is Marlow's ``talk`` loop (§3.2) on one socket. pyweb runs it on two loops
-(Hop §2.4, pluggable schedulers): trio (``connection.py``) and asyncio (``asyncio/connection.py``). What a
-request does on its connection is written once, against this contract, not against
-either loop's class:
+(Hop §2.4, pluggable schedulers): trio (``trio/connection.py``) and asyncio
+(``asyncio/connection.py``). What a request does on its connection is written once,
+against this contract and ``core.py``, not against either loop's class:
 
 - the request body (``body.py``): read on demand, ``100 Continue``, the deadlines, the
   memory budget, draining what the handler left;

@@ -7,7 +7,7 @@ them to the same sans-IO parser the trio server uses, runs the handler in the co
 task with the same :class:`~pyweb.server.context.RequestContext`, and writes the reply
 framed by the same :func:`~pyweb.protocol.frame_response` straight to the transport
 (``replies.py``): no stream wrappers on the hot path. Marlow's ``talk`` is here too, in
-the connection's one task (:meth:`HttpProtocol._talk`, started by the first request): a
+the connection's one task (:meth:`HttpProtocol._serve`, started by the first request): a
 request arrives → the handler runs → the reply is written → the access record is queued →
 the next request (already buffered, or handed over by the next ``data_received``).
 
