@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -132,7 +131,3 @@ async def _run(server: AsyncioServer, forced: asyncio.Future[None]) -> int:
     if forced.done():
         return 1
     return RECYCLE_EXIT if server.recycled else 0
-
-
-def _say(text: str) -> None:
-    print(f"pyweb: {text}", file=sys.stderr, flush=True)
