@@ -168,6 +168,23 @@ def test_each_guard_runs_for_each_route(site_dir: Path, trace: list[str], kind: 
     assert "cors" in _ran(trace)  # the site allows the request's origin: the guard acts
 
 
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_each_guard_decides_on_the_usual_request(site_dir: Path, trace: list[str], kind: str) -> None:
+    """A GET without a cookie to a site without CORS settings, the route remembered: the
+    route's plan passes it on one line (``# guard: cors, methods``), and the next guards
+    find nothing to do by their tests; still every guard decides, in order."""
+    method, path, status = KINDS[kind]
+    with serve(site_dir) as plain:
+        client = Served(f"http://127.0.0.1:{plain.server.port}")  # type: ignore[attr-defined]
+        assert client.request(method, path).status == status  # routed (and remembered)
+        trace.clear()
+        answer = client.request(method, path)
+        assert answer.status == status, (kind, answer.status, answer.text[:200])
+        assert "access-control-allow-origin" not in answer.headers
+    assert _decided(trace) == NAMES, kind
+    assert not _ran(trace) & {"cors", "methods", "csrf"}, kind  # nothing to do
+
+
 def test_each_guard_runs_for_a_websocket_handshake(site_dir: Path, trace: list[str]) -> None:
     from websockets.sync.client import connect
 
