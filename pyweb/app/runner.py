@@ -217,10 +217,11 @@ class Runner(ErrorPages):
         scope: dict[str, Any] | None,
     ) -> Response:
         """The ``after`` steps of the guards, the inner ones first, once the page has left
-        its region (``found``: what the region found, if anything), but compression's
-        (``run_in_guards`` takes it last, and the usual answer's steps, none of which but
-        the headers' has anything to do). A script's globals (``scope``) are emptied once
-        its reply is done: they hold conn."""
+        its region (``found``: what the region found, if anything), for any answer but the
+        usual one, and but compression's: ``run_in_guards`` takes that last, and takes the
+        usual answer's steps itself (its tests find that only the headers guard has
+        something to do). A script's globals (``scope``) are emptied once its reply is
+        done: they hold conn."""
         if scope is not None:
             response = pages.end_scope(scope, response)
         if found is not None:  # guard: regions
