@@ -48,7 +48,7 @@ what a change to the request path's Python adds or takes away, exactly, whatever
 
 Usage: .venv/bin/python benchmarks/bench_page_stages.py [--loop trio|asyncio|both]
            [--pages hello,dynamic,guess] [--n 20000] [--callgrind [--main-thread]]
-           [--bytecodes] [--json FILE]
+           [--bytecodes] [--whole] [--json FILE]
 (needs PYWEB_SECRET_KEY, as the peers benchmark: the example pages post forms.)
 """
 
@@ -100,6 +100,10 @@ answers 13 bytes of text/plain, ``dynamic`` builds the 984-byte page per request
 service's ``respond``), ``static`` the peers' 984-byte static file (no page runs for it: only
 ``whole`` is measured, the other stages read 0)."""
 STAGES = ["floor", "route", "regions", "prepare", "outcome", "script", "secure", "whole"]
+WHOLE_ONLY = False
+"""``--whole``: measure the ``whole`` stage alone (each page warmed up longer), for a change
+to the request path as a whole: with ``--callgrind --main-thread``, two runs of one tree
+agree within about 200 instructions."""
 _MARK = "sys_getswitchinterval"
 """The C function a callgrind dump is taken before: ``sys.getswitchinterval()`` is called
 by nothing else in this benchmark, so each call marks a stage's start or end."""
@@ -308,11 +312,13 @@ async def measure(loop: str, site: Any, pages: list[str], n: int, marks: bool) -
     for page_name in pages:
         ctx = Ctx(parse(PAGES[page_name]))
         calls = {"empty": empty, **stage_calls(site, ctx)}
+        if WHOLE_ONLY:
+            calls = {"empty": empty, "whole": calls["whole"]}
         for call in calls.values():  # warm up: caches, the watchdog's start, imports
             stubs = getattr(call, "stubs", {})
             for attr, stub in stubs.items():
                 setattr(site, attr, stub)
-            for _ in range(50):
+            for _ in range(300 if WHOLE_ONLY else 50):
                 await call()
             for attr in stubs:
                 delattr(site, attr)
@@ -385,7 +391,7 @@ def callgrind(loop: str, pages: list[str], n: int, main_thread: bool = False) ->
         "valgrind", "--tool=callgrind", f"--dump-before={_MARK}", "--dump-instr=no",
         *(["--separate-threads=yes"] if main_thread else []),
         f"--callgrind-out-file={out}", sys.executable, __file__, "--child", "--loop", loop,
-        "--pages", ",".join(pages), "--n", str(n),
+        "--pages", ",".join(pages), "--n", str(n), *(["--whole"] if WHOLE_ONLY else []),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict and set layouts every run
     subprocess.run(
@@ -399,7 +405,7 @@ def callgrind(loop: str, pages: list[str], n: int, main_thread: bool = False) ->
         counts.append(int(m[1]) if m else 0)
     shutil.rmtree(out_dir, ignore_errors=True)
     # dumps: [start-up..first mark], then per loop a (gap, loop) pair of dumps
-    names = ["empty", *stage_names()]
+    names = ["empty", "whole"] if WHOLE_ONLY else ["empty", *stage_names()]
     results: dict[str, dict[str, float]] = {}
     i = 1  # dump 0: everything before the first mark; then (loop, gap) pairs
     for page_name in pages:
@@ -418,6 +424,11 @@ def stage_names() -> list[str]:
 
 def report(loop: str, unit: str, results: dict) -> str:
     pages = list(results)
+    if WHOLE_ONLY:
+        cells = [f"{results[p]['whole'] - results[p]['empty']:,.0f}" for p in pages]
+        return "\n".join([f"### {loop} ({unit} per request)", "",
+                          "| stage | " + " | ".join(pages) + " |", "|---|" + "---:|" * len(pages),
+                          "| whole | " + " | ".join(cells) + " |"])  # fmt: skip
     lines = [f"### {loop} ({unit} per request)", "",
              "| stage | " + " | ".join(pages) + " |",
              "|---|" + "---:|" * len(pages)]  # fmt: skip
@@ -482,9 +493,12 @@ def main() -> None:
         "--main-thread", action="store_true", help="with --callgrind: the loop's thread only"
     )
     parser.add_argument("--bytecodes", action="store_true", help="bytecodes per request")
+    parser.add_argument("--whole", action="store_true", help="the whole stage alone")
     parser.add_argument("--json", default=None, help="write the raw numbers here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global WHOLE_ONLY
+    WHOLE_ONLY = args.whole
     os.environ.setdefault("PYWEB_SECRET_KEY", "bench-only-key-0123456789abcdef0123456789")
     pages = [p for p in args.pages.split(",") if p]
     loops = ["trio", "asyncio"] if args.loop == "both" else [args.loop]
