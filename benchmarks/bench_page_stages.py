@@ -38,9 +38,17 @@ Two ways to count:
   repeatable under load. The script re-runs itself under valgrind; a dump is taken before
   and after each stage's loop (``--dump-before`` on a function only the marker calls), and
   the per-request count is the loop's count minus an empty loop's, divided by ``--n``.
+  With ``--main-thread`` only the loop's own thread is counted (``--separate-threads``):
+  the watchdog's thread, which looks at the loop every 50 ms of wall time, is left out,
+  and two runs of one tree then agree within a few hundred instructions.
+
+A third count, ``--bytecodes``, traces ``whole`` (``sys.settrace`` with opcode events, on
+trio) and reports the bytecodes run per request, the page layer's functions one by one:
+what a change to the request path's Python adds or takes away, exactly, whatever the load.
 
 Usage: .venv/bin/python benchmarks/bench_page_stages.py [--loop trio|asyncio|both]
-           [--pages hello,dynamic,guess] [--n 20000] [--callgrind] [--json FILE]
+           [--pages hello,dynamic,guess] [--n 20000] [--callgrind [--main-thread]]
+           [--bytecodes] [--whole] [--json FILE]
 (needs PYWEB_SECRET_KEY, as the peers benchmark: the example pages post forms.)
 """
 
@@ -92,6 +100,10 @@ answers 13 bytes of text/plain, ``dynamic`` builds the 984-byte page per request
 service's ``respond``), ``static`` the peers' 984-byte static file (no page runs for it: only
 ``whole`` is measured, the other stages read 0)."""
 STAGES = ["floor", "route", "regions", "prepare", "outcome", "script", "secure", "whole"]
+WHOLE_ONLY = False
+"""``--whole``: measure the ``whole`` stage alone (each page warmed up longer), for a change
+to the request path as a whole: with ``--callgrind --main-thread``, two runs of one tree
+agree within about 200 instructions."""
 _MARK = "sys_getswitchinterval"
 """The C function a callgrind dump is taken before: ``sys.getswitchinterval()`` is called
 by nothing else in this benchmark, so each call marks a stage's start or end."""
@@ -300,11 +312,13 @@ async def measure(loop: str, site: Any, pages: list[str], n: int, marks: bool) -
     for page_name in pages:
         ctx = Ctx(parse(PAGES[page_name]))
         calls = {"empty": empty, **stage_calls(site, ctx)}
+        if WHOLE_ONLY:
+            calls = {"empty": empty, "whole": calls["whole"]}
         for call in calls.values():  # warm up: caches, the watchdog's start, imports
             stubs = getattr(call, "stubs", {})
             for attr, stub in stubs.items():
                 setattr(site, attr, stub)
-            for _ in range(50):
+            for _ in range(300 if WHOLE_ONLY else 50):
                 await call()
             for attr in stubs:
                 delattr(site, attr)
@@ -368,27 +382,30 @@ def per_stage(raw: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def callgrind(loop: str, pages: list[str], n: int) -> dict:
-    """Re-run this script under callgrind; instructions per request per page and stage."""
+def callgrind(loop: str, pages: list[str], n: int, main_thread: bool = False) -> dict:
+    """Re-run this script under callgrind; instructions per request per page and stage
+    (``main_thread``: the loop's thread only, each thread's counts dumped apart)."""
     out_dir = tempfile.mkdtemp(prefix="pyweb-stages-cg-")
     out = os.path.join(out_dir, "cg.out")
     command = [
         "valgrind", "--tool=callgrind", f"--dump-before={_MARK}", "--dump-instr=no",
+        *(["--separate-threads=yes"] if main_thread else []),
         f"--callgrind-out-file={out}", sys.executable, __file__, "--child", "--loop", loop,
-        "--pages", ",".join(pages), "--n", str(n),
+        "--pages", ",".join(pages), "--n", str(n), *(["--whole"] if WHOLE_ONLY else []),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONHASHSEED": "0"}  # the same dict and set layouts every run
     subprocess.run(
         command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
     )
     counts = []
-    for path in sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1])):
+    dumps = glob.glob(out + (".*-01" if main_thread else ".*"))  # thread 1: the loop's
+    for path in sorted(dumps, key=lambda p: int(p.rsplit(".", 1)[1].split("-")[0])):
         with open(path) as f:
             m = re.search(r"^summary: (\d+)", f.read(), re.M)
         counts.append(int(m[1]) if m else 0)
     shutil.rmtree(out_dir, ignore_errors=True)
     # dumps: [start-up..first mark], then per loop a (gap, loop) pair of dumps
-    names = ["empty", *stage_names()]
+    names = ["empty", "whole"] if WHOLE_ONLY else ["empty", *stage_names()]
     results: dict[str, dict[str, float]] = {}
     i = 1  # dump 0: everything before the first mark; then (loop, gap) pairs
     for page_name in pages:
@@ -407,6 +424,11 @@ def stage_names() -> list[str]:
 
 def report(loop: str, unit: str, results: dict) -> str:
     pages = list(results)
+    if WHOLE_ONLY:
+        cells = [f"{results[p]['whole'] - results[p]['empty']:,.0f}" for p in pages]
+        return "\n".join([f"### {loop} ({unit} per request)", "",
+                          "| stage | " + " | ".join(pages) + " |", "|---|" + "---:|" * len(pages),
+                          "| whole | " + " | ".join(cells) + " |"])  # fmt: skip
     lines = [f"### {loop} ({unit} per request)", "",
              "| stage | " + " | ".join(pages) + " |",
              "|---|" + "---:|" * len(pages)]  # fmt: skip
@@ -424,25 +446,72 @@ def report(loop: str, unit: str, results: dict) -> str:
     return "\n".join(lines)
 
 
+def bytecodes(pages: list[str], n: int) -> str:
+    """Bytecodes per request of ``await site(ctx)`` for each page, and of each pyweb function
+    among them (a tracer's opcode events; the first requests run untraced, to warm up)."""
+    from collections import Counter
+
+    from pyweb.app.site import Site
+
+    site = Site(make_site())
+    lines = []
+    counts: Counter[str] = Counter()
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes, frame.f_trace_lines = True, False
+        if event == "opcode":
+            code = frame.f_code
+            counts[f"{code.co_filename.rsplit('/pyweb/', 1)[-1]}:{code.co_name}"] += 1
+        return tracer
+
+    for page_name in pages:
+        counts.clear()
+
+        async def traced(ctx: Ctx) -> None:
+            for _ in range(100):
+                await site(ctx)
+            sys.settrace(tracer)
+            try:
+                for _ in range(n):
+                    await site(ctx)
+            finally:
+                sys.settrace(None)
+
+        trio.run(traced, Ctx(parse(PAGES[page_name])))
+        lines.append(f"{page_name}: {sum(counts.values()) / n:.1f} bytecodes per request")
+        lines += [f"  {count / n:7.1f}  {where}" for where, count in counts.most_common()]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--loop", default="both", choices=("trio", "asyncio", "both"))
     parser.add_argument("--pages", default="hello,dynamic,page-hello")
     parser.add_argument("--n", type=int, default=None)
     parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument(
+        "--main-thread", action="store_true", help="with --callgrind: the loop's thread only"
+    )
+    parser.add_argument("--bytecodes", action="store_true", help="bytecodes per request")
+    parser.add_argument("--whole", action="store_true", help="the whole stage alone")
     parser.add_argument("--json", default=None, help="write the raw numbers here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global WHOLE_ONLY
+    WHOLE_ONLY = args.whole
     os.environ.setdefault("PYWEB_SECRET_KEY", "bench-only-key-0123456789abcdef0123456789")
     pages = [p for p in args.pages.split(",") if p]
     loops = ["trio", "asyncio"] if args.loop == "both" else [args.loop]
     if args.child:
         run_loop(args.loop, pages, args.n or 2000, marks=True)
         return
+    if args.bytecodes:
+        print(bytecodes(pages, args.n or 200))
+        return
     all_results = {}
     for loop in loops:
         if args.callgrind:
-            results = callgrind(loop, pages, args.n or 2000)
+            results = callgrind(loop, pages, args.n or 2000, args.main_thread)
             unit = "instructions"
         else:
             raw = run_loop(loop, pages, args.n or 20000, marks=False)

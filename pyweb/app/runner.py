@@ -12,6 +12,7 @@ page, or the status an exception names in an ``http_status`` attribute (the data
 
 from __future__ import annotations
 
+import functools
 import inspect
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -66,6 +67,9 @@ class Runner(ErrorPages):
     page_timeout: float | None
     sessions: SessionStore
     login_url: str
+    conn_login_url: str | None
+    """``login_url`` when it is not :attr:`Conn.login_url <pyweb.app.conn.Conn.login_url>`'s
+    default, which every conn has without a store (None: the default)."""
     csrf_exempt: tuple[str, ...]
     cors: CORS | None
     openapi: bool
@@ -96,7 +100,11 @@ class Runner(ErrorPages):
         its allocations counted.
         ``await site.run_page(...)``: it hands back the coroutine that does the work rather
         than being a coroutine itself, one object less on every request (Hop §3.1)."""
-        spec = _Page(run, page, filename, timed, tuple(traps), check_csrf, None, None, self.cors)
+        cors = self.cors
+        spec = _Page(
+            run, page, filename, timed, tuple(traps), check_csrf, None, None, cors,
+            *_plan(None, check_csrf, cors is not None),
+        )  # fmt: skip
         return self.run_in_guards(ctx, spec, params)
 
     async def run_in_guards(
@@ -111,14 +119,17 @@ class Runner(ErrorPages):
         Every guard decides on every request, on the line marked ``# guard: NAME``; a guard
         with nothing to do is decided by a test written there (an attribute, a method
         name) and costs no call (tests/security/test_pipeline_table.py records these
-        decisions for every kind of route). ``cors``: False when the CORS guard, which
-        wraps the rest, calls this again for the page."""
-        if page.cors is not None and cors:  # guard: cors (the route's policy: _Page.cors)
-            return await cors_guard.around(self, ctx, page, params)
+        decisions for every kind of route). The route's plan (:class:`_Page`'s ``passes``
+        and ``tokenless``, worked out when the route is found) answers for the guards
+        whose decision depends only on the route, the site's settings and the method.
+        ``cors``: False when the CORS guard, which wraps the rest, calls this again for
+        the page."""
         request = ctx.request
-        allowed = page.methods
-        if allowed is not None and request.method not in allowed:  # guard: methods
-            return headers.after(self, methods.refuse(self, request, allowed, page.allow))
+        method = request.method
+        if method not in page.passes:  # guard: cors, methods (the route's plan: _Page.passes)
+            refused = self._cors_or_methods(ctx, page, params, cors)
+            if refused is not None:
+                return await refused
         cookies = request.header("cookie")  # looked up once: _prepare and conn.cookies use it
         if (
             request.query  # a form to read
@@ -126,15 +137,15 @@ class Runner(ErrorPages):
             or request.chunked
             or request.content_length
             or cookies is not None  # guard: sessions (a session to load)
-            or (page.check_csrf and request.method not in SAFE_METHODS)  # guard: csrf
+            or method not in page.tokenless  # guard: csrf (the route's plan: _Page.tokenless)
         ):
             conn = await self._prepare(ctx, page, params, cookies)
             if not isinstance(conn, Conn):
                 return headers.after(self, conn)  # the form's 400 or 413, CSRF's 403
         else:  # the usual GET: nothing to read, load or check before the page
             conn = Conn(ctx, _EMPTY, _EMPTY, page.name, page.filename, self.root, self.templates)
-            if self.login_url != Conn.login_url:  # (as _conn: one call less per request)
-                conn.login_url = self.login_url
+            if self.conn_login_url is not None:  # (as _conn: one call less per request)
+                conn.login_url = self.conn_login_url
         conn.watchdog = watchdog.before()  # guard: watchdog
         conn_token = _current.set(conn)
         site_regions = self.regions
@@ -156,13 +167,23 @@ class Runner(ErrorPages):
         finally:
             scope = conn._scope  # (emptied with the answer, below)
             conn._scope = None  # (the globals hold conn: no cycle back, whatever happened)
-            found = None
-            if site_regions is not None:  # guard: regions
-                found = regions.after(site_regions, ctx, page.name, slot)
+            found = None if site_regions is None else regions.after(site_regions, ctx, page.name, slot)  # guard: regions
             if conn.files is not _EMPTY and conn.files:
                 close_all(conn.files.multi_items())  # uploads not moved: their files go
             _current.reset(conn_token)
-        response = self._page_answer(ctx, conn, page, response, found, scope)
+        if scope is not None and type(response) is Response and type(response.body) is bytes:
+            scope.clear()  # (the usual reply: pages.end_scope's case without its call)
+            scope = None
+        if (
+            found is not None  # guard: regions (the region found something to say)
+            or conn.unawaited  # guard: unawaited (the page dropped a coroutine)
+            or conn.held is not None  # guard: watchdog (it saw the page hold the loop)
+            or response is not conn.own_response  # guard: headers (a Response not made here)
+            or scope is not None  # (a streamed reply's globals: emptied when it ends)
+        ):
+            response = self._page_answer(ctx, conn, page, response, found, scope)
+        else:  # made by conn for this request, so no one else holds it: secured in place
+            response.headers.extend(headers.missing(self, response.headers))  # guard: headers
         try:  # (no cost unless it raises: a stream has no length, and goes to the step)
             if len(response.body) < self.compress_at:  # type: ignore[arg-type]  # guard: compress
                 return response
@@ -171,6 +192,20 @@ class Runner(ErrorPages):
         answer = compress.after(self, request, response)
         # (a coroutine when the body is compressed in a worker thread: a large body, a file)
         return await answer if type(answer) is CoroutineType else answer  # type: ignore[return-value]
+
+    def _cors_or_methods(
+        self, ctx: Context, page: _Page, params: dict[str, str] | None, cors: bool
+    ) -> Awaitable[Response] | None:
+        """The first two guards, for a method the route's plan does not pass: the CORS
+        guard, which wraps the rest of the pipeline (its awaitable is the whole answer), or
+        the methods guard's 405; None when neither acts and the request goes on."""
+        if page.cors is not None and cors:  # guard: cors (the route's policy: _Page.cors)
+            return cors_guard.around(self, ctx, page, params)
+        request = ctx.request
+        allowed = page.methods
+        if allowed is not None and request.method not in allowed:  # guard: methods
+            return _ready(headers.after(self, methods.refuse(self, request, allowed, page.allow)))
+        return None
 
     def _page_answer(
         self,
@@ -182,15 +217,14 @@ class Runner(ErrorPages):
         scope: dict[str, Any] | None,
     ) -> Response:
         """The ``after`` steps of the guards, the inner ones first, once the page has left
-        its region (``found``: what the region found, if anything), but compression's
-        (``run_in_guards`` takes it last). A script's globals (``scope``) are emptied once its
-        reply is done: they hold conn."""
+        its region (``found``: what the region found, if anything), for any answer but the
+        usual one, and but compression's: ``run_in_guards`` takes that last, and takes the
+        usual answer's steps itself (its tests find that only the headers guard has
+        something to do). A script's globals (``scope``) are emptied once its reply is
+        done: they hold conn."""
         if scope is not None:
-            if type(response) is Response and type(response.body) is bytes:
-                scope.clear()  # (the usual reply: pages.end_scope's case without its call)
-            else:
-                response = pages.end_scope(scope, response)
-        if found is not None:
+            response = pages.end_scope(scope, response)
+        if found is not None:  # guard: regions
             response = regions.answer(self, response, page.name, found)
         if conn.unawaited:  # guard: unawaited (the page dropped a coroutine)
             response = unawaited.after(self, ctx, conn, page.name, response)
@@ -214,8 +248,8 @@ class Runner(ErrorPages):
     ) -> Conn:
         # (positional: a class called with keywords costs a dictionary per call)
         conn = Conn(ctx, form, files, page.name, page.filename, self.root, self.templates, body, params)
-        if self.login_url != Conn.login_url:  # (the default is a class attribute: no store)
-            conn.login_url = self.login_url
+        if self.conn_login_url is not None:  # (the default is a class attribute: no store)
+            conn.login_url = self.conn_login_url
         return conn
 
     async def _prepare(
@@ -488,19 +522,48 @@ class _Page:
     cors: CORS | None = None
     """The route's CORS policy: a service's own, else the site's (``cors_*`` settings); None:
     no origin allowed, and the guard has nothing to do (:mod:`pyweb.app.guards.cors`)."""
+    passes: frozenset[str] = frozenset()
+    """The route's plan for the first two guards (:func:`_plan`): the methods neither acts
+    on here, so that a request with one of them passes both on one test. Any other method
+    (all of them, for a route with a CORS policy) goes to the guards themselves."""
+    tokenless: frozenset[str] = frozenset()
+    """The route's plan for CSRF (:func:`_plan`): the methods that need no token here. Any
+    other method goes to the guard, which looks at the session's token."""
+
+
+_PLANNED = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"})
+"""The methods a route's plan names; a request with another one is decided by each guard."""
+
+
+@functools.cache
+def _plan(
+    methods: tuple[str, ...] | None, check_csrf: bool, cors: bool
+) -> tuple[frozenset[str], frozenset[str]]:
+    """A route's plan, ``(passes, tokenless)`` (:class:`_Page`): the decisions of the guards
+    that depend only on the route, the site's settings and the request's method, made once
+    when the route is found (a site loaded again, by SIGHUP or in development mode, finds
+    its routes again). ``methods``: the methods the route takes (None: any); ``check_csrf``:
+    whether an unsafe method needs the token; ``cors``: whether a CORS policy covers the
+    route (then its guard wraps every request, and no method passes it)."""
+    taken = _PLANNED if methods is None else _PLANNED.intersection(methods)
+    passes = frozenset() if cors else taken
+    tokenless = SAFE_METHODS if check_csrf else _PLANNED
+    return passes, tokenless
 
 
 def _script_page(script: pages.Script, traps: Sequence[Trap], cors: CORS | None) -> _Page:
     """A script's page; ``cors``: the site's policy (a script has none of its own)."""
     return _Page(
-        script.run, script.name, script.path, script.is_async, tuple(traps), True, None, None, cors
-    )
+        script.run, script.name, script.path, script.is_async, tuple(traps), True, None, None,
+        cors, *_plan(None, True, cors is not None),
+    )  # fmt: skip
 
 
 def _service_page(svc: Service, traps: Sequence[Trap], cors: CORS | None) -> _Page:
     """A service's page; ``cors``: the site's policy, unless the service has its own."""
     code = getattr(svc.func, "__code__", None)
     at_once = svc.at_once and not traps  # (a trap may wait: then the deadline stays)
+    policy = svc.cors if svc.cors is not None else cors
     return _Page(
         svc.respond_at_once if at_once else svc.respond,
         f"service {svc.path}",
@@ -510,7 +573,8 @@ def _service_page(svc: Service, traps: Sequence[Trap], cors: CORS | None) -> _Pa
         svc.csrf,
         svc.methods,
         svc.allow,
-        svc.cors if svc.cors is not None else cors,
+        policy,
+        *_plan(svc.methods, svc.csrf, policy is not None),
     )
 
 

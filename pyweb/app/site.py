@@ -28,6 +28,7 @@ from pyweb.protocol.response import Response
 from pyweb.regions import SiteRegions
 
 from . import pages, unawaited
+from .conn import Conn
 from .cors import CORS
 from .formdata import FormLimits
 from .guards import headers
@@ -102,6 +103,11 @@ class Site(Routing):
         if not login_url.startswith("/"):
             raise ValueError(f"login_url is a path on this site, got {login_url!r}")
         self.login_url = login_url
+        self.conn_login_url = None if login_url == Conn.login_url else login_url
+        """``login_url`` when each conn must be told it (None: conn's default already)."""
+        self.usual_extra_headers: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        """The security headers an answer lacks whose only field is this ``Content-Type``
+        one, found the first time the site answers with it (:func:`headers.missing`)."""
         self.csrf_exempt = tuple(csrf_exempt)
         """URL patterns whose POSTs need no CSRF token (``"/api/*"``)."""
         self.security_headers = headers.security_headers(

@@ -19,8 +19,11 @@ cookie or body loads no session and checks no token, a service that takes the me
 refuses nothing, a site without traps runs none, a page that never awaits gets no
 deadline, a page that dropped no coroutine and held no loop is not looked at again, a body
 under ``compress_min_size`` is not compressed (docs/performance.md has the measurement).
-The table test records these
-decisions, the marked lines, for every kind of route.
+What depends only on the route and the site's settings is decided once, when the route is
+found: the route's plan (:func:`pyweb.app.runner._plan`) names the methods the CORS and
+methods guards let pass there and those that need no CSRF token, so their decision on a
+request is one test of its method. The table test records these decisions, the marked
+lines, for every kind of route.
 """
 
 from __future__ import annotations
