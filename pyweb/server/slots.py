@@ -98,6 +98,13 @@ LINGER = 1.0
 closing with unread bytes would reset the connection and the client could lose the 503."""
 MAX_LINGERING = 256
 """Refused connections lingering at once; past it they are closed at once."""
+FRESH_GRACE = 0.5
+"""Seconds a new connection that has sent nothing is left alone by the pool's door. A
+client sends its request as soon as it connects, but a busy machine, or a client process
+whose threads wait for one another, can put tens of milliseconds between the two: the
+door looks every 50 ms, and without a grace it closed such a client before its request
+came (the client read an empty reply). A crowd that connects and stays silent still gives
+way, half a second later."""
 
 
 class Slots(Generic[Connection]):
@@ -120,8 +127,8 @@ class Slots(Generic[Connection]):
         # sent nothing, then a stalled body of a request in progress.
         self.idle: dict[Connection, None] = {}
         self.heads: dict[Connection, None] = {}
-        self.fresh: dict[Connection, None] = {}
-        """New connections that have sent nothing yet."""
+        self.fresh: dict[Connection, float] = {}
+        """New connections that have sent nothing yet, with when they began to wait."""
         self.bodies: dict[Connection, None] = {}
         self.clients: Counter[str] = Counter()
         """Connections per client address, counted only with ``max_connections_per_client``."""
@@ -189,7 +196,7 @@ class Slots(Generic[Connection]):
             if self.clients[host] <= 0:
                 del self.clients[host]
 
-    def waiting(self, connection: Connection, stalled_body: bool = False) -> dict[Connection, None]:
+    def waiting(self, connection: Connection, stalled_body: bool = False) -> dict[Connection, Any]:
         """The connection waits for bytes (of a request body: ``stalled_body``): it may be
         closed for a newcomer. Returns where it is kept: when the wait is over, popping it
         from there is the cheap :meth:`working` (the one place it can be)."""
@@ -198,7 +205,8 @@ class Slots(Generic[Connection]):
         elif connection.phase == HEAD:
             room = self.heads
         elif connection.fresh:  # its request may be on its way: see _evict_one
-            room = self.fresh
+            self.fresh[connection] = current_loop().now()  # (once per connection)
+            return self.fresh
         else:  # an idle keep-alive connection: no request in progress
             room = self.idle
         room[connection] = None
@@ -254,11 +262,15 @@ class Slots(Generic[Connection]):
 
     def evict_waiting(self) -> bool:
         """Close the connection waiting longest for a newcomer (the pool and nothread
-        schedulers' door); False when none waits."""
-        return self._evict_one()
+        schedulers' door); False when none waits. The door cannot see whether the
+        newcomer has spoken, so a new connection that has sent nothing keeps its
+        :data:`FRESH_GRACE`."""
+        return self._evict_one(current_loop().now() - FRESH_GRACE)
 
-    def _evict_one(self) -> bool:
-        """Close the connection waiting longest, idle ones first; False when none waits."""
+    def _evict_one(self, fresh_before: float | None = None) -> bool:
+        """Close the connection waiting longest, idle ones first; False when none waits.
+        With ``fresh_before``, a new connection that has sent nothing is closed only if it
+        began to wait before then."""
         for waiting in (self.idle, self.heads):
             for connection in waiting:
                 del waiting[connection]
@@ -267,7 +279,9 @@ class Slots(Generic[Connection]):
         # is. One whose bytes are here is not silent: its task has not read them yet (a
         # busy server), so it is passed over.
         while self.fresh:
-            connection = next(iter(self.fresh))
+            connection, since = next(iter(self.fresh.items()))
+            if fresh_before is not None and since > fresh_before:
+                break  # the oldest is still in its grace, and so are the others
             del self.fresh[connection]
             if not has_bytes(connection.sock):
                 return self._evict(connection)

@@ -5,7 +5,8 @@ clock is fake. It stands still (``rate=0``) until the test jumps it, so a test c
 "9.9 virtual seconds later the connection is still open, 0.2 later it got its 408" without
 sleeping for ten real seconds, and without the flakiness of short real timeouts on a busy
 machine. This checks the watchdog of ``pyweb/server/trio/connection.py`` both ways: it never
-fires early and it does fire after the deadline.
+fires early and it does fire after the deadline; and the pool's door (``slots.py``'s
+``FRESH_GRACE``) the same two ways.
 """
 
 from __future__ import annotations
@@ -46,11 +47,11 @@ async def recv_all(sock: trio.socket.SocketType) -> bytes:
     return b"".join(chunks)
 
 
-def run_with_server(test) -> None:
+def run_with_server(test, **settings) -> None:
     clock = trio.testing.MockClock(rate=0)
 
     async def main() -> None:
-        config = ServerConfig(port=0, access_log=None, error_log=None, **TIMEOUTS)
+        config = ServerConfig(port=0, access_log=None, error_log=None, **TIMEOUTS, **settings)
         server = Server(config, hello)
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve)
@@ -133,3 +134,63 @@ def test_timeouts_are_exact_events_not_watchdog_ticks():
         assert reply.startswith(b"HTTP/1.1 408 ")
 
     run_with_server(test)
+
+
+async def recv_reply(sock: trio.socket.SocketType) -> bytes:
+    """Read until the hello reply is whole, or the server closed (b"": nothing came). Not
+    to the end: the server's lingering close waits on the clock, which stands still."""
+    data = b""
+    while not data.endswith(b"hello") and (chunk := await sock.recv(65536)):
+        data += chunk
+    return data
+
+
+def _door_test(silent_for: float):
+    """nothread's one task waits for A's request while B's waits in the backlog; A stays
+    silent for ``silent_for`` virtual seconds, then sends its request."""
+
+    async def test(server, a, clock):
+        await until_settled(lambda: server.slots.fresh)  # A accepted, waiting to speak
+        b = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        await b.connect(("127.0.0.1", server.port))  # completes in the kernel's backlog
+        await b.send(b"GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        for _ in range(round(silent_for / 0.05)):  # the door looks every 50 ms
+            clock.jump(0.05)
+            await settle(server)
+        try:
+            await a.send(b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        except OSError:  # (closed and reset: as lost as an empty reply)
+            a_reply = b""
+        else:
+            a_reply = await recv_reply(a)
+        assert (await recv_reply(b)).startswith(b"HTTP/1.1 200 ")  # B is served either way
+        b.close()
+        # The door sleeps on the clock between its looks: from here on, virtual time runs
+        # by itself whenever every task waits, so the shutdown can end.
+        clock.autojump_threshold = 0.0
+        return a_reply
+
+    return test
+
+
+def test_a_new_connection_slow_to_speak_keeps_the_one_task_for_its_grace():
+    # Broken before: the door (every 50 ms) closed a new connection that had sent nothing
+    # for a newcomer in the backlog, however new it was, and a client whose request came
+    # 0.3 s after its connect (a busy machine) read an empty reply.
+    replies = []
+
+    async def test(server, a, clock):
+        replies.append(await _door_test(0.3)(server, a, clock))
+
+    run_with_server(test, scheduler="nothread")
+    assert replies[0].startswith(b"HTTP/1.1 200 ")
+
+
+def test_a_new_connection_silent_past_its_grace_gives_way_to_the_backlog():
+    replies = []
+
+    async def test(server, a, clock):
+        replies.append(await _door_test(0.8)(server, a, clock))
+
+    run_with_server(test, scheduler="nothread")
+    assert replies[0] == b""  # closed for B, which was then served
