@@ -131,7 +131,7 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
     ws_chunks: list[bytes] | None = None
     """Bytes for the WebSocket session, once the connection is one (:meth:`receive_frames`)."""
     _lingering = False  # refused, and counted among the lingering (slots.py)
-    _listed: dict[Any, None] | None = None
+    _listed: dict[Any, Any] | None = None
     """The slots' list this connection waits in (idle, heads or fresh), if any."""
     _task: asyncio.Task[None] | None = None
     """The connection's one task, which answers its requests one after the other."""
@@ -440,9 +440,12 @@ class HttpProtocol(ConnectionCore, AioReplies, Accepted):
         # Listed where slots.waiting() would put it, at the end (the longest waits are
         # first), remembering the list: a request's start is one pop, not four.
         slots = self.server.slots
-        listed = slots.heads if phase == HEAD else slots.fresh if self.fresh else slots.idle
         if self._listed is not None:  # (a head half here: it moves from idle to the heads)
             self._listed.pop(self, None)
+        if phase != HEAD and self.fresh:  # (with the time it began: the door's grace)
+            self._listed = slots.waiting(self)
+            return
+        listed = slots.heads if phase == HEAD else slots.idle
         listed[self] = None
         self._listed = listed
 
