@@ -11,9 +11,10 @@ import os
 import signal
 import socket
 import sys
+import threading
+from collections.abc import Callable
 
 import pytest
-import trio
 
 from pyweb.server.supervised import RECYCLE_EXIT, worker_table
 from pyweb.server.workers import (
@@ -61,12 +62,11 @@ def listener() -> socket.socket:
     return sock
 
 
-async def ask(port: int) -> int:
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    async with stream:
-        await stream.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+def ask(port: int) -> int:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         data = b""
-        while chunk := await stream.receive_some():
+        while chunk := conn.recv(65536):
             data += chunk
     return int(data.split(b"\r\n\r\n", 1)[1])
 
@@ -80,31 +80,60 @@ def make(sock: socket.socket, count: int, limit: int = 0, said: list[str] | None
     )
 
 
+def supervise(supervisor: Supervisor, drive: Callable[[], object], *, stop: bool = True,
+              limit: float = 20.0) -> int:
+    """Run ``supervisor`` here (its signal handlers need the main thread) while ``drive()``
+    runs in a thread; then stop it (``stop``: the test may leave that to the supervisor).
+    A drain still going ``limit`` seconds after ``drive`` is a failure, not a timeout: a
+    SIGTERM (the second signal) kills the workers, and this raises."""
+    failure: list[BaseException] = []
+    finished = threading.Event()
+
+    def driver() -> None:
+        try:
+            drive()
+        except BaseException as exc:
+            failure.append(exc)
+            supervisor.stop()
+        if stop:
+            supervisor.stop()
+        if not finished.wait(limit):
+            failure.append(AssertionError(f"the drain did not end within {limit} s"))
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=driver)
+    thread.start()
+    try:
+        status = supervisor.run()
+    finally:
+        finished.set()
+        thread.join()
+    if failure:
+        raise failure[0]
+    return status
+
+
 @pytest.mark.timeout(30)
 def test_workers_share_the_port_and_a_dead_one_is_replaced():
     sock = listener()
     port = sock.getsockname()[1]
     said: list[str] = []
+    supervisor = make(sock, 2, said=said)
 
-    async def main():
-        supervisor = make(sock, 2, said=said)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(supervisor.run)
-            await supervisor.wait_for_starts(2)
-            pids = {slot.pid for slot in supervisor.slots}
-            assert {row["pid"] for row in worker_table(supervisor.table_path)} == pids
-            answered = {await ask(port) for _ in range(20)}
-            assert answered <= pids
-            victim = supervisor.slots[0]
-            os.kill(victim.pid, signal.SIGKILL)
-            await supervisor.wait_for_starts(3)
-            assert victim.exits == [-signal.SIGKILL]
-            assert victim.pid not in pids
-            assert await ask(port) in {slot.pid for slot in supervisor.slots}
-            supervisor.stop()
-        return supervisor
+    def drive():
+        supervisor.wait_for_starts(2)
+        pids = {slot.pid for slot in supervisor.slots}
+        assert {row["pid"] for row in worker_table(supervisor.table_path)} == pids
+        answered = {ask(port) for _ in range(20)}
+        assert answered <= pids
+        victim = supervisor.slots[0]
+        os.kill(victim.pid, signal.SIGKILL)
+        supervisor.wait_for_starts(3)
+        assert victim.exits == [-signal.SIGKILL]
+        assert victim.pid not in pids
+        assert ask(port) in {slot.pid for slot in supervisor.slots}
 
-    supervisor = trio.run(main)
+    supervise(supervisor, drive)
     # Drained by SIGTERM, not killed (a worker still starting up dies of the SIGTERM itself).
     assert {slot.process.returncode for slot in supervisor.slots} <= {0, -signal.SIGTERM}
     assert not os.path.exists(supervisor.table_path)
@@ -115,18 +144,10 @@ def test_workers_share_the_port_and_a_dead_one_is_replaced():
 def test_a_worker_that_keeps_dying_backs_off():
     sock = listener()
     said: list[str] = []
-
-    async def main():
-        # It says it is ready, then dies: a crash after start, restarted with back-off.
-        dies = "import os; os.write(int(os.environ['PYWEB_READY_FD']), b'1'); raise SystemExit(3)"
-        supervisor = Supervisor(sock, 1, lambda i, fd: [sys.executable, "-c", dies], say=said.append)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(supervisor.run)
-            await supervisor.wait_for_starts(4)
-            supervisor.stop()
-        return supervisor
-
-    supervisor = trio.run(main)
+    # It says it is ready, then dies: a crash after start, restarted with back-off.
+    dies = "import os; os.write(int(os.environ['PYWEB_READY_FD']), b'1'); raise SystemExit(3)"
+    supervisor = Supervisor(sock, 1, lambda i, fd: [sys.executable, "-c", dies], say=said.append)
+    supervise(supervisor, lambda: supervisor.wait_for_starts(4))
     delays = [line.rsplit("restarting in ", 1)[1] for line in said if "restarting" in line]
     assert delays[:3] == [f"{FIRST_DELAY:g} s", f"{FIRST_DELAY * 2:g} s", f"{FIRST_DELAY * 4:g} s"]
     assert supervisor.slots[0].exits[:3] == [3, 3, 3]
@@ -139,14 +160,8 @@ def test_a_worker_that_never_becomes_ready_stops_the_supervisor_with_its_error()
     sock = listener()
     said: list[str] = []
     broken = "import sys; print('ImportError: no module named nowhere', file=sys.stderr); sys.exit(2)"
-
-    async def main():
-        supervisor = Supervisor(sock, 2, lambda i, fd: [sys.executable, "-c", broken], say=said.append)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(supervisor.run)
-        return supervisor
-
-    supervisor = trio.run(main)
+    supervisor = Supervisor(sock, 2, lambda i, fd: [sys.executable, "-c", broken], say=said.append)
+    supervisor.run()
     assert supervisor.failed
     gave_up = [line for line in said if "cannot start" in line]
     assert gave_up, said
@@ -158,16 +173,11 @@ def test_a_worker_that_never_becomes_ready_stops_the_supervisor_with_its_error()
 @pytest.mark.timeout(30)
 def test_a_supervisor_that_gave_up_exits_non_zero():
     sock = listener()
-    statuses: list[int] = []
-
-    async def main():
-        supervisor = Supervisor(
-            sock, 1, lambda i, fd: [sys.executable, "-c", "raise SystemExit(2)"],
-            say=lambda _: None, start_failures=2,
-        )
-        statuses.append(await supervisor.run())
-
-    trio.run(main)
+    supervisor = Supervisor(
+        sock, 1, lambda i, fd: [sys.executable, "-c", "raise SystemExit(2)"],
+        say=lambda _: None, start_failures=2,
+    )  # fmt: skip
+    statuses = [supervisor.run()]
     assert statuses == [START_FAILED_EXIT]
 
 
@@ -175,16 +185,13 @@ def test_a_supervisor_that_gave_up_exits_non_zero():
 def test_max_requests_recycles_without_losing_a_request():
     sock = listener()
     port = sock.getsockname()[1]
+    supervisor = make(sock, 2, limit=3)
+    answers: list[int] = []
 
-    async def main():
-        supervisor = make(sock, 2, limit=3)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(supervisor.run)
-            answers = [await ask(port) for _ in range(30)]  # every one answered
-            supervisor.stop()
-        return supervisor, answers
+    def drive():
+        answers.extend(ask(port) for _ in range(30))  # every one answered
 
-    supervisor, answers = trio.run(main)
+    supervise(supervisor, drive)
     assert len(answers) == 30
     assert len(set(answers)) >= 10  # 30 requests, 3 per worker life
     assert RECYCLE_EXIT in supervisor.slots[0].exits + supervisor.slots[1].exits
@@ -208,17 +215,10 @@ def test_a_stop_while_a_worker_is_being_replaced_stops_the_replacement_too():
             supervisor.stop()
         return [sys.executable, "-c", WORKER, str(fd), "1"]
 
-    async def main() -> list[int | None]:
-        nonlocal supervisor
-        supervisor = Supervisor(sock, 2, command, say=lambda _: None)
-        with trio.fail_after(20):  # a failure, not a timeout, if the drain waits forever
-            async with trio.open_nursery() as nursery:
-                await nursery.start(supervisor.run)
-                await ask(port)  # served by one worker, which then recycles
-        # What each slot's last process exited with (read here: trio reaps it).
-        return [slot.process.returncode for slot in supervisor.slots]  # type: ignore[union-attr]
-
-    statuses = trio.run(main)
+    supervisor = Supervisor(sock, 2, command, say=lambda _: None)
+    # A failure, not a timeout, if the drain waits forever (supervise's limit).
+    supervise(supervisor, lambda: ask(port), stop=False)  # served by one worker, which
+    statuses = [slot.process.returncode for slot in supervisor.slots]  # then recycles
     assert len(starts) == 3
     # Every worker has exited, the replacement too, and by the SIGTERM of the drain (before
     # or after its handler was installed), not by the SIGKILL that ends a forced stop.
