@@ -21,8 +21,10 @@ from pyweb.server.workers import (
     FIRST_DELAY,
     START_FAILED_EXIT,
     START_FAILURES,
+    WATCHED,
     Supervisor,
 )
+from tests.helpers import until
 
 # A worker: accept on the inherited socket, answer with our pid; after `limit` answers exit
 # with RECYCLE_EXIT; on SIGTERM finish the current answer and exit 0.
@@ -223,6 +225,78 @@ def test_a_stop_while_a_worker_is_being_replaced_stops_the_replacement_too():
     # Every worker has exited, the replacement too, and by the SIGTERM of the drain (before
     # or after its handler was installed), not by the SIGKILL that ends a forced stop.
     assert all(status in (0, -signal.SIGTERM) for status in statuses), statuses
+
+
+@pytest.mark.timeout(30)
+def test_a_draining_worker_s_last_words_are_forwarded(capfd):
+    """The drain ends once each worker's stderr has reached its end (PIPES_GRACE at most),
+    so what is written there as a worker stops is copied to the supervisor's stderr, not
+    cut off; here by a child the worker leaves behind, a moment after the worker exited."""
+    sock = listener()
+    last_words = (
+        "    sock.close()\n"
+        "    import subprocess\n"
+        "    subprocess.Popen([sys.executable, '-c', 'import sys, time; time.sleep(0.3); '\n"
+        "                      f'print(\"goodbye from {os.getpid()}\", file=sys.stderr)'])\n"
+    )
+    says_goodbye = WORKER.replace("    sock.close()\n", last_words)
+    supervisor = Supervisor(
+        sock, 2, lambda i, fd: [sys.executable, "-c", says_goodbye, str(fd), "0"],
+        say=lambda _: None,
+    )  # fmt: skip
+
+    def drive():
+        until(lambda: all(slot.ready for slot in supervisor.slots), "both workers ready")
+
+    assert supervise(supervisor, drive) == 0
+    err = capfd.readouterr().err
+    for slot in supervisor.slots:
+        assert slot.process.returncode == 0
+        assert f"goodbye from {slot.pid}" in err, err
+
+
+@pytest.mark.timeout(30)
+def test_a_worker_whose_child_keeps_its_stderr_is_replaced_all_the_same(tmp_path):
+    """A worker's pipes normally end when it exits, and the supervisor reads them to the
+    end before it decides what the exit means; but a child of the worker may hold them
+    open. The supervisor waits for them PIPES_GRACE at most, then replaces the worker, and
+    a drain ends too."""
+    sock = listener()
+    said: list[str] = []
+    child_pid = tmp_path / "child.pid"
+    # It starts a child that inherits its stderr and sleeps, says it is ready, and dies.
+    dies = (
+        "import os, subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(child_pid)!r}, 'a').write(f'{{child.pid}}\\n')\n"
+        "os.write(int(os.environ['PYWEB_READY_FD']), b'1')\n"
+        "os._exit(3)\n"
+    )
+    supervisor = Supervisor(sock, 1, lambda i, fd: [sys.executable, "-c", dies], say=said.append)
+    try:
+        supervise(supervisor, lambda: supervisor.wait_for_starts(2))
+    finally:
+        for pid in child_pid.read_text().split() if child_pid.exists() else ():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert supervisor.slots[0].exits[0] == 3
+    assert any("exited with status 3; restarting in 0.1 s" in line for line in said), said
+
+
+@pytest.mark.timeout(30)
+def test_run_leaves_the_signal_handlers_as_it_found_them():
+    """run() installs its handlers and a wake-up fd; the process it runs in (a test's, here)
+    gets its own back when it returns."""
+    before = {signum: signal.getsignal(signum) for signum in WATCHED}
+    supervisor = Supervisor(
+        listener(), 1, lambda i, fd: [sys.executable, "-c", "raise SystemExit(2)"],
+        say=lambda _: None, start_failures=1,
+    )  # fmt: skip
+    assert supervisor.run() == START_FAILED_EXIT
+    assert {signum: signal.getsignal(signum) for signum in WATCHED} == before
+    assert signal.set_wakeup_fd(-1) == -1
 
 
 def test_worker_table_outside_a_supervisor(monkeypatch):
