@@ -266,11 +266,7 @@ class Supervisor:
         """Stopping, and every worker has exited and its pipes have been read."""
         if not self.stopping:
             return False
-        now = time.monotonic()
-        return not any(
-            slot.alive or (slot.exited_at is not None and not slot.pipes_settled(now))
-            for slot in self.slots
-        )
+        return not any(slot.alive or slot.exited_at is not None for slot in self.slots)
 
     # --- starting a worker ------------------------------------------------------------------
 
@@ -383,11 +379,14 @@ class Supervisor:
 
     def _act_on_exits(self) -> None:
         """Decide about each exited worker once its pipes have been read (its last words,
-        whether it said it was ready)."""
+        whether it said it was ready); when stopping there is nothing to decide."""
         now = time.monotonic()
         for slot in self.slots:
-            if slot.exited_at is not None and slot.pipes_settled(now) and not self.stopping:
-                self._after_exit(slot, now)
+            if slot.exited_at is not None and slot.pipes_settled(now):
+                if self.stopping:
+                    slot.exited_at = None  # (its deadline is over: no more wake-ups for it)
+                else:
+                    self._after_exit(slot, now)
 
     def _after_exit(self, slot: WorkerSlot, now: float) -> None:
         """Give up, replace the worker at once (recycled), or replace it after the back-off."""

@@ -12,6 +12,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 from pyweb.server.supervised import RECYCLE_EXIT, worker_table
 from pyweb.server.workers import (
     FIRST_DELAY,
+    PIPES_GRACE,
     START_FAILED_EXIT,
     START_FAILURES,
     WATCHED,
@@ -53,6 +55,16 @@ while not stop:
     if limit and served >= limit:
         sys.exit({RECYCLE_EXIT})
 """
+
+def with_last_words(on_term: str) -> str:
+    """WORKER whose SIGTERM handler also runs ``on_term`` (lines indented for it), and
+    which says it is ready only once that handler is in (a drain that starts the moment
+    it is ready then runs the handler: it is not the default action that kills it)."""
+    ready = next(line for line in WORKER.splitlines(True) if "PYWEB_READY_FD" in line)
+    handler = "signal.signal(signal.SIGTERM, on_term)\n"
+    worker = WORKER.replace(ready, "").replace(handler, handler + ready)
+    return worker.replace("    sock.close()\n", "    sock.close()\n" + on_term)
+
 
 SERVERS_ELSEWHERE = "the servers are worker processes (one framer: C if built)"
 
@@ -233,13 +245,11 @@ def test_a_draining_worker_s_last_words_are_forwarded(capfd):
     so what is written there as a worker stops is copied to the supervisor's stderr, not
     cut off; here by a child the worker leaves behind, a moment after the worker exited."""
     sock = listener()
-    last_words = (
-        "    sock.close()\n"
+    says_goodbye = with_last_words(
         "    import subprocess\n"
         "    subprocess.Popen([sys.executable, '-c', 'import sys, time; time.sleep(0.3); '\n"
         "                      f'print(\"goodbye from {os.getpid()}\", file=sys.stderr)'])\n"
     )
-    says_goodbye = WORKER.replace("    sock.close()\n", last_words)
     supervisor = Supervisor(
         sock, 2, lambda i, fd: [sys.executable, "-c", says_goodbye, str(fd), "0"],
         say=lambda _: None,
@@ -253,6 +263,41 @@ def test_a_draining_worker_s_last_words_are_forwarded(capfd):
     for slot in supervisor.slots:
         assert slot.process.returncode == 0
         assert f"goodbye from {slot.pid}" in err, err
+
+
+@pytest.mark.timeout(30)
+def test_a_drain_waits_for_a_slow_worker_without_spinning():
+    """While one worker drains slowly, the supervisor sleeps in select() until something
+    happens. Before: the other worker, gone at once, left a deadline in the past (the wait
+    for its pipes), so every select() returned at once and the supervisor spun a core
+    until the slow one had exited."""
+    sock = listener()
+    slow_one = with_last_words(  # worker 1 takes PIPES_GRACE + 1.5 s to drain, 0 no time
+        "    if os.environ['PYWEB_WORKER_ID'] == '1':\n"
+        f"        __import__('time').sleep({PIPES_GRACE + 1.5})\n"
+    )
+    supervisor = Supervisor(
+        sock, 2, lambda i, fd: [sys.executable, "-c", slow_one, str(fd), "0"],
+        say=lambda _: None,
+    )  # fmt: skip
+    # CPU time of the thread that runs the supervisor (this one), read by the driver.
+    supervisor_cpu = time.pthread_getcpuclockid(threading.main_thread().ident)
+    at_first_exit: list[float] = []
+
+    def drive():
+        until(lambda: all(slot.ready for slot in supervisor.slots), "both workers ready")
+        supervisor.stop()
+        until(lambda: supervisor.slots[0].exits, "worker 0 gone")
+        at_first_exit.append(time.clock_gettime(supervisor_cpu))
+
+    started = time.monotonic()
+    assert supervise(supervisor, drive) == 0
+    took = time.monotonic() - started
+    cpu = time.thread_time() - at_first_exit[0]
+    assert took >= PIPES_GRACE + 1.5
+    # From worker 0's exit on, the supervisor had almost nothing to do: a spin would burn
+    # the last 1.5 s (a good part of it even on a loaded machine).
+    assert cpu < 0.1, f"the supervisor used {cpu:.2f} s of CPU while worker 1 drained"
 
 
 @pytest.mark.timeout(30)
