@@ -156,7 +156,7 @@ class WorkerSlot:
     """The current worker's pipes."""
     start_at: float | None = 0.0
     """When to start this slot's next worker (:func:`time.monotonic`); None while one runs."""
-    exited_at: float | None = None
+    exit_seen_at: float | None = None
     """When the current worker's exit was seen, until the supervisor has acted on it."""
 
     @property
@@ -170,8 +170,8 @@ class WorkerSlot:
 
     def pipes_settled(self, now: float) -> bool:
         """The exited worker's pipes reached their end, or the wait for them is over."""
-        assert self.exited_at is not None
-        return self.pipes is None or self.pipes.closed or now >= self.exited_at + PIPES_GRACE
+        assert self.exit_seen_at is not None
+        return self.pipes is None or self.pipes.closed or now >= self.exit_seen_at + PIPES_GRACE
 
 
 class Supervisor:
@@ -255,7 +255,7 @@ class Supervisor:
 
     def _timeout(self) -> float | None:
         """Seconds until the nearest deadline (None: there is none, wait for a pipe)."""
-        deadlines = [s.exited_at + PIPES_GRACE for s in self.slots if s.exited_at is not None]
+        deadlines = [s.exit_seen_at + PIPES_GRACE for s in self.slots if s.exit_seen_at is not None]
         if not self.stopping:
             deadlines += [s.start_at for s in self.slots if s.start_at is not None]
         if not deadlines:
@@ -266,7 +266,7 @@ class Supervisor:
         """Stopping, and every worker has exited and its pipes have been read."""
         if not self.stopping:
             return False
-        return not any(slot.alive or slot.exited_at is not None for slot in self.slots)
+        return not any(slot.alive or slot.exit_seen_at is not None for slot in self.slots)
 
     # --- starting a worker ------------------------------------------------------------------
 
@@ -375,26 +375,26 @@ class Supervisor:
                 status = slot.process.poll()
                 if status is not None:
                     slot.exits.append(status)
-                    slot.exited_at = time.monotonic()
+                    slot.exit_seen_at = time.monotonic()
 
     def _act_on_exits(self) -> None:
         """Decide about each exited worker once its pipes have been read (its last words,
         whether it said it was ready); when stopping there is nothing to decide."""
         now = time.monotonic()
         for slot in self.slots:
-            if slot.exited_at is not None and slot.pipes_settled(now):
+            if slot.exit_seen_at is not None and slot.pipes_settled(now):
                 if self.stopping:
-                    slot.exited_at = None  # (its deadline is over: no more wake-ups for it)
+                    slot.exit_seen_at = None  # (its deadline is over: no more wake-ups for it)
                 else:
                     self._after_exit(slot, now)
 
     def _after_exit(self, slot: WorkerSlot, now: float) -> None:
         """Give up, replace the worker at once (recycled), or replace it after the back-off."""
-        assert slot.process is not None and slot.exited_at is not None
+        assert slot.process is not None and slot.exit_seen_at is not None
         process, status = slot.process, slot.process.returncode
         assert status is not None
-        lived = slot.exited_at - slot.started_at
-        slot.exited_at = None
+        lived = slot.exit_seen_at - slot.started_at
+        slot.exit_seen_at = None
         if self._gave_up(slot, status):
             return
         if status == RECYCLE_EXIT:
