@@ -56,6 +56,7 @@ while not stop:
         sys.exit({RECYCLE_EXIT})
 """
 
+
 def with_last_words(on_term: str) -> str:
     """WORKER whose SIGTERM handler also runs ``on_term`` (lines indented for it), and
     which says it is ready only once that handler is in (a drain that starts the moment
