@@ -302,6 +302,29 @@ def test_a_drain_waits_for_a_slow_worker_without_spinning():
 
 
 @pytest.mark.timeout(30)
+def test_a_second_sigterm_kills_the_draining_workers():
+    """SIGTERM drains; a second one, while the workers still drain, kills them: exit 1."""
+    sock = listener()
+    said: list[str] = []
+    slow = with_last_words("    __import__('time').sleep(20)\n")  # a drain of 20 s
+    supervisor = Supervisor(
+        sock, 2, lambda i, fd: [sys.executable, "-c", slow, str(fd), "0"], say=said.append
+    )
+
+    def drive():
+        until(lambda: all(slot.ready for slot in supervisor.slots), "both workers ready")
+        os.kill(os.getpid(), signal.SIGTERM)  # (the supervisor runs in this process)
+        until(lambda: any("draining" in line for line in said), "the drain")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    started = time.monotonic()
+    assert supervise(supervisor, drive, stop=False) == 1
+    assert time.monotonic() - started < 15  # not the 20 s of the drain
+    assert said[-2:] == ["SIGTERM: draining the workers", "second signal: killing the workers"]
+    assert [slot.process.returncode for slot in supervisor.slots] == [-signal.SIGKILL] * 2
+
+
+@pytest.mark.timeout(30)
 def test_a_worker_whose_child_keeps_its_stderr_is_replaced_all_the_same(tmp_path):
     """A worker's pipes normally end when it exits, and the supervisor reads them to the
     end before it decides what the exit means; but a child of the worker may hold them
