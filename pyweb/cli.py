@@ -481,7 +481,7 @@ def supervise(args: argparse.Namespace, argv: Sequence[str]) -> int:
     # The supervisor prints the banner once its signal handlers are installed.
     supervisor = Supervisor(listener, args.workers, command, banner=banner)
     try:
-        return trio.run(supervisor.run)
+        return supervisor.run()
     finally:
         listener.close()
 
