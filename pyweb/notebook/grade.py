@@ -227,9 +227,13 @@ def _assemble(hand_in: Any, checks: list[Check]) -> tuple[list[Any], dict[str, s
         else:
             cells.append(cell)
     present = {c.get("id") for c in cells}
-    for number, check in enumerate(checks):
+    # The last first: a check that goes back "above the next check" then finds the next one
+    # in place even when it was deleted too.
+    for number in reversed(range(len(checks))):
+        check = checks[number]
         if check.id not in present and check.source:
-            cells.insert(_place(cells, check, checks[number + 1:]), _check_cell(check.source, check.id))
+            where = _place(cells, check, checks[:number], checks[number + 1:])
+            cells.insert(where, _check_cell(check.source, check.id))
             flags[check.id] = "hidden" if check.hidden else "deleted"
             if not check.hidden:
                 notes.append(f"{check.name}: the check cell was deleted; the teacher's check ran")
@@ -237,14 +241,15 @@ def _assemble(hand_in: Any, checks: list[Check]) -> tuple[list[Any], dict[str, s
     return cells, flags, notes + _tampering(cells, set(by_id))
 
 
-def _place(cells: list[Any], check: Check, later: list[Check]) -> int:
+def _place(cells: list[Any], check: Check, earlier: list[Check], later: list[Check]) -> int:
     """Where a missing check goes back: below the nearest cell that was above it, else above
-    the next check, else at the end."""
+    the next check, else at the end; never above an earlier check nor below a later one
+    (the nearest cell above may have been one that is now below them)."""
     ids = [c.get("id") for c in cells]
-    for above in check.after:
-        if above in ids:
-            return ids.index(above) + 1
-    return next((ids.index(c.id) for c in later if c.id in ids), len(cells))
+    before = next((ids.index(c.id) for c in later if c.id in ids), len(cells))
+    after = max((ids.index(c.id) + 1 for c in earlier if c.id in ids), default=0)
+    where = next((ids.index(above) + 1 for above in check.after if above in ids), before)
+    return min(max(where, after), before)
 
 
 def _check_cell(source: str, cell_id: str) -> Any:
