@@ -79,6 +79,14 @@ async def until_settled(predicate: Callable[[], object]) -> None:
     raise AssertionError("condition never became true")
 
 
+def forged(token: str) -> str:
+    """``token`` with one character in its middle changed: base64 text whose bytes differ
+    for sure (a change at the end may touch only the last character's spare bits, which
+    decode to the same bytes: a forged token that was the real one)."""
+    i = len(token) // 2
+    return token[:i] + ("B" if token[i] == "A" else "A") + token[i + 1 :]
+
+
 def write_site(root: Path, files: dict[str, str | bytes]) -> Path:
     """Create ``root`` with the given files (text is dedented; bytes written as they are)."""
     for name, content in files.items():
