@@ -296,9 +296,17 @@ def test_without_a_sandbox_grade_refuses_unless_unsafe(tmp_path):
 
 
 def test_unsafe_grades_without_a_sandbox(tmp_path):
-    nbformat.write(nbformat.read(handins.SOLUTION, as_version=4), str(tmp_path / "a.ipynb"))
+    nb = nbformat.read(handins.SOLUTION, as_version=4)
+    # over Unix sockets even so: a TCP port picked for the kernel could be taken meanwhile by
+    # a server another hand-in starts on port 0
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "from ipykernel.kernelapp import IPKernelApp\n"
+        "assert IPKernelApp.instance().transport == 'ipc', IPKernelApp.instance().transport"
+    ))  # fmt: skip
+    nbformat.write(nb, str(tmp_path / "a.ipynb"))
     report = grade.grade_report(tmp_path / "a.ipynb", sandboxed=False, timeout=30)
     assert [r.result for r in report.rows] == ["pass"] * 4
+    assert report.cell_errors == []
     # the kernel is ended with its hand-in, not when the grader exits, and no thread stays
     assert _children() == []
     assert [t.name for t in threading.enumerate() if type(t).__name__ == "HBChannel"] == []

@@ -16,13 +16,16 @@ servers listen on port 0, so the tests share nothing and can run in parallel
 from __future__ import annotations
 
 import copy
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"))
@@ -39,15 +42,25 @@ def _id(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+def over_unix_sockets(folder: str) -> Config:
+    """Kernels reached over Unix sockets in ``folder``, not TCP. Over TCP, jupyter_client
+    picks a kernel's ports by binding port 0 and closing, and the kernel binds them a second
+    or more later; a server another test starts on port 0 meanwhile can be given one, and
+    the client then talks ZeroMQ to an HTTP server (CI failed so, on a loaded machine)."""
+    return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(folder, "zmq")}})
+
+
 def execute(nb: nbformat.NotebookNode, cwd: Path, *, allow_errors: bool = False) -> None:
-    client = NotebookClient(
-        nb,
-        kernel_name="python3",
-        timeout=CELL_TIMEOUT,
-        allow_errors=allow_errors,
-        resources={"metadata": {"path": str(cwd)}},
-    )
-    client.execute()
+    with tempfile.TemporaryDirectory(prefix="pyweb-kernel-") as sockets:  # short: a socket
+        client = NotebookClient(  # path must fit in 108 bytes
+            nb,
+            kernel_name="python3",
+            timeout=CELL_TIMEOUT,
+            allow_errors=allow_errors,
+            resources={"metadata": {"path": str(cwd)}},
+            config=over_unix_sockets(sockets),
+        )
+        client.execute()
 
 
 def errors_of(nb: nbformat.NotebookNode) -> list[tuple[int, nbformat.NotebookNode]]:
@@ -58,6 +71,16 @@ def errors_of(nb: nbformat.NotebookNode) -> list[tuple[int, nbformat.NotebookNod
             if output.output_type == "error":
                 found.append((index, output))
     return found
+
+
+def test_the_tests_kernels_take_no_tcp_port(tmp_path):
+    """The kernel's own app says which transport it was started on."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from ipykernel.kernelapp import IPKernelApp\n"
+        "print(IPKernelApp.instance().transport)"
+    )])  # fmt: skip
+    execute(nb, tmp_path)
+    assert nb.cells[0].outputs[0].text.strip() == "ipc"
 
 
 def test_notebooks_found():

@@ -326,14 +326,20 @@ def _context() -> Any:
         return _shared[0]
 
 
-def _kernel_manager(kernel: str, workdir: Path | None, limits: sandbox.Limits) -> Any:
-    """A kernel manager whose clients refuse messages over MESSAGE_LIMIT and, given
-    ``workdir``, whose kernel runs in a sandbox there, reached over Unix sockets."""
+def _kernel_manager(kernel: str, workdir: Path, limits: sandbox.Limits, sandboxed: bool) -> Any:
+    """A kernel manager whose clients refuse messages over MESSAGE_LIMIT, whose kernel is
+    reached over Unix sockets in ``workdir`` and, if ``sandboxed``, runs in a sandbox there.
+
+    Why Unix sockets even without a sandbox: over TCP, jupyter_client picks the kernel's five
+    ports by binding port 0 and closing, and the kernel binds them a second or more later.
+    Any server started meanwhile on port 0 (another hand-in's, with ``--jobs``) can be given
+    one of them, and the grader then talks ZeroMQ to an HTTP server. A socket file in the
+    hand-in's own folder cannot be taken by anyone else."""
     from jupyter_client.manager import AsyncKernelManager
 
     context = _context()
     uid = None
-    if workdir is not None and os.geteuid() == 0:  # a user of its own, for the process limit
+    if sandboxed and os.geteuid() == 0:  # a user of its own, for the process limit
         uid = sandbox.SANDBOX_UID + (os.getpid() % 500) * 64 + next(_uids) % 64
 
     class GradingKernelManager(AsyncKernelManager):
@@ -342,7 +348,7 @@ def _kernel_manager(kernel: str, workdir: Path | None, limits: sandbox.Limits) -
 
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
             argv = super().format_kernel_cmd(extra_arguments)
-            if workdir is None:
+            if not sandboxed:
                 return list(argv)
             return sandbox.wrap(argv, workdir=workdir, uid=uid, limits=limits)
 
@@ -352,8 +358,6 @@ def _kernel_manager(kernel: str, workdir: Path | None, limits: sandbox.Limits) -
                 os.chown(self.connection_file, uid, uid)
             return written
 
-    if workdir is None:
-        return GradingKernelManager(kernel_name=kernel, context=context)
     ipc = workdir / ".kernel"
     ipc.mkdir()
     if uid is not None:
@@ -363,7 +367,7 @@ def _kernel_manager(kernel: str, workdir: Path | None, limits: sandbox.Limits) -
                               ip=str(ipc / "zmq"), connection_file=str(ipc / "kernel.json"))  # fmt: skip
     # A signal would reach bwrap, not the kernel: interrupt with a message on the control channel.
     spec = km.kernel_spec
-    if spec is not None:
+    if spec is not None and sandboxed:
         spec.interrupt_mode = "message"
     return km
 
@@ -469,7 +473,7 @@ async def _run(nb: Any, report: Report, checks: list[Check], timeout: float, ker
 
     workdir = Path(tempfile.mkdtemp(prefix="pyweb-grade-"))
     _write_copy(nb, workdir / "hand-in.ipynb")
-    km = _kernel_manager(kernel, workdir if sandboxed else None, limits)
+    km = _kernel_manager(kernel, workdir, limits, sandboxed)
     client = _client_class()(
         nb,
         km=km,
