@@ -173,7 +173,8 @@ class WebSocketOptions:
     """Largest message accepted, in bytes (after reassembly, and after inflating a compressed
     one); a larger one closes with 1009."""
     ping_interval: float = 20.0
-    """Seconds between pings; a peer that answers nothing for two intervals is dropped."""
+    """Seconds of quiet before a ping; a peer that does not answer it within as long again
+    is dropped."""
     close_timeout: float = 5.0
     """Seconds to wait for the peer's Close after ours, and for a handler to end after the
     peer's Close or a server shutdown (then it is cancelled)."""

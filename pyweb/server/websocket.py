@@ -26,9 +26,10 @@ connection" become three cooperating ones):
   :class:`~pyweb.events.Mailbox`: ``ws.recv_evt()`` is its receive event), answers pings,
   and closes with 1009 when a message grows past ``max_message`` (counted after inflating,
   with permessage-deflate) or comes in more than ``max_fragments`` frames;
-* the **keeper**: pings every ``ping_interval`` and drops a peer that has sent nothing for
-  two intervals (a vanished laptop sends no FIN); on a graceful server shutdown it closes
-  with 1001 (going away) once the handler has had ``close_timeout`` to finish by itself.
+* the **keeper**: pings a peer that has sent nothing for ``ping_interval`` and drops it if
+  the next interval brings no answer (a vanished laptop sends no FIN); on a graceful server
+  shutdown it closes with 1001 (going away) once the handler has had ``close_timeout`` to
+  finish by itself.
 
 Closing: ``await ws.close(code, reason)`` sends a Close and waits (``close_timeout``) for
 the peer's; when the peer closes first, its Close is answered and ``ws.recv_evt()`` raises
@@ -40,7 +41,6 @@ it is cancelled.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -49,7 +49,7 @@ from wsproto.connection import ConnectionState, ConnectionType
 from wsproto.events import BytesMessage, CloseConnection, Message, Ping, Pong, TextMessage
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
-from pyweb.events import Event, Latch, Mailbox, select, timeout, wrap
+from pyweb.events import Event, Latch, Mailbox, at_time, select, timeout, wrap
 from pyweb.protocol.messages import Request
 from pyweb.protocol.websocket import (
     WebSocketClosed,
@@ -58,7 +58,7 @@ from pyweb.protocol.websocket import (
     accept_head,
 )
 from pyweb.protocol.websocket_deflate import Deflate, server_deflate
-from pyweb.runtime import current
+from pyweb.runtime import current, now
 
 if TYPE_CHECKING:
     from .contract import ServerConnection
@@ -106,7 +106,7 @@ class WebSocket:
         self._fragments = 0  # frames of the message being reassembled
         rt = current()  # trio's lock and cancel scope, or asyncio's (pyweb.runtime)
         self._send_lock = rt.Lock()
-        self._heard = time.monotonic()
+        self._heard = now()  # the loop's clock, as the keeper's timers (MockClock too)
         self._handler_scope = rt.CancelScope()
 
     def __repr__(self) -> str:
@@ -228,7 +228,7 @@ class WebSocket:
         data = first
         while True:
             if data:
-                self._heard = time.monotonic()
+                self._heard = now()
                 self._ws.receive_data(data)
                 if not await self._handle_events():
                     return
@@ -312,11 +312,21 @@ class WebSocket:
         self._end()
 
     async def _keep(self) -> None:
-        """Ping while quiet, drop a silent peer, and close on a server shutdown."""
+        """Ping a peer quiet for an interval, drop one that has not answered the ping
+        within the next, and close on a server shutdown."""
         interval = self.options.ping_interval
+        pinged: float | None = None  # when a ping went out that the peer has not answered
         while True:
+            if pinged is not None and self._heard >= pinged:
+                pinged = None  # a byte since the ping (its pong, or anything): alive
+            # Wake when the next step is due, reckoned from the peer's last byte or from our
+            # ping, not on a fixed beat: a beat fixed at the connection's start could come
+            # just short of a ping, and the next beat drop a peer that had answered the
+            # last ping promptly and was never asked again (seen on a loaded machine).
+            # (- TIMER_SLACK: uvloop counts timers in whole milliseconds and may wake early)
+            due = (self._heard if pinged is None else pinged) + interval - TIMER_SLACK
             what = await select(
-                wrap(timeout(interval), lambda _: "tick"),
+                wrap(at_time(due), lambda _: "due"),
                 wrap(self.shutdown_evt(), lambda _: "shutdown"),
                 wrap(self._closed.evt(), lambda _: "closed"),
             )
@@ -328,13 +338,11 @@ class WebSocket:
                 await select(self._closed.evt(), timeout(self.options.close_timeout))
                 await self.close(GOING_AWAY, "server shutting down")
                 return
-            # (+ TIMER_SLACK: uvloop counts timers in whole milliseconds, so a tick may come
-            # a little before the interval is over; it must still ping)
-            silent = time.monotonic() - self._heard + TIMER_SLACK
-            if silent >= 2 * interval:
-                self._lost()  # two intervals without a byte, not even a pong: gone
+            if pinged is not None and self._heard < pinged:
+                self._lost()  # pinged an interval ago, and not a byte since: gone
                 return
-            if silent >= interval:
+            if pinged is None and now() - self._heard + TIMER_SLACK >= interval:
+                pinged = now()
                 await self._quietly(Ping(payload=b"pyweb"))
 
 

@@ -182,7 +182,6 @@ async def pinged(ws):
 @pyweb.websocket("/pinged-patient", ping_interval=1.5)
 async def pinged_patient(ws):
     # (a peer answering from a test's thread on a loaded machine: see the test)
-    await select(ws.recv_evt(), wrap(timeout(10), lambda _: None))
     await ws.recv()
 
 
@@ -368,20 +367,20 @@ def test_the_server_pings_and_drops_a_silent_peer(site):
 
 
 def test_a_peer_that_answers_pings_stays(site):
-    # Pinged at about 1.5 and 3 s; dropped only after three seconds of silence, so a pong
-    # may come late by a second and a half (a machine with both cores busy stalled this
-    # test's thread for over half a second: with a 0.5 s interval, dropped after 1 s, the
-    # peer was dropped one run in three). Each ping is answered within a few hundredths of
-    # a second of its arrival.
+    # Pinged after 1.5 s of quiet, dropped only if a ping goes 1.5 s unanswered. The test
+    # answers each ping as it comes and waits for the third: about 4.5 s, longer on a loaded
+    # machine (it waits on the pings, not on the clock; the exact times are checked on
+    # virtual time in test_websocket_keeper_virtual.py).
     raw = RawClient(site, "/pinged-patient")
-    end = time.monotonic() + 3.5
-    got = []
-    while time.monotonic() < end:
+    got: list = []
+    deadline = time.monotonic() + 60
+    while sum(isinstance(e, Ping) for e in got) < 3 and "EOF" not in got:
+        assert time.monotonic() < deadline, got
         for event in raw.events(time.monotonic() + 0.02):
             got.append(event)
             if isinstance(event, Ping):
                 raw.sock.sendall(raw.ws.send(event.response()))
-    assert "EOF" not in got and sum(isinstance(e, Ping) for e in got) >= 2
+    assert "EOF" not in got, got
     raw.sock.close()
 
 
