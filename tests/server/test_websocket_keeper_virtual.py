@@ -174,10 +174,10 @@ def test_a_late_wake_up_delays_the_ping_and_never_drops_an_answering_peer(site):
 
 def test_a_peer_that_keeps_talking_is_never_pinged(site):
     async def test(peer, clock):
-        for number in range(10):
+        for number in range(1, 11):
             await jump(clock, INTERVAL * 0.9)
             await peer.say(f"message {number}")
-            await until_settled(lambda: len(peer.texts) == number + 1)
+            await until_settled(lambda n=number: len(peer.texts) == n)  # echoed
         assert peer.pings == 0 and not peer.eof
 
     run_with_peer(test, site)
