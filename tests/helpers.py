@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import re
 import signal
 import socket
@@ -77,6 +78,31 @@ async def until_settled(predicate: Callable[[], object]) -> None:
             return
         await trio.sleep(0)
     raise AssertionError("condition never became true")
+
+
+def free_port() -> int:
+    """A port nobody listens on, for a server that binds it a moment later (a subprocess,
+    uvicorn), or for a test that needs a refused connection.
+
+    Picked below the kernel's ephemeral range, not by binding port 0: a port from that
+    range, released here, could be handed before the server binds it to anyone binding port
+    0 meanwhile (every test server does), and the test would
+    talk to someone else's server. Below the range only another pick of this function can
+    take it, one chance in some ten thousand."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default
+    below = range(max(1024, low - 10_000), low)
+    # (not the random module's own generator: hypothesis seeds it, alike in every worker)
+    for port in random.SystemRandom().sample(below, 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # a service listens there (RabbitMQ's 25672, say), or a test does
+            return port
+    raise OSError(f"no free port among 200 tried in {below.start}-{below.stop - 1}")
 
 
 def forged(token: str) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import until
+from tests.helpers import free_port, until
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 BIN = Path(sys.executable).parent
@@ -54,12 +54,6 @@ with open(os.environ["PYWEB_TEST_GONE"], "w") as f:
     f.write(what)
 conn.return_(what)
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Client:

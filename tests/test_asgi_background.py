@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.client
 import os
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ReadAlong, reachable, until, write_site
+from tests.helpers import ReadAlong, free_port, reachable, until, write_site
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -75,12 +74,6 @@ SITE = {
     """,
     "pyweb.toml": '[[schedule]]\nscript = "_tick.py"\nevery = 2\n',
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import start_serve, stop_serve, until, write_site
+from tests.helpers import free_port, start_serve, stop_serve, until, write_site
 
 pytestmark = [pytest.mark.loops("trio", "asyncio"), pytest.mark.timeout(120)]
 
@@ -64,12 +64,6 @@ def status_of(port: int, path: str, headers: dict[str, str]) -> int:
 
 def answers(port: int) -> dict[tuple[str, str], int]:
     return {(path, who): status_of(port, path, WHO[who]) for path, who in EXPECTED}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def listening(port: int, proc: subprocess.Popen) -> bool:

@@ -8,13 +8,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "getting-started.md").read_text()
@@ -27,12 +28,6 @@ pytestmark = [
 
 def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", DOC, re.S)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url: str) -> tuple[int, str]:

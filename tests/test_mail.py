@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import pyweb.testing
 from pyweb import mail
-from tests.helpers import write_site
+from tests.helpers import free_port, write_site
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
@@ -49,12 +49,6 @@ class Inbox:
     def message(self, index: int = -1) -> EmailMessage:
         raw = self.envelopes[index].content
         return email.message_from_bytes(raw, _class=EmailMessage, policy=email.policy.default)  # type: ignore[arg-type]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import pytest
 import pyweb.testing
 from pyweb.app.site import Site
 from pyweb.testing.openloop import offer, sweep
+from tests.helpers import free_port
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.loops("trio", "asyncio")]
 
@@ -57,12 +58,7 @@ def test_not_found_is_a_reply_but_not_ok(site):
 
 
 def test_refused_connections_are_errors():
-    # a port nobody listens on: bind one, note it, close it
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nobody listens there
     point = offer(f"http://127.0.0.1:{port}", "/", rate=20, seconds=0.2, calls=2, timeout=1)
     assert (point.replies, point.errors, point.median_ms) == (0, 4, None)  # 2 sessions of 2
 

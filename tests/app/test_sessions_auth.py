@@ -17,7 +17,7 @@ from pyweb.app.site import Site
 from pyweb.testing import serve
 
 from ..csrf_helpers import csrf_token, token_from
-from ..helpers import forged
+from ..helpers import forged, free_port
 from .conftest import write_site
 
 pytestmark = pytest.mark.loops("trio", "asyncio")
@@ -641,7 +641,6 @@ def test_settings_from_pyweb_toml(tmp_path):
     """secret_key (a list: rotation), csrf_exempt, login_url and the headers, read by
     `pyweb serve` from the site's pyweb.toml, with no PYWEB_SECRET_KEY in the environment."""
     import os
-    import socket
     import time
 
     from pyweb.testing import Client
@@ -661,9 +660,7 @@ def test_settings_from_pyweb_toml(tmp_path):
             """,
         },
     )
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "PYWEB_SECRET_KEY"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "pyweb", "serve", str(root), "--port", str(port),

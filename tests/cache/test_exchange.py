@@ -12,6 +12,7 @@ import pytest
 
 from pyweb import cache, runtime, testing
 from pyweb.protocol.response import Response
+from tests.helpers import free_port
 
 from ..csrf_helpers import csrf_token
 from ..helpers import start_serve, stop_serve
@@ -88,10 +89,7 @@ def test_the_host_headers_port_is_never_connected_to(clock, rate_file):
 
 
 def test_source_down(clock, rate_file, monkeypatch):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    monkeypatch.setenv("PYWEB_RATE_URL", f"http://127.0.0.1:{s.getsockname()[1]}/rate")
-    s.close()
+    monkeypatch.setenv("PYWEB_RATE_URL", f"http://127.0.0.1:{free_port()}/rate")
     with testing.serve(PAGES, dev=True) as client:
         assert "The service is currently not available" in amount(client)
 

@@ -13,6 +13,7 @@ from pyweb.fetch import fetch_url
 from pyweb.protocol.response import Response
 from pyweb.runtime.testing import run
 from pyweb.testing.server import default_loop
+from tests.helpers import free_port
 
 # fetch_url on the page's own loop: trio, or asyncio (anyio's sockets and timeouts)
 pytestmark = pytest.mark.loops("trio", "asyncio")
@@ -103,10 +104,7 @@ def test_too_large_by_content_length_and_by_reading(caplog):
 
 
 def test_connection_refused(caplog):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     with caplog.at_level(logging.WARNING, "pyweb.fetch"):
         assert fetch(f"http://127.0.0.1:{port}/rate") is None
     assert f"127.0.0.1:{port}" in caplog.text

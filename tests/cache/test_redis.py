@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pyweb import cache
 from pyweb.cache import Int, List, Option, Real, Size, String, TimeOut, WhileUsed
 from pyweb.cache.resp import ReplyError, ReplyParser, encode_command
+from tests.helpers import free_port
 
 from .conftest import REDIS_URL, need_redis, unique_prefix
 
@@ -136,11 +137,7 @@ def test_flush_leaves_other_caches_alone(shared, name):
 
 
 def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_port()
 
 
 def test_redis_down_is_a_miss_and_is_logged(name, caplog):

@@ -6,7 +6,6 @@ loops: the workers run on the test's loop (``serve_command`` adds ``--loop``).""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pyweb import testing
+from tests.helpers import free_port
 
 from ..app.conftest import write_site
 from ..helpers import serve_command
@@ -34,16 +34,10 @@ SITE = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_workers_share_sessions_through_redis(tmp_path: Path):
     need_redis()
     root = write_site(tmp_path / "site", SITE)
-    port = _free_port()
+    port = free_port()
     url = f"{REDIS_URL}?prefix={unique_prefix()}"
     proc = subprocess.Popen(
         serve_command(root, "--port", str(port), "--workers", "2", "--cache", url,

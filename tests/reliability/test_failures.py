@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.client
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import tempfile
@@ -26,7 +25,7 @@ import trio
 from pyweb import cache, db
 from pyweb.app.site import Site
 from pyweb.testing import serve
-from tests.helpers import ReadyWorkers, ready_workers, serve_command, worker_count
+from tests.helpers import ReadyWorkers, free_port, ready_workers, serve_command, worker_count
 
 from ..cache.conftest import need_redis, unique_prefix
 from ..db.conftest import PG_HOST, PG_PORT, require
@@ -163,9 +162,7 @@ def test_a_redis_outage_keeps_every_page_answering(tmp_path: Path) -> None:
 def pyweb_serve(site: Path, *args: str) -> tuple[subprocess.Popen, int]:
     """``pyweb serve SITE --workers ...`` from this checkout, on a free port and on the
     test's loop."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     # (the write page is a POST target for scripts, not a form: no CSRF token)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYWEB_SECRET_KEY="reliability-" + "k" * 32)
     errors = tempfile.TemporaryFile("w+")  # (a file, not a pipe nobody reads: it never fills)

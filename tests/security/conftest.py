@@ -24,7 +24,7 @@ import pytest
 
 from pyweb.testing import Client, serve
 from tests.csrf_helpers import TOKEN_PAGE
-from tests.helpers import write_site
+from tests.helpers import free_port, write_site
 
 GUARD = '''
 import pyweb
@@ -124,9 +124,7 @@ def _uvicorn(site_dir: Path, options: str = "hsts=3600") -> Iterator[str]:
     app.write_text(f"import pyweb.asgi\napp = pyweb.asgi.Site({str(site_dir)!r}, {options})\n")
     env = dict(os.environ)
     for _attempt in range(3):  # a free port may be taken before uvicorn binds it
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         proc = subprocess.Popen(
             [str(uvicorn), "security_asgi:app", "--app-dir", str(app.parent), "--host", "127.0.0.1", "--port", str(port),
              "--lifespan", "on", "--log-level", "warning", "--proxy-headers",
