@@ -106,7 +106,8 @@ class WebSocket:
         self._fragments = 0  # frames of the message being reassembled
         rt = current()  # trio's lock and cancel scope, or asyncio's (pyweb.runtime)
         self._send_lock = rt.Lock()
-        self._heard = now()  # the loop's clock, as the keeper's timers (MockClock too)
+        self._now = rt.now  # the loop's clock, as the keeper's timers (MockClock too)
+        self._heard = self._now()
         self._handler_scope = rt.CancelScope()
 
     def __repr__(self) -> str:
@@ -228,7 +229,7 @@ class WebSocket:
         data = first
         while True:
             if data:
-                self._heard = now()
+                self._heard = self._now()
                 self._ws.receive_data(data)
                 if not await self._handle_events():
                     return
