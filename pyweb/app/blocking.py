@@ -40,7 +40,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from threading import get_ident
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from pyweb import runtime
 
@@ -76,6 +76,23 @@ class Blocked:
     """The line's code, stripped (``time.sleep(1)``)."""
     seconds: float
     step: int = field(repr=False)
+    own: bool = field(default=True, repr=False)
+    """``filename`` is the site's own code (not a library's, not the framework's)."""
+    seen: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)
+    """How many of the watchdog's looks found the page at each (file, line)."""
+
+    def saw(self, filename: str, line: int, own: bool) -> None:
+        """One more look found the page at ``filename:line``. The hold is named by the line
+        seen most (the site's own code before any other; on a tie, the line that got there
+        first), not by the last one: a look delayed on a busy machine can find the page a
+        line past the one that held (``time.sleep(1)`` over, the next line running), and a
+        sampler that kept the last look named that next line."""
+        key = (filename, line)
+        count = self.seen[key] = self.seen.get(key, 0) + 1
+        best = self.seen.get((self.filename, self.line), 0)
+        if (own and not self.own) or (own == self.own and count > best):
+            self.filename, self.line, self.own = filename, line, own
+            self.source = linecache.getline(filename, line).strip()
 
 
 @dataclass
@@ -102,6 +119,16 @@ class WatchedPage(Protocol):
     """The watchdog of the loop the page runs on (set by the site before the page runs)."""
     held: PageRun | None
     """What the watchdog saw the page hold (set by the watching thread)."""
+
+
+class Look(NamedTuple):
+    """One look of the watching thread at the loop's stack: the page and its line."""
+
+    page: WatchedPage
+    filename: str
+    line: int
+    own: bool
+    """``filename`` is the site's own code."""
 
 
 page_codes: dict[types.CodeType, str] = {}
@@ -145,6 +172,7 @@ class Watchdog:
 
         woke = time.monotonic()
         suspect = -1  # the tick count at which the loop was first seen held
+        first_look: Look | None = None  # where the page was then
         while not self._stop.wait(_TICK):
             interrupt.check_stopping(self)
             now = time.monotonic()
@@ -154,45 +182,53 @@ class Watchdog:
             woke = now
             ticks = self.ticks
             if now - self.ticked <= HELD + _TICK:
-                suspect = -1
+                suspect, first_look = -1, None
                 continue
             if overslept:
                 continue  # look again when this thread keeps time (the suspicion stands)
             if suspect != ticks:  # held: look again next time before naming anybody
-                suspect = ticks
+                suspect, first_look = ticks, self._look()
                 continue
-            page = self._sample(ticks, now - self.ticked)
-            if page is not None:
+            look = self._look()
+            if look is not None:
+                page = self._note(look, first_look, ticks, now - self.ticked)
+                first_look = None  # counted once
                 interrupt.consider(self, page, now - self.ticked)
 
-    def _sample(self, step: int, seconds: float) -> WatchedPage | None:
-        """Note where the page holding the loop is (``page.held``); returns that page."""
+    def _look(self) -> Look | None:
+        """The page holding the loop, and where: the innermost line of the site's own
+        files on the loop's stack (``own``), else the innermost frame. ``None`` when the
+        loop runs no page (the framework itself, or a library's start-up)."""
         frame = sys._current_frames().get(self.loop_thread)
-        own: types.FrameType | None = None
         page = self._running_page(frame)
         if page is None or frame is None:
-            return None  # not a page (the framework itself, or a library's start-up)
+            return None
+        prefix = (page.site_root or "") + os.sep
+        f: types.FrameType | None = frame
+        while f is not None:
+            if f.f_code.co_filename.startswith(prefix):
+                return Look(page, f.f_code.co_filename, f.f_lineno or 0, True)
+            f = f.f_back
+        return Look(page, frame.f_code.co_filename, frame.f_lineno or 0, False)
+
+    def _note(self, look: Look, earlier: Look | None, step: int, seconds: float) -> WatchedPage:
+        """Count ``look`` (and ``earlier``, the look that raised the suspicion, when it saw
+        the same page) on the page's hold at ``step`` (``page.held``); returns the page."""
+        page = look.page
         run = page.held
         first = run is None
         if run is None:  # its first hold: the record is made here, not per request
             run = PageRun(page.page, page.site_root or "")
-        prefix = run.root + os.sep
-        f: types.FrameType | None = frame
-        while f is not None and own is None:
-            if f.f_code.co_filename.startswith(prefix):
-                own = f
-            f = f.f_back
-        where = own or frame
-        filename, line = where.f_code.co_filename, where.f_lineno or 0
         if run.blocked and run.blocked[-1].step == step:
-            last = run.blocked[-1]
-            last.seconds = seconds  # the same hold, still going on: how long so far
-            if own is not None:
-                last.filename, last.line = filename, line
-                last.source = linecache.getline(filename, line).strip()
-            return page
-        source = linecache.getline(filename, line).strip()
-        run.blocked.append(Blocked(filename, line, source, seconds, step))
+            hold = run.blocked[-1]
+            hold.seconds = seconds  # the same hold, still going on: how long so far
+        else:
+            source = linecache.getline(look.filename, look.line).strip()
+            hold = Blocked(look.filename, look.line, source, seconds, step, look.own)
+            run.blocked.append(hold)
+            if earlier is not None and earlier.page is page:
+                hold.saw(earlier.filename, earlier.line, earlier.own)
+        hold.saw(look.filename, look.line, look.own)
         if first:  # published whole: the page's own thread may read it at once (watched.py)
             page.held = run
         return page
