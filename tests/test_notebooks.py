@@ -51,8 +51,9 @@ def over_unix_sockets(folder: str) -> Config:
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path, *, allow_errors: bool = False) -> None:
-    with tempfile.TemporaryDirectory(prefix="pyweb-kernel-") as sockets:  # short: a socket
-        client = NotebookClient(  # path must fit in 108 bytes
+    # (a folder of its own under /tmp: a socket's path must fit in 108 bytes)
+    with tempfile.TemporaryDirectory(prefix="pyweb-kernel-") as sockets:
+        client = NotebookClient(
             nb,
             kernel_name="python3",
             timeout=CELL_TIMEOUT,
