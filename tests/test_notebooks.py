@@ -8,9 +8,9 @@
   from its exercise only in the ``student`` cell, and each notebook has one ``#`` title;
 * trio guest mode on the kernel's own event loop behaves as docs/notebooks.md says.
 
-Each test starts its own kernel, in its own temporary directory, and each notebook's
-servers listen on port 0, so the tests share nothing and can run in parallel
-(``pytest -n auto`` with pytest-xdist).
+Each test starts its own kernel, in its own temporary directory and reached over Unix
+sockets (:func:`over_unix_sockets`), and each notebook's servers listen on port 0, so the
+tests share nothing and can run in parallel (``pytest -n auto`` with pytest-xdist).
 """
 
 from __future__ import annotations

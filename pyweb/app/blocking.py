@@ -11,9 +11,10 @@ How: a task on the loop (:meth:`Watchdog.tick`) notes the time every 50 ms. A th
 :data:`HELD` (0.25 s) it reads the loop thread's stack (``sys._current_frames``), finds the
 frame that runs a page (a frame of a code object in :data:`page_codes`: the site's
 ``run_in_guards``) and the line in the site's own files that holds the loop, and notes it on
-the page's ``conn`` (``conn.held``). The page reports it when it ends: one line in the
-error log, once per page and line, with the fix, and in development mode a banner on the
-page.
+the page's ``conn`` (``conn.held``); it looks again every 50 ms while the hold lasts, and
+names the hold by the line it saw most (:meth:`Blocked.saw`). The page reports it when it
+ends: one line in the error log, once per page and line, with the fix, and in development
+mode a banner on the page.
 
 The watchdog costs the server two wake-ups every 50 ms and, per request, one field of
 ``conn`` (``conn.watchdog``: this loop's watchdog, found cheaply by :func:`current`); it
